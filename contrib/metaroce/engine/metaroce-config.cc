@@ -1,0 +1,86 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-config.h"
+
+#include "metaroce-wire.h"
+
+namespace metaroce
+{
+
+bool
+ConnectionConfig::Validate(std::string& why) const
+{
+    if (mtu < 64 || mtu > 65536 || (mtu % 4) != 0)
+    {
+        why = "mtu must be a multiple of 4 in [64, 65536]";
+        return false;
+    }
+    if (numPaths < 1 || numPaths > 64)
+    {
+        why = "numPaths must be in [1, 64]";
+        return false;
+    }
+    if (maxStreams < 1)
+    {
+        why = "maxStreams must be at least 1";
+        return false;
+    }
+    if (maxOutstandingWrs < 1 || maxPostedRecvs < 1)
+    {
+        why = "maxOutstandingWrs and maxPostedRecvs must be at least 1";
+        return false;
+    }
+    if (!(minPathWindow >= 1) || !(initialPathWindow >= minPathWindow) ||
+        !(maxPathWindow >= initialPathWindow) || maxPathWindow > SACK_BITS - 1)
+    {
+        why = "need 1 <= minPathWindow <= initialPathWindow <= maxPathWindow < 256";
+        return false;
+    }
+    if (!(connectionWindow >= 1))
+    {
+        why = "connectionWindow must be at least 1";
+        return false;
+    }
+    if (!(aimdDecrease > 0 && aimdDecrease < 1) || !(aimdIncrease > 0))
+    {
+        why = "aimdDecrease must be in (0,1) and aimdIncrease positive";
+        return false;
+    }
+    if (!(lossWindowFactor > 0 && lossWindowFactor <= 1))
+    {
+        why = "lossWindowFactor must be in (0,1]";
+        return false;
+    }
+    if (!(dctcpGain > 0 && dctcpGain <= 1))
+    {
+        why = "dctcpGain must be in (0,1]";
+        return false;
+    }
+    if (rtoMin <= 0 || rtoMax < rtoMin || rtoInitial < rtoMin || rtoInitial > rtoMax)
+    {
+        why = "need 0 < rtoMin <= rtoInitial <= rtoMax";
+        return false;
+    }
+    if (failureThreshold < 1 || reorderThreshold < 1 || ackEveryPackets < 1)
+    {
+        why = "failureThreshold, reorderThreshold and ackEveryPackets must be at least 1";
+        return false;
+    }
+    if (probeInterval <= 0 || connectionTimeout <= 0 || ackDelay < 0 || rnrRetryDelay < 0)
+    {
+        why = "probeInterval and connectionTimeout must be positive, delays non-negative";
+        return false;
+    }
+    if (lineRateBps < 0)
+    {
+        why = "lineRateBps must not be negative";
+        return false;
+    }
+    return true;
+}
+
+} // namespace metaroce

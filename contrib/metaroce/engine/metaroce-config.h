@@ -1,0 +1,104 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_CONFIG_H
+#define METAROCE_CONFIG_H
+
+#include "metaroce-time.h"
+
+#include <cstdint>
+#include <string>
+
+/**
+ * \file
+ * Every engine constant as a named, documented configuration field. MetaRoCE's own values
+ * are not public: each default below is our model's choice, and docs/engine.md says where
+ * it comes from. The ns-3 adapter exposes each field as an Attribute; the HIL daemon reads
+ * them from its configuration.
+ */
+
+namespace metaroce
+{
+
+/// Settings of one endpoint (one NIC): what is shared by all its connections.
+struct EndpointConfig
+{
+    uint32_t localIp{0};          //!< IPv4 address of this endpoint (host order)
+    double lineRateBps{100e9};    //!< NIC line rate: inbound capacity shared by the rate hint
+    uint64_t seed{1};             //!< seed of the engine's PRNG (source-port rotation)
+    bool icrc{true};              //!< compute and verify the ICRC of every datagram
+    bool rateHint{true};          //!< receiver computes and advertises fair-share rate hints
+    /// Fraction of the line rate the rate hint divides among active senders.
+    double rateHintUtilization{1.0};
+    /// A sender counts as active while it delivered data within this time.
+    Time rateHintActiveTime{MicroSeconds(20)};
+    /// How often the active-sender count behind the hint is recomputed (the "rate-hint period").
+    Time rateHintPeriod{MicroSeconds(1)};
+    uint32_t maxConnections{1u << 20}; //!< largest number of connections (QPNs 1..max)
+};
+
+/**
+ * Settings of one connection. The two ends of a connection must agree on mtu, numPaths and
+ * maxOutstandingWrs (the HIL control plane and the ns-3 helper exchange them).
+ */
+struct ConnectionConfig
+{
+    /// Transport engine, chosen by name: "metaroce" (this engine) or "rocev2" (baseline).
+    std::string transport{"metaroce"};
+    uint32_t mtu{4096};              //!< payload bytes per packet
+    uint32_t maxMessageSize{1u << 30}; //!< largest message, bytes
+    uint16_t maxStreams{1024};       //!< stream ids 0..maxStreams-1 are valid
+    uint32_t maxOutstandingWrs{1024}; //!< send work requests not yet completed
+    uint32_t maxPostedRecvs{1024};   //!< receive work requests posted per stream
+
+    // Paths
+    uint32_t numPaths{8};            //!< first-class paths (1..64)
+    /// UDP source port of path 0 (path i uses base+i); 0 = drawn from the PRNG.
+    uint16_t sourcePortBase{0};
+    std::string pathScheduler{"spray"}; //!< "spray" or "single"
+
+    // Congestion control (per path, under one connection cap)
+    std::string congestionControl{"aimd"}; //!< "aimd", "dctcp" or "fixed"
+    double initialPathWindow{4};     //!< packets in flight per path at start
+    double minPathWindow{1};         //!< floor of a path window, packets
+    double maxPathWindow{224};       //!< ceiling of a path window, packets (< SACK window)
+    double connectionWindow{512};    //!< cap on packets in flight over all paths
+    double aimdIncrease{1};          //!< additive increase, packets per path per RTT
+    double aimdDecrease{0.5};        //!< multiplicative decrease factor on an ECN echo
+    double dctcpGain{1.0 / 16};      //!< DCTCP alpha gain g ("dctcp")
+    /// Window factor applied when a SACK gap reveals loss (1 = loss is not a congestion signal).
+    double lossWindowFactor{1.0};
+    double lineRateBps{0};           //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
+
+    // Loss detection and retransmission
+    std::string lossDetection{"sack-gap"}; //!< loss detection by name
+    /// A packet is lost once this many packets sent after it on its path are acknowledged.
+    uint32_t reorderThreshold{1};
+    Time rtoInitial{MicroSeconds(200)}; //!< RTO before the first RTT sample
+    Time rtoMin{MicroSeconds(100)};     //!< RTO floor
+    Time rtoMax{MilliSeconds(10)};      //!< RTO ceiling (after backoff)
+    uint32_t failureThreshold{3};       //!< consecutive RTOs without an ACK that fail a path
+    Time probeInterval{MicroSeconds(100)}; //!< probe period of a failed path
+    /// Give up (RETRY_EXC_ERR) when no path has acknowledged anything for this long.
+    Time connectionTimeout{MilliSeconds(100)};
+    Time rnrRetryDelay{MicroSeconds(20)}; //!< wait before resending after an RNR NAK
+    uint32_t rnrRetryLimit{7};          //!< RNR retries per message; 7 means unlimited (IB)
+
+    // Acknowledgements
+    uint32_t ackEveryPackets{1};        //!< ACK after this many in-order packets on a path
+    Time ackDelay{MicroSeconds(2)};     //!< longest an ACK is held back for coalescing
+
+    /**
+     * Check the configuration.
+     * \param[out] why the first problem found
+     * \return true if valid
+     */
+    bool Validate(std::string& why) const;
+};
+
+} // namespace metaroce
+
+#endif // METAROCE_CONFIG_H

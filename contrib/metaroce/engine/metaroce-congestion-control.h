@@ -1,0 +1,54 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_CONGESTION_CONTROL_H
+#define METAROCE_CONGESTION_CONTROL_H
+
+#include "metaroce-config.h"
+#include "metaroce-path.h"
+
+#include <memory>
+#include <string>
+
+namespace metaroce
+{
+
+/// What one ACK told the sender about a path.
+struct AckEvent
+{
+    Time now{0};             //!< arrival time
+    uint32_t newlyAcked{0};  //!< packets newly acknowledged
+    uint32_t ceCount{0};     //!< CE marks echoed
+    bool ece{false};         //!< the ACK echoes ECN
+};
+
+/**
+ * Per-path window control. Implementations are stateless strategies: all state lives in
+ * PathState, so one instance serves every path of a connection.
+ */
+class CongestionControl
+{
+  public:
+    virtual ~CongestionControl() = default;
+    /// \return the name the strategy is chosen by.
+    virtual const char* Name() const = 0;
+    /**
+     * React to an ACK on \p path.
+     * \return true if the window was decreased
+     */
+    virtual bool OnAck(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg) = 0;
+    /// React to packets declared lost from a SACK gap.
+    virtual void OnLoss(PathState& path, Time now, const ConnectionConfig& cfg) = 0;
+    /// React to a retransmission timeout.
+    virtual void OnTimeout(PathState& path, const ConnectionConfig& cfg) = 0;
+};
+
+/// \return the strategy called \p name ("aimd", "dctcp", "fixed"), or nullptr if unknown.
+std::unique_ptr<CongestionControl> CreateCongestionControl(const std::string& name);
+
+} // namespace metaroce
+
+#endif // METAROCE_CONGESTION_CONTROL_H

@@ -1,0 +1,392 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-endpoint.h"
+
+#include "metaroce-icrc.h"
+#include "metaroce-multipath-connection.h"
+
+namespace metaroce
+{
+
+const char*
+RxStatusName(RxStatus status)
+{
+    switch (status)
+    {
+    case RxStatus::ACCEPTED:
+        return "ACCEPTED";
+    case RxStatus::MALFORMED:
+        return "MALFORMED";
+    case RxStatus::BAD_ICRC:
+        return "BAD_ICRC";
+    case RxStatus::UNKNOWN_CONNECTION:
+        return "UNKNOWN_CONNECTION";
+    case RxStatus::WRONG_SOURCE:
+        return "WRONG_SOURCE";
+    case RxStatus::WRONG_TRANSPORT:
+        return "WRONG_TRANSPORT";
+    case RxStatus::NOT_CONNECTED:
+        return "NOT_CONNECTED";
+    }
+    return "UNKNOWN";
+}
+
+Endpoint::Endpoint(const EndpointConfig& cfg)
+    : m_shared(cfg)
+{
+}
+
+Endpoint::~Endpoint() = default;
+
+const EndpointConfig&
+Endpoint::Config() const
+{
+    return m_shared.Config();
+}
+
+MemoryRegion
+Endpoint::RegisterMemory(void* base, uint64_t length, uint32_t access)
+{
+    return RegisterMemory(base, length, access, uint64_t(reinterpret_cast<uintptr_t>(base)));
+}
+
+MemoryRegion
+Endpoint::RegisterMemory(void* base, uint64_t length, uint32_t access, uint64_t iova)
+{
+    return m_shared.memory.Register(static_cast<uint8_t*>(base), length, access, iova);
+}
+
+bool
+Endpoint::DeregisterMemory(uint32_t lkey)
+{
+    return m_shared.memory.Deregister(lkey);
+}
+
+size_t
+Endpoint::MaxDatagramSize(uint32_t mtu)
+{
+    // BTH + the longest header set (MDH + RETH + RSH + ImmDt) + padded payload + ICRC.
+    return Bth::SIZE + Mdh::SIZE + Reth::SIZE + Rsh::SIZE + ImmDt::SIZE + mtu + 3 + ICRC_SIZE;
+}
+
+PostStatus
+Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why)
+{
+    std::string reason;
+    if (!cfg.Validate(reason))
+    {
+        if (why)
+        {
+            *why = reason;
+        }
+        return PostStatus::INVALID_ARGUMENT;
+    }
+    if (m_conns.size() >= m_shared.Config().maxConnections || m_conns.size() >= PSN_MASK)
+    {
+        if (why)
+        {
+            *why = "too many connections";
+        }
+        return PostStatus::QUEUE_FULL;
+    }
+    qpn = uint32_t(m_conns.size() + 1);
+    std::unique_ptr<TransportConnection> conn;
+    if (cfg.transport == "metaroce")
+    {
+        if (!CreateCongestionControl(cfg.congestionControl) ||
+            !CreatePathScheduler(cfg.pathScheduler) || !CreateLossDetection(cfg.lossDetection))
+        {
+            if (why)
+            {
+                *why = "unknown congestionControl, pathScheduler or lossDetection name";
+            }
+            return PostStatus::INVALID_ARGUMENT;
+        }
+        conn = std::make_unique<MultipathConnection>(m_shared, qpn, cfg);
+    }
+    else
+    {
+        if (why)
+        {
+            *why = "unknown transport '" + cfg.transport + "'";
+        }
+        return PostStatus::INVALID_ARGUMENT;
+    }
+    m_conns.push_back(std::move(conn));
+    ++m_live;
+    return PostStatus::OK;
+}
+
+TransportConnection*
+Endpoint::Find(uint32_t qpn) const
+{
+    if (qpn == 0 || qpn > m_conns.size())
+    {
+        return nullptr;
+    }
+    return m_conns[qpn - 1].get();
+}
+
+PostStatus
+Endpoint::Connect(uint32_t qpn, uint32_t remoteIp, uint32_t remoteQpn)
+{
+    TransportConnection* c = Find(qpn);
+    if (c == nullptr)
+    {
+        return PostStatus::INVALID_CONNECTION;
+    }
+    if (remoteQpn == 0 || remoteQpn > PSN_MASK)
+    {
+        return PostStatus::INVALID_ARGUMENT;
+    }
+    c->Connect(remoteIp, remoteQpn);
+    return PostStatus::OK;
+}
+
+bool
+Endpoint::DestroyConnection(uint32_t qpn)
+{
+    TransportConnection* c = Find(qpn);
+    if (c == nullptr)
+    {
+        return false;
+    }
+    m_shared.Forget(*c);
+    m_conns[qpn - 1].reset(); // ready-list and timer entries are skipped once it is gone
+    --m_live;
+    return true;
+}
+
+PostStatus
+Endpoint::PostSend(Time now, uint32_t qpn, const SendWr& wr)
+{
+    TransportConnection* c = Find(qpn);
+    if (c == nullptr)
+    {
+        return PostStatus::INVALID_CONNECTION;
+    }
+    if (!c->Connected())
+    {
+        return PostStatus::NOT_CONNECTED;
+    }
+    if (c->InError())
+    {
+        return PostStatus::CONNECTION_ERROR;
+    }
+    uint8_t* ptr = nullptr;
+    if (wr.sge.length > 0)
+    {
+        PostStatus st = m_shared.memory.Check(wr.sge.lkey, wr.sge.addr, wr.sge.length, 0, &ptr);
+        if (st != PostStatus::OK)
+        {
+            return st;
+        }
+    }
+    PostStatus st = c->PostSend(now, wr, ptr);
+    if (st == PostStatus::OK)
+    {
+        Refresh(now, *c);
+    }
+    return st;
+}
+
+PostStatus
+Endpoint::PostRecv(Time now, uint32_t qpn, const RecvWr& wr)
+{
+    TransportConnection* c = Find(qpn);
+    if (c == nullptr)
+    {
+        return PostStatus::INVALID_CONNECTION;
+    }
+    if (c->InError())
+    {
+        return PostStatus::CONNECTION_ERROR;
+    }
+    uint8_t* ptr = nullptr;
+    if (wr.sge.length > 0)
+    {
+        PostStatus st = m_shared.memory.Check(wr.sge.lkey, wr.sge.addr, wr.sge.length,
+                                              ACCESS_LOCAL_WRITE, &ptr);
+        if (st != PostStatus::OK)
+        {
+            return st;
+        }
+    }
+    PostStatus st = c->PostRecv(now, wr, ptr);
+    if (st == PostStatus::OK)
+    {
+        Refresh(now, *c);
+    }
+    return st;
+}
+
+RxStatus
+Endpoint::HandleDatagram(Time now, const DatagramMeta& meta, const uint8_t* data, size_t len)
+{
+    ParsedPacket pkt;
+    ParseStatus ps = ParseDatagram(data, len, pkt);
+    if (ps != ParseStatus::OK)
+    {
+        m_shared.counters.Add(Counter::RX_MALFORMED);
+        return RxStatus::MALFORMED;
+    }
+    if (m_shared.Config().icrc && !CheckDatagramIcrc(meta, data, len))
+    {
+        m_shared.counters.Add(Counter::RX_BAD_ICRC);
+        return RxStatus::BAD_ICRC;
+    }
+    TransportConnection* c = Find(pkt.bth.destQp);
+    if (c == nullptr)
+    {
+        m_shared.counters.Add(Counter::RX_UNKNOWN_CONNECTION);
+        return RxStatus::UNKNOWN_CONNECTION;
+    }
+    if (!c->Connected())
+    {
+        m_shared.counters.Add(Counter::RX_UNKNOWN_CONNECTION);
+        return RxStatus::NOT_CONNECTED;
+    }
+    if (meta.srcIp != c->RemoteIp())
+    {
+        m_shared.counters.Add(Counter::RX_WRONG_SOURCE);
+        return RxStatus::WRONG_SOURCE;
+    }
+    Transport t = pkt.info->transport == Transport::CNP ? Transport::ROCEV2 : pkt.info->transport;
+    if (t != c->Kind())
+    {
+        m_shared.counters.Add(Counter::RX_WRONG_TRANSPORT);
+        return RxStatus::WRONG_TRANSPORT;
+    }
+    c->HandlePacket(now, meta, pkt);
+    Refresh(now, *c);
+    return RxStatus::ACCEPTED;
+}
+
+void
+Endpoint::Refresh(Time now, TransportConnection& conn)
+{
+    if (!conn.inReadyList && conn.WantsToSend(now))
+    {
+        conn.inReadyList = true;
+        m_ready.push_back(conn.Qpn());
+    }
+    Time deadline = conn.NextDeadline();
+    if (deadline != conn.scheduledDeadline)
+    {
+        conn.scheduledDeadline = deadline;
+        ++conn.timerGeneration;
+        if (deadline != TIME_INFINITE)
+        {
+            m_timers.push(TimerEntry{deadline, conn.Qpn(), conn.timerGeneration});
+        }
+    }
+}
+
+bool
+Endpoint::PollTransmit(Time now, TxDatagram& out)
+{
+    size_t budget = m_ready.size();
+    while (budget-- > 0)
+    {
+        uint32_t qpn = m_ready.front();
+        m_ready.pop_front();
+        TransportConnection* c = Find(qpn);
+        if (c == nullptr)
+        {
+            continue;
+        }
+        if (c->PollTransmit(now, out))
+        {
+            if (c->WantsToSend(now))
+            {
+                m_ready.push_back(qpn); // round robin across connections
+            }
+            else
+            {
+                c->inReadyList = false;
+            }
+            Refresh(now, *c);
+            return true;
+        }
+        c->inReadyList = false;
+        Refresh(now, *c);
+        if (c->inReadyList)
+        {
+            // It still wants to send but could not (e.g. the scheduler's path is full):
+            // leave it out until its next event so the pump cannot spin.
+            m_ready.pop_back();
+            c->inReadyList = false;
+        }
+    }
+    return false;
+}
+
+Time
+Endpoint::NextTimeout()
+{
+    while (!m_timers.empty())
+    {
+        const TimerEntry& top = m_timers.top();
+        TransportConnection* c = Find(top.qpn);
+        if (c != nullptr && c->timerGeneration == top.generation)
+        {
+            return top.deadline;
+        }
+        m_timers.pop();
+    }
+    return TIME_INFINITE;
+}
+
+void
+Endpoint::HandleTimeout(Time now)
+{
+    while (!m_timers.empty() && m_timers.top().deadline <= now)
+    {
+        TimerEntry top = m_timers.top();
+        m_timers.pop();
+        TransportConnection* c = Find(top.qpn);
+        if (c == nullptr || c->timerGeneration != top.generation)
+        {
+            continue;
+        }
+        c->scheduledDeadline = TIME_INFINITE;
+        c->HandleTimeout(now);
+        Refresh(now, *c);
+    }
+}
+
+bool
+Endpoint::PollCompletion(Completion& out)
+{
+    return m_shared.PopCompletion(out);
+}
+
+const CounterSet&
+Endpoint::Counters() const
+{
+    return m_shared.counters;
+}
+
+const TransportConnection*
+Endpoint::GetConnection(uint32_t qpn) const
+{
+    return Find(qpn);
+}
+
+size_t
+Endpoint::ConnectionCount() const
+{
+    return m_live;
+}
+
+void
+Endpoint::SetObserver(EngineObserver* observer)
+{
+    m_shared.observer = observer;
+}
+
+} // namespace metaroce

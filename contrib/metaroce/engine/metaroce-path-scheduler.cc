@@ -1,0 +1,102 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-path-scheduler.h"
+
+namespace metaroce
+{
+
+namespace
+{
+
+/// \return true if \p path echoed ECN within its last smoothed RTT.
+bool
+RecentlyMarked(const PathState& path, Time now)
+{
+    return path.lastEcn >= 0 && now - path.lastEcn < (path.hasRtt ? path.srtt : 0);
+}
+
+/// Packet spraying: round robin over paths with room, preferring unmarked ones.
+class SprayScheduler : public PathScheduler
+{
+  public:
+    const char* Name() const override
+    {
+        return "spray";
+    }
+
+    int Select(const std::vector<PathState>& paths, Time now) override
+    {
+        size_t n = paths.size();
+        int fallback = -1;
+        for (size_t k = 0; k < n; ++k)
+        {
+            size_t i = (m_cursor + k) % n;
+            if (!paths[i].HasRoom())
+            {
+                continue;
+            }
+            if (RecentlyMarked(paths[i], now))
+            {
+                if (fallback < 0)
+                {
+                    fallback = int(i);
+                }
+                continue;
+            }
+            m_cursor = (i + 1) % n;
+            return int(i);
+        }
+        if (fallback >= 0)
+        {
+            m_cursor = (size_t(fallback) + 1) % n;
+        }
+        return fallback;
+    }
+
+  private:
+    size_t m_cursor{0}; //!< next path to consider
+};
+
+/// One path at a time: the lowest-numbered path that is not failed.
+class SingleScheduler : public PathScheduler
+{
+  public:
+    const char* Name() const override
+    {
+        return "single";
+    }
+
+    int Select(const std::vector<PathState>& paths, Time) override
+    {
+        for (size_t i = 0; i < paths.size(); ++i)
+        {
+            if (paths[i].Usable())
+            {
+                return paths[i].HasRoom() ? int(i) : -1;
+            }
+        }
+        return -1;
+    }
+};
+
+} // namespace
+
+std::unique_ptr<PathScheduler>
+CreatePathScheduler(const std::string& name)
+{
+    if (name == "spray")
+    {
+        return std::make_unique<SprayScheduler>();
+    }
+    if (name == "single")
+    {
+        return std::make_unique<SingleScheduler>();
+    }
+    return nullptr;
+}
+
+} // namespace metaroce

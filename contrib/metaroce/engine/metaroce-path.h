@@ -1,0 +1,124 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_PATH_H
+#define METAROCE_PATH_H
+
+#include "metaroce-time.h"
+#include "metaroce-wire.h"
+
+#include <cstdint>
+#include <vector>
+
+/**
+ * \file
+ * The per-path state record that congestion control, loss detection and the path scheduler
+ * operate on (as ns-3 TCP's congestion ops operate on TcpSocketState).
+ */
+
+namespace metaroce
+{
+
+/// Health of a path.
+enum class PathStatus : uint8_t
+{
+    ACTIVE,  //!< carrying data, acknowledged
+    SUSPECT, //!< timed out at least once since its last ACK; still tried with a small window
+    FAILED,  //!< silent for failureThreshold RTOs: no data, probed on a new source port
+};
+
+/// \return the name of \p s.
+const char* PathStatusName(PathStatus s);
+
+/// State of one sent packet on a path, indexed by PSN.
+struct InflightEntry
+{
+    /// What became of the packet.
+    enum State : uint8_t
+    {
+        FREE,     //!< slot unused
+        INFLIGHT, //!< sent, not acknowledged
+        LOST,     //!< declared lost; queued for retransmission on the same PSN
+        ACKED,    //!< acknowledged
+    };
+
+    uint32_t messageSlot{0}; //!< sender message slot
+    uint32_t generation{0};  //!< generation of the slot when sent
+    uint32_t packetIndex{0}; //!< packet index within the message
+    uint32_t sendOrder{0};   //!< path-local transmission counter (for loss detection)
+    Time sentTime{0};        //!< last transmission time
+    State state{FREE};       //!< state
+    bool retransmitted{false}; //!< sent more than once (no RTT sample: Karn)
+};
+
+/// Everything the engine keeps per path.
+struct PathState
+{
+    uint8_t id{0};          //!< path id carried in MDH
+    uint8_t epoch{0};       //!< PSN-space generation; bumped when the path is reset
+    uint16_t sourcePort{0}; //!< UDP source port (ECMP entropy)
+    PathStatus status{PathStatus::ACTIVE}; //!< health
+
+    // Sequence space
+    uint32_t nextPsn{0};  //!< PSN of the next new transmission
+    uint32_t ackedPsn{0}; //!< receiver's cumulative PSN: everything before it is acknowledged
+    uint32_t inflight{0}; //!< packets sent and neither acknowledged nor declared lost
+    uint32_t sendCounter{0};       //!< transmissions on this path (sendOrder source)
+    uint32_t highestAckedOrder{0}; //!< largest sendOrder acknowledged so far
+    bool anyAcked{false};          //!< highestAckedOrder is meaningful
+    std::vector<InflightEntry> ring; //!< entries for PSNs [ackedPsn, nextPsn), ring-indexed
+    std::vector<uint32_t> lostPsns;  //!< PSNs declared lost, to resend on this path
+
+    // Congestion control
+    double cwnd{1};          //!< window, packets
+    double dctcpAlpha{0};    //!< DCTCP congestion estimate
+    uint32_t windowAcked{0}; //!< packets acknowledged in the current DCTCP observation window
+    uint32_t windowMarked{0}; //!< of which echoed CE
+    Time lastDecrease{-1};   //!< last multiplicative decrease (at most one per RTT)
+    Time lastEcn{-1};        //!< last ECN echo (the scheduler steers away from fresh marks)
+
+    // RTT and timers
+    bool hasRtt{false};     //!< srtt is valid
+    Time srtt{0};           //!< smoothed RTT
+    Time rttVar{0};         //!< RTT variation
+    Time minRtt{0};         //!< smallest RTT sample
+    Time latestRtt{0};      //!< most recent RTT sample
+    Time rto{0};            //!< current RTO (with backoff)
+    Time rtoDeadline{TIME_INFINITE}; //!< when the RTO fires
+    Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
+    Time lastAck{0};        //!< time of the last ACK for this path
+    uint32_t consecutiveRtos{0}; //!< RTOs since the last ACK
+
+    // Statistics
+    uint64_t packetsSent{0};     //!< transmissions, including retransmissions
+    uint64_t retransmissions{0}; //!< retransmissions
+    uint64_t packetsAcked{0};    //!< packets acknowledged
+    uint64_t ecnEchoes{0};       //!< CE marks echoed back
+    uint64_t timeouts{0};        //!< RTOs
+
+    /// \return the entry for \p psn (must lie in [ackedPsn, nextPsn)).
+    InflightEntry& Entry(uint32_t psn)
+    {
+        return ring[psn & (ring.size() - 1)];
+    }
+
+    /// \return true if the path may carry data now.
+    bool Usable() const
+    {
+        return status != PathStatus::FAILED;
+    }
+
+    /// \return true if the path may carry one more new packet: usable, window and SACK room.
+    bool HasRoom() const
+    {
+        return Usable() && inflight < uint32_t(cwnd) &&
+               uint32_t(PsnDiff(nextPsn, ackedPsn)) < SACK_BITS;
+    }
+};
+
+} // namespace metaroce
+
+#endif // METAROCE_PATH_H

@@ -1,0 +1,125 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-transport.h"
+
+#include "metaroce-icrc.h"
+
+#include <algorithm>
+
+namespace metaroce
+{
+
+EndpointShared::EndpointShared(const EndpointConfig& cfg)
+    : rng(cfg.seed),
+      m_cfg(cfg)
+{
+}
+
+bool
+EndpointShared::PopCompletion(Completion& c)
+{
+    if (m_completions.empty())
+    {
+        return false;
+    }
+    c = m_completions.front();
+    m_completions.pop_front();
+    return true;
+}
+
+void
+EndpointShared::NoteDataArrival(Time now, TransportConnection& conn)
+{
+    conn.lastDataRx = now;
+    if (!conn.activeSender)
+    {
+        conn.activeSender = true;
+        m_active.push_back(&conn);
+        m_lastRecompute = -1; // a new sender changes the share at once
+    }
+}
+
+uint32_t
+EndpointShared::RateHintMbps(Time now)
+{
+    if (!m_cfg.rateHint)
+    {
+        return Mah::NO_RATE_HINT;
+    }
+    if (m_lastRecompute < 0 || now - m_lastRecompute >= m_cfg.rateHintPeriod)
+    {
+        m_lastRecompute = now;
+        auto idle = [&](TransportConnection* c) {
+            if (now - c->lastDataRx > m_cfg.rateHintActiveTime)
+            {
+                c->activeSender = false;
+                return true;
+            }
+            return false;
+        };
+        m_active.erase(std::remove_if(m_active.begin(), m_active.end(), idle), m_active.end());
+        size_t n = std::max<size_t>(1, m_active.size());
+        double share = m_cfg.lineRateBps * m_cfg.rateHintUtilization / double(n) / 1e6;
+        m_hintMbps = uint32_t(std::clamp(share, 1.0, double(Mah::NO_RATE_HINT - 1)));
+    }
+    return m_hintMbps;
+}
+
+void
+EndpointShared::Forget(TransportConnection& conn)
+{
+    m_active.erase(std::remove(m_active.begin(), m_active.end(), &conn), m_active.end());
+    conn.activeSender = false;
+}
+
+TransportConnection::TransportConnection(EndpointShared& ep,
+                                         uint32_t qpn,
+                                         const ConnectionConfig& cfg)
+    : m_ep(ep),
+      m_qpn(qpn),
+      m_cfg(cfg)
+{
+}
+
+void
+TransportConnection::Connect(uint32_t remoteIp, uint32_t remoteQpn)
+{
+    m_remoteIp = remoteIp;
+    m_remoteQpn = remoteQpn;
+    m_connected = true;
+}
+
+bool
+TransportConnection::EmitDatagram(TxDatagram& out,
+                                  ParsedPacket& pkt,
+                                  const uint8_t* payload,
+                                  uint32_t payloadLength,
+                                  Ecn ecn,
+                                  uint16_t srcPort)
+{
+    size_t len = WriteDatagram(out.buffer, out.capacity, pkt, payload, payloadLength);
+    if (len == 0)
+    {
+        return false;
+    }
+    out.length = len;
+    out.meta.srcIp = m_ep.Config().localIp;
+    out.meta.dstIp = m_remoteIp;
+    out.meta.srcPort = srcPort;
+    out.meta.dstPort = ROCE_UDP_PORT;
+    out.meta.ecn = ecn;
+    out.meta.dscp = 0;
+    out.connectionId = m_qpn;
+    if (m_ep.Config().icrc)
+    {
+        uint32_t icrc = ComputeDatagramIcrc(out.meta, out.buffer, len - ICRC_SIZE);
+        StoreIcrc(out.buffer + len - ICRC_SIZE, icrc);
+    }
+    return true;
+}
+
+} // namespace metaroce

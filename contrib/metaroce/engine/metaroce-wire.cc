@@ -1,0 +1,485 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-wire.h"
+
+#include "metaroce-byte-order.h"
+
+#include <cstring>
+
+namespace metaroce
+{
+
+Bth
+Bth::Read(const uint8_t* p)
+{
+    Bth h;
+    h.opcode = p[OPCODE];
+    h.solicited = (p[FLAGS] & 0x80) != 0;
+    h.migReq = (p[FLAGS] & 0x40) != 0;
+    h.padCount = (p[FLAGS] >> 4) & 0x3;
+    h.tver = p[FLAGS] & 0xF;
+    h.pkey = ReadU16(p + PKEY);
+    h.fecn = (p[ECN_FLAGS] & 0x80) != 0;
+    h.becn = (p[ECN_FLAGS] & 0x40) != 0;
+    h.destQp = ReadU24(p + DEST_QP);
+    h.ackReq = (p[ACK_REQ] & 0x80) != 0;
+    h.psn = ReadU24(p + PSN);
+    return h;
+}
+
+void
+Bth::Write(uint8_t* p) const
+{
+    p[OPCODE] = opcode;
+    p[FLAGS] = uint8_t((solicited ? 0x80 : 0) | (migReq ? 0x40 : 0) | ((padCount & 0x3) << 4) |
+                       (tver & 0xF));
+    WriteU16(p + PKEY, pkey);
+    p[ECN_FLAGS] = uint8_t((fecn ? 0x80 : 0) | (becn ? 0x40 : 0));
+    WriteU24(p + DEST_QP, destQp);
+    p[ACK_REQ] = ackReq ? 0x80 : 0;
+    WriteU24(p + PSN, psn);
+}
+
+Reth
+Reth::Read(const uint8_t* p)
+{
+    Reth h;
+    h.va = ReadU64(p + VA);
+    h.rkey = ReadU32(p + RKEY);
+    h.dmaLength = ReadU32(p + DMA_LENGTH);
+    return h;
+}
+
+void
+Reth::Write(uint8_t* p) const
+{
+    WriteU64(p + VA, va);
+    WriteU32(p + RKEY, rkey);
+    WriteU32(p + DMA_LENGTH, dmaLength);
+}
+
+Aeth
+Aeth::Read(const uint8_t* p)
+{
+    Aeth h;
+    h.syndrome = p[SYNDROME];
+    h.msn = ReadU24(p + MSN);
+    return h;
+}
+
+void
+Aeth::Write(uint8_t* p) const
+{
+    p[SYNDROME] = syndrome;
+    WriteU24(p + MSN, msn);
+}
+
+Mdh
+Mdh::Read(const uint8_t* p)
+{
+    Mdh h;
+    h.pathId = p[PATH_ID];
+    h.pathEpoch = p[PATH_EPOCH];
+    h.streamId = ReadU16(p + STREAM_ID);
+    h.messageSeq = ReadU32(p + MESSAGE_SEQ);
+    h.offset = ReadU32(p + OFFSET);
+    return h;
+}
+
+void
+Mdh::Write(uint8_t* p) const
+{
+    p[PATH_ID] = pathId;
+    p[PATH_EPOCH] = pathEpoch;
+    WriteU16(p + STREAM_ID, streamId);
+    WriteU32(p + MESSAGE_SEQ, messageSeq);
+    WriteU32(p + OFFSET, offset);
+}
+
+Rsh
+Rsh::Read(const uint8_t* p)
+{
+    Rsh h;
+    h.recvSlot = ReadU32(p + RECV_SLOT);
+    h.messageLength = ReadU32(p + MESSAGE_LENGTH);
+    return h;
+}
+
+void
+Rsh::Write(uint8_t* p) const
+{
+    WriteU32(p + RECV_SLOT, recvSlot);
+    WriteU32(p + MESSAGE_LENGTH, messageLength);
+}
+
+Mah
+Mah::Read(const uint8_t* p)
+{
+    Mah h;
+    h.pathId = p[PATH_ID];
+    h.pathEpoch = p[PATH_EPOCH];
+    h.flags = p[FLAGS];
+    h.ceCount = p[CE_COUNT];
+    h.cumulativePsn = ReadU24(p + CUMULATIVE_PSN);
+    h.triggerPsn = ReadU24(p + TRIGGER_PSN);
+    h.rateHint = ReadU32(p + RATE_HINT);
+    for (uint32_t byte = 0; byte < SACK_BYTES; ++byte)
+    {
+        uint8_t b = p[SACK + byte];
+        for (uint32_t bit = 0; bit < 8; ++bit)
+        {
+            if (b & (0x80 >> bit))
+            {
+                h.SetSackBit(byte * 8 + bit);
+            }
+        }
+    }
+    return h;
+}
+
+void
+Mah::Write(uint8_t* p) const
+{
+    p[PATH_ID] = pathId;
+    p[PATH_EPOCH] = pathEpoch;
+    p[FLAGS] = flags;
+    p[CE_COUNT] = ceCount;
+    p[CUMULATIVE_PSN - 1] = 0;
+    WriteU24(p + CUMULATIVE_PSN, cumulativePsn);
+    p[TRIGGER_PSN - 1] = 0;
+    WriteU24(p + TRIGGER_PSN, triggerPsn);
+    WriteU32(p + RATE_HINT, rateHint);
+    for (uint32_t byte = 0; byte < SACK_BYTES; ++byte)
+    {
+        uint8_t b = 0;
+        for (uint32_t bit = 0; bit < 8; ++bit)
+        {
+            if (SackBit(byte * 8 + bit))
+            {
+                b |= uint8_t(0x80 >> bit);
+            }
+        }
+        p[SACK + byte] = b;
+    }
+}
+
+Mnh
+Mnh::Read(const uint8_t* p)
+{
+    Mnh h;
+    h.streamId = ReadU16(p + STREAM_ID);
+    h.syndrome = p[SYNDROME];
+    h.pathId = p[PATH_ID];
+    h.messageSeq = ReadU32(p + MESSAGE_SEQ);
+    h.offset = ReadU32(p + OFFSET);
+    h.pathEpoch = p[PATH_EPOCH];
+    h.psn = ReadU24(p + PSN);
+    return h;
+}
+
+void
+Mnh::Write(uint8_t* p) const
+{
+    WriteU16(p + STREAM_ID, streamId);
+    p[SYNDROME] = syndrome;
+    p[PATH_ID] = pathId;
+    WriteU32(p + MESSAGE_SEQ, messageSeq);
+    WriteU32(p + OFFSET, offset);
+    p[PATH_EPOCH] = pathEpoch;
+    WriteU24(p + PSN, psn);
+}
+
+namespace
+{
+
+/// Builds the 256-row opcode table once; unknown rows keep name == nullptr.
+struct OpcodeTable
+{
+    OpcodeInfo rows[256];
+
+    void Row(uint8_t op,
+             const char* name,
+             Transport t,
+             PacketKind k,
+             MessagePosition pos,
+             uint32_t headers,
+             bool payload,
+             bool write,
+             bool consumesRecv,
+             bool immediate)
+    {
+        rows[op] = OpcodeInfo{name, t, k, pos, headers, payload, write, consumesRecv, immediate};
+    }
+
+    OpcodeTable()
+    {
+        using T = Transport;
+        using K = PacketKind;
+        using P = MessagePosition;
+        // MetaRoCE: every data packet is self-describing (MDH), so one opcode per operation.
+        Row(MR_WRITE, "MR_WRITE", T::METAROCE, K::DATA, P::NONE, HDR_MDH | HDR_RETH, true, true,
+            false, false);
+        Row(MR_WRITE_IMM, "MR_WRITE_IMM", T::METAROCE, K::DATA, P::NONE,
+            HDR_MDH | HDR_RETH | HDR_RSH | HDR_IMMDT, true, true, true, true);
+        Row(MR_SEND, "MR_SEND", T::METAROCE, K::DATA, P::NONE, HDR_MDH | HDR_RSH, true, false,
+            true, false);
+        Row(MR_SEND_IMM, "MR_SEND_IMM", T::METAROCE, K::DATA, P::NONE,
+            HDR_MDH | HDR_RSH | HDR_IMMDT, true, false, true, true);
+        Row(MR_ACK, "MR_ACK", T::METAROCE, K::ACK, P::NONE, HDR_MAH, false, false, false, false);
+        Row(MR_NAK, "MR_NAK", T::METAROCE, K::ACK, P::NONE, HDR_MNH, false, false, false, false);
+        Row(MR_PROBE, "MR_PROBE", T::METAROCE, K::PROBE, P::NONE, HDR_MDH, false, false, false,
+            false);
+        Row(MR_NOP, "MR_NOP", T::METAROCE, K::DATA, P::NONE, HDR_MDH, false, false, false,
+            false);
+        // InfiniBand RC, as carried by RoCEv2.
+        Row(RC_SEND_FIRST, "RC_SEND_FIRST", T::ROCEV2, K::DATA, P::FIRST, 0, true, false, true,
+            false);
+        Row(RC_SEND_MIDDLE, "RC_SEND_MIDDLE", T::ROCEV2, K::DATA, P::MIDDLE, 0, true, false, true,
+            false);
+        Row(RC_SEND_LAST, "RC_SEND_LAST", T::ROCEV2, K::DATA, P::LAST, 0, true, false, true,
+            false);
+        Row(RC_SEND_LAST_IMM, "RC_SEND_LAST_IMM", T::ROCEV2, K::DATA, P::LAST, HDR_IMMDT, true,
+            false, true, true);
+        Row(RC_SEND_ONLY, "RC_SEND_ONLY", T::ROCEV2, K::DATA, P::ONLY, 0, true, false, true,
+            false);
+        Row(RC_SEND_ONLY_IMM, "RC_SEND_ONLY_IMM", T::ROCEV2, K::DATA, P::ONLY, HDR_IMMDT, true,
+            false, true, true);
+        Row(RC_WRITE_FIRST, "RC_WRITE_FIRST", T::ROCEV2, K::DATA, P::FIRST, HDR_RETH, true, true,
+            false, false);
+        Row(RC_WRITE_MIDDLE, "RC_WRITE_MIDDLE", T::ROCEV2, K::DATA, P::MIDDLE, 0, true, true,
+            false, false);
+        Row(RC_WRITE_LAST, "RC_WRITE_LAST", T::ROCEV2, K::DATA, P::LAST, 0, true, true, false,
+            false);
+        Row(RC_WRITE_LAST_IMM, "RC_WRITE_LAST_IMM", T::ROCEV2, K::DATA, P::LAST, HDR_IMMDT, true,
+            true, true, true);
+        Row(RC_WRITE_ONLY, "RC_WRITE_ONLY", T::ROCEV2, K::DATA, P::ONLY, HDR_RETH, true, true,
+            false, false);
+        Row(RC_WRITE_ONLY_IMM, "RC_WRITE_ONLY_IMM", T::ROCEV2, K::DATA, P::ONLY,
+            HDR_RETH | HDR_IMMDT, true, true, true, true);
+        Row(RC_ACKNOWLEDGE, "RC_ACKNOWLEDGE", T::ROCEV2, K::ACK, P::NONE, HDR_AETH, false, false,
+            false, false);
+        Row(ROCE_CNP, "ROCE_CNP", T::CNP, K::CNP, P::NONE, 0, false, false, false, false);
+    }
+};
+
+const OpcodeTable&
+Table()
+{
+    static const OpcodeTable table;
+    return table;
+}
+
+/// Header sizes in wire order; indexes match the HeaderBit order.
+constexpr struct
+{
+    uint32_t bit;
+    size_t size;
+} HEADER_ORDER[] = {
+    {HDR_MDH, Mdh::SIZE},
+    {HDR_RETH, Reth::SIZE},
+    {HDR_RSH, Rsh::SIZE},
+    {HDR_IMMDT, ImmDt::SIZE},
+    {HDR_AETH, Aeth::SIZE},
+    {HDR_MAH, Mah::SIZE},
+    {HDR_MNH, Mnh::SIZE},
+};
+
+} // namespace
+
+const OpcodeInfo&
+LookupOpcode(uint8_t opcode)
+{
+    return Table().rows[opcode];
+}
+
+size_t
+ExtensionHeadersLength(uint32_t headers)
+{
+    size_t len = 0;
+    for (const auto& h : HEADER_ORDER)
+    {
+        if (headers & h.bit)
+        {
+            len += h.size;
+        }
+    }
+    return len;
+}
+
+const char*
+ParseStatusName(ParseStatus status)
+{
+    switch (status)
+    {
+    case ParseStatus::OK:
+        return "OK";
+    case ParseStatus::TRUNCATED:
+        return "TRUNCATED";
+    case ParseStatus::UNKNOWN_OPCODE:
+        return "UNKNOWN_OPCODE";
+    case ParseStatus::BAD_VERSION:
+        return "BAD_VERSION";
+    case ParseStatus::BAD_PAD:
+        return "BAD_PAD";
+    case ParseStatus::UNEXPECTED_PAYLOAD:
+        return "UNEXPECTED_PAYLOAD";
+    case ParseStatus::BAD_ICRC:
+        return "BAD_ICRC";
+    }
+    return "UNKNOWN";
+}
+
+ParseStatus
+ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
+{
+    if (len < Bth::SIZE + ICRC_SIZE)
+    {
+        return ParseStatus::TRUNCATED;
+    }
+    out.bth = Bth::Read(data);
+    const OpcodeInfo& info = LookupOpcode(out.bth.opcode);
+    if (info.name == nullptr)
+    {
+        return ParseStatus::UNKNOWN_OPCODE;
+    }
+    if (out.bth.tver != 0)
+    {
+        return ParseStatus::BAD_VERSION;
+    }
+    out.info = &info;
+    size_t headersEnd = Bth::SIZE + ExtensionHeadersLength(info.headers);
+    if (len < headersEnd + ICRC_SIZE)
+    {
+        return ParseStatus::TRUNCATED;
+    }
+    const uint8_t* p = data + Bth::SIZE;
+    if (info.headers & HDR_MDH)
+    {
+        out.mdh = Mdh::Read(p);
+        p += Mdh::SIZE;
+    }
+    if (info.headers & HDR_RETH)
+    {
+        out.reth = Reth::Read(p);
+        p += Reth::SIZE;
+    }
+    if (info.headers & HDR_RSH)
+    {
+        out.rsh = Rsh::Read(p);
+        p += Rsh::SIZE;
+    }
+    if (info.headers & HDR_IMMDT)
+    {
+        out.immDt = ReadU32(p);
+        p += ImmDt::SIZE;
+    }
+    if (info.headers & HDR_AETH)
+    {
+        out.aeth = Aeth::Read(p);
+        p += Aeth::SIZE;
+    }
+    if (info.headers & HDR_MAH)
+    {
+        out.mah = Mah::Read(p);
+        p += Mah::SIZE;
+    }
+    if (info.headers & HDR_MNH)
+    {
+        out.mnh = Mnh::Read(p);
+        p += Mnh::SIZE;
+    }
+    size_t paddedPayload = len - headersEnd - ICRC_SIZE;
+    if (!info.payload && paddedPayload != 0)
+    {
+        return ParseStatus::UNEXPECTED_PAYLOAD;
+    }
+    if (out.bth.padCount > paddedPayload || (paddedPayload % 4) != 0)
+    {
+        return ParseStatus::BAD_PAD;
+    }
+    out.payload = data + headersEnd;
+    out.payloadLength = uint32_t(paddedPayload - out.bth.padCount);
+    return ParseStatus::OK;
+}
+
+size_t
+DatagramLength(const OpcodeInfo& info, uint32_t payloadLength)
+{
+    size_t padded = (size_t(payloadLength) + 3) & ~size_t(3);
+    return Bth::SIZE + ExtensionHeadersLength(info.headers) + padded + ICRC_SIZE;
+}
+
+size_t
+WriteDatagram(uint8_t* out,
+              size_t cap,
+              ParsedPacket& pkt,
+              const uint8_t* payload,
+              uint32_t payloadLength)
+{
+    const OpcodeInfo& info = *pkt.info;
+    size_t total = DatagramLength(info, payloadLength);
+    if (total > cap || (!info.payload && payloadLength != 0))
+    {
+        return 0;
+    }
+    pkt.bth.padCount = uint8_t((4 - (payloadLength & 3)) & 3);
+    pkt.bth.Write(out);
+    uint8_t* p = out + Bth::SIZE;
+    if (info.headers & HDR_MDH)
+    {
+        pkt.mdh.Write(p);
+        p += Mdh::SIZE;
+    }
+    if (info.headers & HDR_RETH)
+    {
+        pkt.reth.Write(p);
+        p += Reth::SIZE;
+    }
+    if (info.headers & HDR_RSH)
+    {
+        pkt.rsh.Write(p);
+        p += Rsh::SIZE;
+    }
+    if (info.headers & HDR_IMMDT)
+    {
+        WriteU32(p, pkt.immDt);
+        p += ImmDt::SIZE;
+    }
+    if (info.headers & HDR_AETH)
+    {
+        pkt.aeth.Write(p);
+        p += Aeth::SIZE;
+    }
+    if (info.headers & HDR_MAH)
+    {
+        pkt.mah.Write(p);
+        p += Mah::SIZE;
+    }
+    if (info.headers & HDR_MNH)
+    {
+        pkt.mnh.Write(p);
+        p += Mnh::SIZE;
+    }
+    if (payloadLength > 0)
+    {
+        if (payload != nullptr)
+        {
+            std::memcpy(p, payload, payloadLength);
+        }
+        else
+        {
+            std::memset(p, 0, payloadLength);
+        }
+    }
+    p += payloadLength;
+    std::memset(p, 0, pkt.bth.padCount + ICRC_SIZE);
+    pkt.payload = out + (p - out) - payloadLength;
+    pkt.payloadLength = payloadLength;
+    return total;
+}
+
+} // namespace metaroce

@@ -1,0 +1,47 @@
+# Source list of the pure C++17 protocol engine (no ns-3, Boost, spdlog, protobuf, clocks,
+# threads or global state). Both build modes read this one file:
+#   - standalone (top-level CMakeLists.txt): the static library `metaroce-engine`, and the
+#     sanitizer test binary, which compiles these sources itself;
+#   - inside an ns-3 tree (contrib/metaroce/CMakeLists.txt -> build_lib()).
+# Keep the lists explicit (no globs) and sorted. A listed file that does not exist is skipped
+# with a warning; a file in this folder that is not listed is reported at configure time. With
+# no .cc files, metaroce-engine is an INTERFACE (header-only) target.
+
+set(METAROCE_ENGINE_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-config.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-congestion-control.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-counters.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-encap.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-endpoint.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-icrc.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-loss-detection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-memory.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-connection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.cc
+)
+
+set(METAROCE_ENGINE_HEADERS
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-byte-order.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-config.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-congestion-control.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-counters.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-datagram.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-encap.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-endpoint.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-icrc.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-loss-detection.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-memory.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-connection.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-observer.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-random.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.h
+)
