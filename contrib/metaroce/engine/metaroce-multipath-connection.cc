@@ -199,6 +199,7 @@ MultipathConnection::AllocateSlot()
 PostStatus
 MultipathConnection::PostSend(Time now, const SendWr& wr, const uint8_t* localPtr)
 {
+    m_now = now;
     if (wr.streamId >= m_cfg.maxStreams)
     {
         return PostStatus::INVALID_STREAM;
@@ -341,9 +342,9 @@ MultipathConnection::PathWithPendingLoss() const
 }
 
 bool
-MultipathConnection::HasResendReady(Time now) const
+MultipathConnection::HasResendReady() const
 {
-    return !m_resends.empty() && m_resends.front().notBefore <= now;
+    return !m_resends.empty();
 }
 
 bool
@@ -365,7 +366,7 @@ MultipathConnection::WantsToSend(Time now) const
     {
         return true;
     }
-    if (!HasResendReady(now) && !HasNewData())
+    if (!HasResendReady() && !HasNewData())
     {
         return false;
     }
@@ -386,6 +387,7 @@ MultipathConnection::WantsToSend(Time now) const
 bool
 MultipathConnection::PollTransmit(Time now, TxDatagram& out)
 {
+    m_now = now;
     if (m_error)
     {
         return false;
@@ -461,7 +463,7 @@ MultipathConnection::SendData(Time now, TxDatagram& out)
         return false;
     }
     // 2. Packets taken off a timed-out path, on any path with room.
-    while (HasResendReady(now))
+    while (HasResendReady())
     {
         Resend r = m_resends.front();
         if (!PacketWanted(r.slot, r.generation, r.packetIndex))
@@ -701,24 +703,26 @@ MultipathConnection::HandleAck(Time now, const Mah& ack)
     m_progressTime = now;
     path.lastAck = now;
     path.consecutiveRtos = 0;
+    if (path.status != PathStatus::ACTIVE)
+    {
+        // A probe reply (or any ACK of the new epoch): the path works again.
+        bool failed = path.status == PathStatus::FAILED;
+        path.status = PathStatus::ACTIVE;
+        path.cwnd = std::max(path.cwnd, m_cfg.initialPathWindow);
+        path.probeDeadline = TIME_INFINITE;
+        path.rtoDeadline = TIME_INFINITE;
+        path.rto = path.hasRtt
+                       ? std::clamp(path.srtt + 4 * path.rttVar, m_cfg.rtoMin, m_cfg.rtoMax)
+                       : m_cfg.rtoInitial;
+        if (failed)
+        {
+            Count(Counter::PATH_RECOVERED);
+        }
+        NotifyPath(now, PathEvent::RECOVERED, path);
+    }
     if (ack.flags & Mah::FLAG_PROBE_REPLY)
     {
-        if (path.status == PathStatus::FAILED)
-        {
-            path.status = PathStatus::ACTIVE;
-            path.cwnd = m_cfg.initialPathWindow;
-            path.probeDeadline = TIME_INFINITE;
-            path.rto = path.hasRtt
-                           ? std::clamp(path.srtt + 4 * path.rttVar, m_cfg.rtoMin, m_cfg.rtoMax)
-                           : m_cfg.rtoInitial;
-            Count(Counter::PATH_RECOVERED);
-            NotifyPath(now, PathEvent::RECOVERED, path);
-        }
         return;
-    }
-    if (path.status == PathStatus::SUSPECT)
-    {
-        path.status = PathStatus::ACTIVE;
     }
     uint32_t newlyAcked = 0;
     Time rttSample = -1;
@@ -956,22 +960,27 @@ MultipathConnection::OnRto(Time now, PathState& path)
         if ((e.state == InflightEntry::INFLIGHT || e.state == InflightEntry::LOST) &&
             PacketWanted(e.messageSlot, e.generation, e.packetIndex))
         {
-            m_resends.push_back(Resend{e.messageSlot, e.generation, e.packetIndex, now});
+            m_resends.push_back(Resend{e.messageSlot, e.generation, e.packetIndex});
         }
     }
     ResetPathSequence(path);
-    m_cc->OnTimeout(path, m_cfg);
+    if (path.status == PathStatus::ACTIVE)
+    {
+        m_cc->OnTimeout(path, m_cfg);
+    }
     path.rto = std::min(path.rto * 2, m_cfg.rtoMax);
     path.rtoDeadline = TIME_INFINITE;
     NotifyPath(now, PathEvent::TIMEOUT, path);
     if (path.consecutiveRtos >= m_cfg.failureThreshold)
     {
         FailPath(now, path);
+        return;
     }
-    else
-    {
-        path.status = PathStatus::SUSPECT;
-    }
+    // Silence, not congestion: carry no data on the path, ask it with a probe whether it
+    // still works; an unanswered probe times out like data.
+    path.status = PathStatus::SUSPECT;
+    m_probeNow |= uint64_t(1) << path.id;
+    ArmRto(path, now);
 }
 
 void
@@ -1071,6 +1080,7 @@ MultipathConnection::PostRecv(Time /*now*/, const RecvWr& wr, uint8_t* localPtr)
 void
 MultipathConnection::HandlePacket(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
 {
+    m_now = now;
     if (m_error)
     {
         Count(Counter::RX_INVALID);
@@ -1506,9 +1516,9 @@ MultipathConnection::NextDeadline() const
         for (uint32_t psn : p.lostPsns)
         {
             const InflightEntry& e = p.ring[psn & (p.ring.size() - 1)];
-            if (e.state == InflightEntry::LOST)
+            if (e.state == InflightEntry::LOST && e.sentTime > m_now)
             {
-                t = std::min(t, e.sentTime); // RNR release time
+                t = std::min(t, e.sentTime); // RNR release: a condition, so only if ahead
             }
         }
     }
@@ -1516,14 +1526,10 @@ MultipathConnection::NextDeadline() const
     {
         t = std::min(t, rp.ackDeadline);
     }
-    if (!m_resends.empty())
+    bool dataPending = HasNewData() || HasResendReady();
+    if (m_pacingRate > 0 && dataPending && m_nextSendTime > m_now)
     {
-        t = std::min(t, m_resends.front().notBefore);
-    }
-    bool dataPending = HasNewData() || !m_resends.empty();
-    if (m_pacingRate > 0 && dataPending)
-    {
-        t = std::min(t, m_nextSendTime);
+        t = std::min(t, m_nextSendTime); // pacing release: likewise only if ahead
     }
     if (m_outstanding > 0)
     {
@@ -1535,6 +1541,7 @@ MultipathConnection::NextDeadline() const
 void
 MultipathConnection::HandleTimeout(Time now)
 {
+    m_now = now;
     if (m_error)
     {
         return;

@@ -94,7 +94,6 @@ class MultipathConnection : public TransportConnection
         uint32_t slot;        //!< message slot
         uint32_t generation;  //!< slot generation
         uint32_t packetIndex; //!< packet within the message
-        Time notBefore;       //!< earliest send time (RNR back-off)
     };
 
     /// A posted receive work request.
@@ -180,7 +179,7 @@ class MultipathConnection : public TransportConnection
     void EnterError(Time now, uint32_t failedSlot, WcStatus status);
     uint32_t AllocateSlot();
     bool HasNewData() const;
-    bool HasResendReady(Time now) const;
+    bool HasResendReady() const;
     uint32_t TotalInflight() const;
     bool ConnectionWindowOpen() const;
     int PathWithPendingLoss() const;
@@ -218,6 +217,7 @@ class MultipathConnection : public TransportConnection
     double m_pacingRate{0};                     //!< current pacing rate, b/s (0: none)
     Time m_nextSendTime{0};                     //!< pacing: earliest next data packet
     Time m_progressTime{0};                     //!< last ACK, or start of outstanding work
+    Time m_now{0};                              //!< latest time the host passed in
 };
 
 } // namespace metaroce

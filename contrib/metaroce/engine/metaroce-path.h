@@ -25,8 +25,8 @@ namespace metaroce
 /// Health of a path.
 enum class PathStatus : uint8_t
 {
-    ACTIVE,  //!< carrying data, acknowledged
-    SUSPECT, //!< timed out at least once since its last ACK; still tried with a small window
+    ACTIVE,  //!< carrying data
+    SUSPECT, //!< timed out: no data; a probe asks whether it still works
     FAILED,  //!< silent for failureThreshold RTOs: no data, probed on a new source port
 };
 
@@ -108,7 +108,7 @@ struct PathState
     /// \return true if the path may carry data now.
     bool Usable() const
     {
-        return status != PathStatus::FAILED;
+        return status == PathStatus::ACTIVE;
     }
 
     /// \return true if the path may carry one more new packet: usable, window and SACK room.

@@ -37,6 +37,9 @@ struct TxDatagram
     size_t length{0};         //!< datagram length written
     DatagramMeta meta;        //!< addresses, ports and ECN codepoint
     uint32_t connectionId{0}; //!< local connection that produced it
+    /// Path the datagram belongs to (-1: none, e.g. a single-path transport). A multiplane
+    /// NIC maps it to a plane (port).
+    int16_t pathId{-1};
 };
 
 class TransportConnection;

@@ -1,0 +1,516 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+// Targeted behaviour tests of the MetaRoCE engine on the fake-clock harness.
+
+#include "engine-network.h"
+#include "metaroce-multipath-connection.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace metaroce
+{
+namespace test
+{
+namespace
+{
+
+/// Two endpoints, one connection, registered source and destination buffers.
+class PairTest : public ::testing::Test
+{
+  protected:
+    void Build(const ConnectionConfig& cfg,
+               size_t bytes = 1 << 20,
+               NetworkConfig net = NetworkConfig(),
+               EndpointConfig epa = EndpointConfig(),
+               EndpointConfig epb = EndpointConfig())
+    {
+        m_net = std::make_unique<EngineNetwork>(net);
+        m_a = m_net->AddEndpoint(epa);
+        m_b = m_net->AddEndpoint(epb);
+        std::tie(m_qa, m_qb) = m_net->Connect(m_a, m_b, cfg);
+        m_net->onCompletion = [this](uint32_t, const Completion&) { m_lastCompletion = m_net->Now(); };
+        m_src.resize(bytes);
+        Rng rng(42);
+        for (auto& byte : m_src)
+        {
+            byte = uint8_t(rng.Next());
+        }
+        m_dst.assign(bytes, 0);
+        m_srcMr = A().RegisterMemory(m_src.data(), m_src.size(), ACCESS_LOCAL_WRITE);
+        m_dstMr = B().RegisterMemory(m_dst.data(), m_dst.size(),
+                                     ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
+        ASSERT_NE(m_srcMr.lkey, 0u);
+        ASSERT_NE(m_dstMr.lkey, 0u);
+    }
+
+    Endpoint& A()
+    {
+        return m_net->At(m_a);
+    }
+
+    Endpoint& B()
+    {
+        return m_net->At(m_b);
+    }
+
+    /// Post a WRITE of [offset, offset+len) to the same offset at B.
+    PostStatus Write(uint64_t wrId, size_t offset, uint32_t len, uint16_t stream = 0)
+    {
+        SendWr wr;
+        wr.wrId = wrId;
+        wr.opcode = WrOpcode::RDMA_WRITE;
+        wr.sge = {m_srcMr.addr + offset, len, m_srcMr.lkey};
+        wr.remoteAddr = m_dstMr.addr + offset;
+        wr.rkey = m_dstMr.rkey;
+        wr.streamId = stream;
+        PostStatus st = A().PostSend(m_net->Now(), m_qa, wr);
+        m_net->Kick(m_a);
+        return st;
+    }
+
+    const PathState& PathOf(uint32_t i)
+    {
+        return *A().GetConnection(m_qa)->Path(i);
+    }
+
+    uint64_t CounterA(Counter c)
+    {
+        return A().GetConnection(m_qa)->Counters().Get(c);
+    }
+
+    uint64_t CounterB(Counter c)
+    {
+        return B().GetConnection(m_qb)->Counters().Get(c);
+    }
+
+    std::unique_ptr<EngineNetwork> m_net;
+    uint32_t m_a{0};
+    uint32_t m_b{0};
+    uint32_t m_qa{0};
+    uint32_t m_qb{0};
+    std::vector<uint8_t> m_src;
+    std::vector<uint8_t> m_dst;
+    MemoryRegion m_srcMr;
+    MemoryRegion m_dstMr;
+    Time m_lastCompletion{0};
+};
+
+TEST_F(PairTest, LossFreeWriteDeliversEveryByteAndSpraysOverAllPaths)
+{
+    ConnectionConfig cfg;
+    Build(cfg);
+    m_net->EnableTxLog(true);
+    ASSERT_EQ(Write(7, 0, uint32_t(m_src.size())), PostStatus::OK);
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    const Completion& c = m_net->Completions(m_a)[0];
+    EXPECT_EQ(c.wrId, 7u);
+    EXPECT_EQ(c.status, WcStatus::SUCCESS);
+    EXPECT_EQ(c.opcode, WcOpcode::RDMA_WRITE);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 0u);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterB(Counter::BYTES_PLACED), m_src.size());
+    std::vector<int> perPath(cfg.numPaths, 0);
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.opcode == MR_WRITE)
+        {
+            perPath.at(r.pathId)++;
+        }
+    }
+    for (uint32_t p = 0; p < cfg.numPaths; ++p)
+    {
+        EXPECT_GT(perPath[p], 0) << "path " << p << " carried nothing";
+    }
+    // Distinct source ports per path (ECMP entropy).
+    std::vector<uint16_t> ports;
+    for (uint32_t p = 0; p < cfg.numPaths; ++p)
+    {
+        ports.push_back(PathOf(p).sourcePort);
+    }
+    std::sort(ports.begin(), ports.end());
+    EXPECT_EQ(std::unique(ports.begin(), ports.end()), ports.end());
+}
+
+TEST_F(PairTest, GoodputIsNearLineRateWithoutLoss)
+{
+    ConnectionConfig cfg;
+    cfg.initialPathWindow = 8;
+    Build(cfg, 8 << 20);
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    // 8 MiB at 100 Gb/s is 671 us of payload; headers and framing cost 2.6%.
+    double seconds = double(m_lastCompletion) / 1e12;
+    double gbps = m_src.size() * 8.0 / seconds / 1e9;
+    EXPECT_GT(gbps, 95.0) << "took " << seconds * 1e6 << " us";
+}
+
+TEST_F(PairTest, SingleDroppedPsnIsResentOnceOnItsPathWithoutTimeout)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 256 * 1024);
+    m_net->EnableTxLog(true);
+    int dropsLeft = 1;
+    m_net->Link(m_a, m_b, 3).dropIf = [&](const WireInfo& w) {
+        if (w.opcode == MR_WRITE && w.psn == 5 && dropsLeft > 0)
+        {
+            --dropsLeft;
+            return true;
+        }
+        return false;
+    };
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u);
+    EXPECT_EQ(CounterA(Counter::LOSS_DETECTED), 1u);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    int sends = 0;
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.opcode == MR_WRITE && r.psn == 5 && r.pathId == 3)
+        {
+            ++sends;
+        }
+    }
+    EXPECT_EQ(sends, 2) << "original and exactly one retransmission, both on path 3";
+}
+
+TEST_F(PairTest, DuplicatesAreDroppedAndAcknowledged)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 256 * 1024);
+    m_net->Link(m_a, m_b).duplicate = 0.3;
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_GT(CounterB(Counter::RX_DUPLICATE), 0u);
+    EXPECT_EQ(CounterB(Counter::BYTES_PLACED), m_src.size()) << "placed exactly once";
+}
+
+TEST_F(PairTest, BlackHoledPathIsFailedTrafficMovesAndPathIsProbedBackIn)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 4 << 20);
+    m_net->Link(m_a, m_b, 2).blackHole = true;
+    m_net->Link(m_b, m_a, 2).blackHole = true;
+    uint16_t portBefore = PathOf(2).sourcePort;
+    Write(1, 0, uint32_t(m_src.size()));
+    // Bring the path back after 3 ms.
+    m_net->At(MilliSeconds(3), [&]() {
+        m_net->Link(m_a, m_b, 2).blackHole = false;
+        m_net->Link(m_b, m_a, 2).blackHole = false;
+    });
+    m_net->RunUntil(MilliSeconds(2));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u) << "the transfer must finish on 7 paths";
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(PathOf(2).status, PathStatus::FAILED);
+    EXPECT_NE(PathOf(2).sourcePort, portBefore) << "a failed path moves to a new source port";
+    EXPECT_GE(CounterA(Counter::PATH_FAILED), 1u);
+    m_net->RunUntil(MilliSeconds(4));
+    EXPECT_EQ(PathOf(2).status, PathStatus::ACTIVE);
+    EXPECT_GE(CounterA(Counter::PATH_RECOVERED), 1u);
+    // The returned path carries data again.
+    uint64_t before = PathOf(2).packetsAcked;
+    Write(2, 0, uint32_t(m_src.size()));
+    m_net->RunUntil(MilliSeconds(8));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
+    EXPECT_GT(PathOf(2).packetsAcked, before);
+}
+
+TEST_F(PairTest, EcnMarksShrinkOnlyTheMarkedPath)
+{
+    ConnectionConfig cfg;
+    cfg.initialPathWindow = 16;
+    Build(cfg, 8 << 20);
+    m_net->Link(m_a, m_b, 4).ceMark = 1.0;
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(20));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    for (uint32_t p = 0; p < cfg.numPaths; ++p)
+    {
+        if (p == 4)
+        {
+            EXPECT_LE(PathOf(p).cwnd, 2.0);
+            EXPECT_GT(PathOf(p).ecnEchoes, 0u);
+        }
+        else
+        {
+            EXPECT_GE(PathOf(p).cwnd, cfg.initialPathWindow) << "path " << p;
+            EXPECT_EQ(PathOf(p).ecnEchoes, 0u);
+        }
+        EXPECT_NE(PathOf(p).status, PathStatus::FAILED) << "congestion is not failure";
+    }
+    EXPECT_LT(PathOf(4).packetsSent * 3, PathOf(0).packetsSent)
+        << "traffic is steered away from the marked path";
+}
+
+TEST_F(PairTest, RateHintCapsTheSender)
+{
+    ConnectionConfig cfg;
+    EndpointConfig receiver;
+    receiver.lineRateBps = 10e9;
+    Build(cfg, 2 << 20, NetworkConfig(), EndpointConfig(), receiver);
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(20));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    auto* conn = static_cast<const MultipathConnection*>(A().GetConnection(m_qa));
+    EXPECT_DOUBLE_EQ(conn->PacingRate(), 10e9);
+    double seconds = double(m_lastCompletion) / 1e12;
+    double gbps = m_src.size() * 8.0 / seconds / 1e9;
+    EXPECT_LT(gbps, 10.0);
+    EXPECT_GT(gbps, 8.5);
+}
+
+TEST_F(PairTest, SendRecvWithImmediateCompletesOnBothSides)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    RecvWr rwr;
+    rwr.wrId = 99;
+    rwr.sge = {m_dstMr.addr, uint32_t(m_dst.size()), m_dstMr.lkey};
+    ASSERT_EQ(B().PostRecv(0, m_qb, rwr), PostStatus::OK);
+    SendWr wr;
+    wr.wrId = 5;
+    wr.opcode = WrOpcode::SEND_WITH_IMM;
+    wr.sge = {m_srcMr.addr, 40000, m_srcMr.lkey};
+    wr.immData = 0xC0FFEE;
+    ASSERT_EQ(A().PostSend(0, m_qa, wr), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].opcode, WcOpcode::SEND);
+    ASSERT_EQ(m_net->Completions(m_b).size(), 1u);
+    const Completion& rc = m_net->Completions(m_b)[0];
+    EXPECT_EQ(rc.wrId, 99u);
+    EXPECT_EQ(rc.status, WcStatus::SUCCESS);
+    EXPECT_EQ(rc.opcode, WcOpcode::RECV);
+    EXPECT_EQ(rc.byteLen, 40000u);
+    EXPECT_TRUE(rc.hasImm);
+    EXPECT_EQ(rc.immData, 0xC0FFEEu);
+    EXPECT_TRUE(std::equal(m_src.begin(), m_src.begin() + 40000, m_dst.begin()));
+}
+
+TEST_F(PairTest, SendBeforeReceiveIsPostedWaitsThenCompletes)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    SendWr wr;
+    wr.wrId = 5;
+    wr.opcode = WrOpcode::SEND;
+    wr.sge = {m_srcMr.addr, 20000, m_srcMr.lkey};
+    ASSERT_EQ(A().PostSend(0, m_qa, wr), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->At(MicroSeconds(100), [&]() {
+        RecvWr rwr;
+        rwr.wrId = 1;
+        rwr.sge = {m_dstMr.addr, uint32_t(m_dst.size()), m_dstMr.lkey};
+        EXPECT_EQ(B().PostRecv(m_net->Now(), m_qb, rwr), PostStatus::OK);
+    });
+    m_net->RunUntilIdle(MilliSeconds(5));
+    EXPECT_GT(CounterB(Counter::RX_RNR), 0u);
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    ASSERT_EQ(m_net->Completions(m_b).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_b)[0].byteLen, 20000u);
+    EXPECT_TRUE(std::equal(m_src.begin(), m_src.begin() + 20000, m_dst.begin()));
+}
+
+TEST_F(PairTest, WriteOutsideTheRegionIsRejectedAndTouchesNoMemory)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    SendWr wr;
+    wr.wrId = 3;
+    wr.opcode = WrOpcode::RDMA_WRITE;
+    wr.sge = {m_srcMr.addr, 8192, m_srcMr.lkey};
+    wr.remoteAddr = m_dstMr.addr + m_dst.size() - 4096; // second packet falls outside
+    wr.rkey = m_dstMr.rkey;
+    ASSERT_EQ(A().PostSend(0, m_qa, wr), PostStatus::OK);
+    SendWr second = wr;
+    second.wrId = 4;
+    second.remoteAddr = m_dstMr.addr;
+    ASSERT_EQ(A().PostSend(0, m_qa, second), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].wrId, 3u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::REM_ACCESS_ERR);
+    EXPECT_EQ(m_net->Completions(m_a)[1].status, WcStatus::WR_FLUSH_ERR);
+    EXPECT_GT(CounterB(Counter::RX_ACCESS_ERROR), 0u);
+    // Only the in-bounds first packet may have been written; nothing past the region.
+    EXPECT_EQ(PostStatus::CONNECTION_ERROR, Write(9, 0, 100));
+}
+
+TEST_F(PairTest, WrongRkeyIsRejectedWithoutTouchingMemory)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    SendWr wr;
+    wr.wrId = 3;
+    wr.opcode = WrOpcode::RDMA_WRITE;
+    wr.sge = {m_srcMr.addr, 8192, m_srcMr.lkey};
+    wr.remoteAddr = m_dstMr.addr;
+    wr.rkey = m_dstMr.rkey ^ 0x5500;
+    ASSERT_EQ(A().PostSend(0, m_qa, wr), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::REM_ACCESS_ERR);
+    EXPECT_TRUE(std::all_of(m_dst.begin(), m_dst.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST_F(PairTest, SendLongerThanTheReceiveBufferFailsOnBothSides)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    RecvWr rwr;
+    rwr.wrId = 1;
+    rwr.sge = {m_dstMr.addr, 1000, m_dstMr.lkey};
+    ASSERT_EQ(B().PostRecv(0, m_qb, rwr), PostStatus::OK);
+    SendWr wr;
+    wr.wrId = 2;
+    wr.opcode = WrOpcode::SEND;
+    wr.sge = {m_srcMr.addr, 5000, m_srcMr.lkey};
+    ASSERT_EQ(A().PostSend(0, m_qa, wr), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::REM_INV_REQ_ERR);
+    ASSERT_EQ(m_net->Completions(m_b).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_b)[0].status, WcStatus::LOC_LEN_ERR);
+    EXPECT_TRUE(std::all_of(m_dst.begin(), m_dst.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST_F(PairTest, PostValidatesLocalKeysAndStreams)
+{
+    ConnectionConfig cfg;
+    cfg.maxStreams = 4;
+    Build(cfg, 64 * 1024);
+    SendWr wr;
+    wr.opcode = WrOpcode::RDMA_WRITE;
+    wr.sge = {m_srcMr.addr, 100, m_srcMr.lkey + 1};
+    EXPECT_EQ(A().PostSend(0, m_qa, wr), PostStatus::INVALID_LKEY);
+    wr.sge = {m_srcMr.addr + m_src.size() - 10, 100, m_srcMr.lkey};
+    EXPECT_EQ(A().PostSend(0, m_qa, wr), PostStatus::INVALID_LKEY);
+    wr.sge = {m_srcMr.addr, 100, m_srcMr.lkey};
+    wr.streamId = 4;
+    EXPECT_EQ(A().PostSend(0, m_qa, wr), PostStatus::INVALID_STREAM);
+    EXPECT_EQ(A().PostSend(0, 77, wr), PostStatus::INVALID_CONNECTION);
+    RecvWr rwr;
+    rwr.sge = {m_srcMr.addr, 100, m_srcMr.lkey};
+    // The source region lacks REMOTE_WRITE but has LOCAL_WRITE: receiving is allowed.
+    EXPECT_EQ(A().PostRecv(0, m_qa, rwr), PostStatus::OK);
+}
+
+TEST_F(PairTest, AllPathsDeadGivesRetryExceeded)
+{
+    ConnectionConfig cfg;
+    cfg.connectionTimeout = MilliSeconds(2);
+    Build(cfg, 64 * 1024);
+    m_net->Link(m_a, m_b).blackHole = true;
+    Write(1, 0, 50000);
+    Write(2, 0, 50000);
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::RETRY_EXC_ERR);
+    EXPECT_EQ(m_net->Completions(m_a)[1].status, WcStatus::WR_FLUSH_ERR);
+    EXPECT_GE(CounterA(Counter::PATH_FAILED), cfg.numPaths);
+}
+
+TEST_F(PairTest, StreamsNeverBlockEachOther)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 4 << 20);
+    Write(1, 0, 4 << 20, 0);      // a long message on stream 0
+    Write(2, 0, 4096, 1);         // a short one on stream 1, posted later
+    m_net->RunUntilIdle(MilliSeconds(20));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].wrId, 2u) << "stream 1 is not behind stream 0";
+    EXPECT_EQ(m_net->Completions(m_a)[1].wrId, 1u);
+}
+
+TEST_F(PairTest, CompletionsAreInPostOrderWithinAStreamDespiteReordering)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 1 << 20);
+    m_net->Link(m_a, m_b).reorder = 0.5;
+    m_net->Link(m_a, m_b).reorderDelay = MicroSeconds(20);
+    for (uint32_t i = 0; i < 64; ++i)
+    {
+        Write(i, i * 16384, i % 2 ? 16384 : 100);
+    }
+    m_net->RunUntilIdle(MilliSeconds(20));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 64u);
+    for (uint32_t i = 0; i < 64; ++i)
+    {
+        EXPECT_EQ(m_net->Completions(m_a)[i].wrId, i);
+    }
+}
+
+TEST_F(PairTest, SameSeedSameRun)
+{
+    auto run = [](uint64_t seed) {
+        NetworkConfig net;
+        net.seed = seed;
+        EngineNetwork n(net);
+        uint32_t a = n.AddEndpoint();
+        uint32_t b = n.AddEndpoint();
+        auto [qa, qb] = n.Connect(a, b, ConnectionConfig());
+        n.Link(a, b).loss = 0.05;
+        n.Link(a, b).reorder = 0.1;
+        MemoryRegion src = n.At(a).RegisterMemory(nullptr, 1 << 20, 0, 0x1000);
+        MemoryRegion dst = n.At(b).RegisterMemory(nullptr, 1 << 20, ACCESS_REMOTE_WRITE, 0x1000);
+        SendWr wr;
+        wr.sge = {src.addr, 1 << 20, src.lkey};
+        wr.remoteAddr = dst.addr;
+        wr.rkey = dst.rkey;
+        n.At(a).PostSend(0, qa, wr);
+        n.Kick(a);
+        n.RunUntilIdle(MilliSeconds(50));
+        std::vector<uint64_t> v;
+        for (size_t c = 0; c < size_t(Counter::COUNT); ++c)
+        {
+            v.push_back(n.At(a).Counters().Get(Counter(c)));
+        }
+        v.push_back(uint64_t(n.Now()));
+        (void)qb;
+        return v;
+    };
+    EXPECT_EQ(run(7), run(7));
+    EXPECT_NE(run(7), run(8));
+}
+
+TEST_F(PairTest, PerStreamStateIsSmall)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    const TransportConnection* conn = A().GetConnection(m_qa);
+    size_t idle = conn->StateBytes();
+    for (uint16_t s = 0; s < 100; ++s)
+    {
+        Write(s, 0, 64, s);
+    }
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 100u);
+    size_t perStream = (conn->StateBytes() - idle) / 100;
+    EXPECT_LT(perStream, 400u) << "idle " << idle;
+}
+
+} // namespace
+} // namespace test
+} // namespace metaroce
