@@ -1119,11 +1119,9 @@ MultipathConnection::HandleProbe(Time now, const ParsedPacket& pkt)
         return;
     }
     RecvPath& rp = m_recvPaths[pkt.mdh.pathId];
-    if (rp.seen && int8_t(pkt.mdh.pathEpoch - rp.epoch) < 0)
-    {
-        Count(Counter::RX_STALE_EPOCH);
-        return;
-    }
+    // A probe is the sender's explicit request to (re)start the path in its epoch, so it
+    // resets the path whichever way the epochs differ: the two ends resynchronise even if
+    // the receiver somehow got ahead.
     if (!rp.seen || pkt.mdh.pathEpoch != rp.epoch)
     {
         rp = RecvPath{};
@@ -1144,22 +1142,23 @@ MultipathConnection::HandleData(Time now, const DatagramMeta& meta, const Parsed
         return;
     }
     RecvPath& rp = m_recvPaths[pkt.mdh.pathId];
-    if (!rp.seen || int8_t(pkt.mdh.pathEpoch - rp.epoch) > 0)
-    {
-        rp = RecvPath{};
-        rp.seen = true;
-        rp.epoch = pkt.mdh.pathEpoch;
-    }
-    else if (pkt.mdh.pathEpoch != rp.epoch)
+    bool newEpoch = !rp.seen || int8_t(pkt.mdh.pathEpoch - rp.epoch) > 0;
+    if (!newEpoch && pkt.mdh.pathEpoch != rp.epoch)
     {
         // The sender retired that epoch and resends its packets elsewhere.
         Count(Counter::RX_STALE_EPOCH);
         return;
     }
-    int32_t d = PsnDiff(pkt.bth.psn, rp.cumulativePsn);
-    bool hadGap = rp.bits[0] | rp.bits[1] | rp.bits[2] | rp.bits[3];
+    // A new epoch starts a fresh PSN space, but only once a packet of it is accepted: a
+    // rejected packet changes no state.
+    RecvPath fresh;
+    fresh.seen = true;
+    fresh.epoch = pkt.mdh.pathEpoch;
+    const RecvPath& view = newEpoch ? fresh : rp;
+    int32_t d = PsnDiff(pkt.bth.psn, view.cumulativePsn);
+    bool hadGap = view.bits[0] | view.bits[1] | view.bits[2] | view.bits[3];
     if (d < 0 || (d > 0 && d <= int32_t(SACK_BITS) &&
-                  ((rp.bits[(d - 1) / 64] >> ((d - 1) % 64)) & 1)))
+                  ((view.bits[(d - 1) / 64] >> ((d - 1) % 64)) & 1)))
     {
         Count(Counter::RX_DUPLICATE); // dropped, acknowledged at once
         rp.flags |= Mah::FLAG_DUPLICATE;
@@ -1184,6 +1183,10 @@ MultipathConnection::HandleData(Time now, const DatagramMeta& meta, const Parsed
             }
             return;
         }
+    }
+    if (newEpoch)
+    {
+        rp = fresh;
     }
     rp.srcPort = meta.srcPort;
     if (meta.ecn == Ecn::CE)
