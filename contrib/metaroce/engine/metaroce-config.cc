@@ -80,6 +80,37 @@ ConnectionConfig::Validate(std::string& why) const
         why = "lineRateBps must not be negative";
         return false;
     }
+    return ValidateRoceV2(why);
+}
+
+bool
+ConnectionConfig::ValidateRoceV2(std::string& why) const
+{
+    const RoceV2Options& r = rocev2;
+    if (r.localAckTimeout > 31 || r.retryCount > 7 || r.rnrRetry > 7 || r.minRnrTimer > 31)
+    {
+        why = "rocev2: localAckTimeout and minRnrTimer must be <= 31, retry counts <= 7";
+        return false;
+    }
+    if (r.ackEveryPackets < 1 || r.ackDelay < 0 || r.cnpInterval < 0)
+    {
+        why = "rocev2: ackEveryPackets must be at least 1, delays non-negative";
+        return false;
+    }
+    if (r.dscp > 63 || r.cnpDscp > 63)
+    {
+        why = "rocev2: DSCP values must be <= 63";
+        return false;
+    }
+    if (!(r.dcqcnG > 0 && r.dcqcnG <= 1) || !(r.dcqcnInitialAlpha >= 0 &&
+                                                r.dcqcnInitialAlpha <= 1) ||
+        r.dcqcnAlphaPeriod <= 0 || r.dcqcnRateIncreasePeriod <= 0 || r.dcqcnByteCounter < 1 ||
+        !(r.dcqcnRaiBps >= 0) || !(r.dcqcnRhaiBps >= 0) || !(r.dcqcnMinRateBps > 0))
+    {
+        why = "rocev2: need 0 < dcqcnG <= 1, alpha in [0,1], positive periods, byte counter "
+              "and minimum rate, non-negative increase steps";
+        return false;
+    }
     return true;
 }
 

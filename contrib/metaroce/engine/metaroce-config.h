@@ -92,11 +92,56 @@ struct ConnectionConfig
     Time ackDelay{MicroSeconds(2)};     //!< longest an ACK is held back for coalescing
 
     /**
+     * Settings of the RoCEv2 baseline (transport "rocev2"): InfiniBand RC queue-pair
+     * attributes, ACK coalescing and DCQCN. The shared fields above that RoCEv2 uses are
+     * mtu, maxMessageSize, maxOutstandingWrs, maxPostedRecvs, sourcePortBase (the QP's one
+     * UDP source port; 0 = drawn from the PRNG) and lineRateBps (pacing ceiling; 0 = the
+     * endpoint's line rate). docs/engine-rocev2.md gives the source of every default.
+     */
+    struct RoceV2Options
+    {
+        /// IB Local ACK Timeout exponent: the retransmission timer is 4.096 us * 2^n (14 =
+        /// 67 ms, the perftest default); 0 disables the timer.
+        uint8_t localAckTimeout{14};
+        uint8_t retryCount{7}; //!< IB retry_cnt: timeouts/sequence NAKs without progress (0-7)
+        uint8_t rnrRetry{7};   //!< IB rnr_retry: RNR NAKs without progress; 7 = unlimited
+        /// IB min_rnr_timer code the responder puts in its RNR NAKs (1 = 0.01 ms; see
+        /// ibv_modify_qp(3) for the 32-entry table).
+        uint8_t minRnrTimer{1};
+        uint32_t ackEveryPackets{4}; //!< responder ACKs after this many in-order packets
+        Time ackDelay{MicroSeconds(2)}; //!< longest an ACK is held back for coalescing
+        /// Cap on unacknowledged packets (0 = none beyond the PSN space): IB RC has no
+        /// window for WRITE/SEND; a cap models a NIC's limit (or IRN's BDP-FC).
+        uint32_t maxInflightPackets{0};
+        uint8_t dscp{26};    //!< DSCP of data and ACK packets (NVIDIA's RoCE default)
+        uint8_t cnpDscp{48}; //!< DSCP of CNPs (NVIDIA's CNP default)
+
+        // DCQCN (Zhu et al., SIGCOMM 2015)
+        bool dcqcn{true};               //!< run the DCQCN reaction and notification points
+        double dcqcnG{1.0 / 256};       //!< alpha EWMA gain g
+        double dcqcnInitialAlpha{1.0};  //!< alpha before the first CNP
+        Time dcqcnAlphaPeriod{MicroSeconds(55)}; //!< alpha decay period K without CNPs
+        Time dcqcnRateIncreasePeriod{MicroSeconds(55)}; //!< rate-increase timer T
+        uint64_t dcqcnByteCounter{10 * 1024 * 1024};   //!< rate-increase byte counter B
+        uint32_t dcqcnFastRecoverySteps{5}; //!< F: increase events spent in fast recovery
+        double dcqcnRaiBps{40e6};       //!< additive increase step R_AI
+        double dcqcnRhaiBps{400e6};     //!< hyper increase step R_HAI
+        double dcqcnMinRateBps{100e6};  //!< floor of the current rate
+        Time cnpInterval{MicroSeconds(50)}; //!< notification point: at most one CNP per this
+    };
+
+    RoceV2Options rocev2; //!< RoCEv2 baseline settings (transport "rocev2")
+
+    /**
      * Check the configuration.
      * \param[out] why the first problem found
      * \return true if valid
      */
     bool Validate(std::string& why) const;
+
+  private:
+    /// Check the rocev2 settings. \return true if valid, else sets \p why.
+    bool ValidateRoceV2(std::string& why) const;
 };
 
 } // namespace metaroce

@@ -46,6 +46,7 @@ constexpr const char* COUNTER_NAMES[] = {
     "bytes_placed",
     "messages_sent",
     "messages_received",
+    "go_back_n",
 };
 static_assert(sizeof(COUNTER_NAMES) / sizeof(COUNTER_NAMES[0]) == size_t(Counter::COUNT),
               "every counter needs a name");

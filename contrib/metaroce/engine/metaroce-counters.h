@@ -57,6 +57,7 @@ enum class Counter : uint8_t
     BYTES_PLACED,         //!< payload bytes written to final memory (first copy only)
     MESSAGES_SENT,        //!< send work requests completed successfully
     MESSAGES_RECEIVED,    //!< messages fully received
+    GO_BACK_N,            //!< RoCEv2: go-back-N rounds started (sequence NAK or timeout)
     COUNT                 //!< number of counters
 };
 

@@ -8,6 +8,7 @@
 
 #include "metaroce-icrc.h"
 #include "metaroce-multipath-connection.h"
+#include "metaroce-rocev2-connection.h"
 
 namespace metaroce
 {
@@ -107,6 +108,10 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
             return PostStatus::INVALID_ARGUMENT;
         }
         conn = std::make_unique<MultipathConnection>(m_shared, qpn, cfg);
+    }
+    else if (cfg.transport == "rocev2")
+    {
+        conn = std::make_unique<RoceV2Connection>(m_shared, qpn, cfg);
     }
     else
     {

@@ -262,7 +262,9 @@ struct OpcodeTable
             HDR_RETH | HDR_IMMDT, true, true, true, true);
         Row(RC_ACKNOWLEDGE, "RC_ACKNOWLEDGE", T::ROCEV2, K::ACK, P::NONE, HDR_AETH, false, false,
             false, false);
-        Row(ROCE_CNP, "ROCE_CNP", T::CNP, K::CNP, P::NONE, 0, false, false, false, false);
+        // Annex A17: BTH (BECN set by convention), 16 reserved bytes, ICRC; no payload.
+        Row(ROCE_CNP, "ROCE_CNP", T::CNP, K::CNP, P::NONE, HDR_CNP_PAD, false, false, false,
+            false);
     }
 };
 
@@ -286,6 +288,7 @@ constexpr struct
     {HDR_AETH, Aeth::SIZE},
     {HDR_MAH, Mah::SIZE},
     {HDR_MNH, Mnh::SIZE},
+    {HDR_CNP_PAD, CnpPad::SIZE},
 };
 
 } // namespace
@@ -392,6 +395,10 @@ ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
         out.mnh = Mnh::Read(p);
         p += Mnh::SIZE;
     }
+    if (info.headers & HDR_CNP_PAD)
+    {
+        p += CnpPad::SIZE; // reserved: ignored on receipt
+    }
     size_t paddedPayload = len - headersEnd - ICRC_SIZE;
     if (!info.payload && paddedPayload != 0)
     {
@@ -463,6 +470,11 @@ WriteDatagram(uint8_t* out,
     {
         pkt.mnh.Write(p);
         p += Mnh::SIZE;
+    }
+    if (info.headers & HDR_CNP_PAD)
+    {
+        std::memset(p, 0, CnpPad::SIZE);
+        p += CnpPad::SIZE;
     }
     if (payloadLength > 0)
     {

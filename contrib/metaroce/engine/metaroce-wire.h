@@ -144,6 +144,19 @@ struct Aeth
     static constexpr size_t SYNDROME = 0; //!< offset of the syndrome
     static constexpr size_t MSN = 1;      //!< offset of the 24-bit MSN
 
+    // Syndrome (InfiniBand spec, AETH syndrome encoding): bit 7 reserved, bits 6-5 the type,
+    // bits 4-0 its value.
+    static constexpr uint8_t TYPE_MASK = 0x60;    //!< syndrome bits holding the type
+    static constexpr uint8_t VALUE_MASK = 0x1F;   //!< syndrome bits holding the value
+    static constexpr uint8_t TYPE_ACK = 0x00;     //!< ACK; value = credit count
+    static constexpr uint8_t TYPE_RNR_NAK = 0x20; //!< RNR NAK; value = encoded RNR timer
+    static constexpr uint8_t TYPE_NAK = 0x60;     //!< NAK; value = one of the NAK_* codes
+    static constexpr uint8_t CREDITS_INVALID = 0x1F; //!< ACK value: no end-to-end credits
+    static constexpr uint8_t NAK_PSN_SEQUENCE_ERROR = 0; //!< NAK code: PSN sequence error
+    static constexpr uint8_t NAK_INVALID_REQUEST = 1;    //!< NAK code: invalid request
+    static constexpr uint8_t NAK_REMOTE_ACCESS_ERROR = 2; //!< NAK code: remote access error
+    static constexpr uint8_t NAK_REMOTE_OPERATIONAL_ERROR = 3; //!< NAK code: remote op error
+
     uint8_t syndrome{0}; //!< ACK/NAK syndrome
     uint32_t msn{0};     //!< message sequence number
 
@@ -345,6 +358,22 @@ struct Mnh
     void Write(uint8_t* p) const;
 };
 
+/**
+ * The 16 reserved bytes that follow the BTH of a RoCEv2 Congestion Notification Packet
+ * (InfiniBand Architecture Specification, Annex A17 "RoCEv2", CNP format). Senders write
+ * zeros; receivers ignore the contents.
+ *
+ * \verbatim
+ +---------------------------------------------------------------+
+ |                Reserved (16 bytes, zero)                      |
+ +---------------------------------------------------------------+
+ \endverbatim
+ */
+struct CnpPad
+{
+    static constexpr size_t SIZE = 16; //!< header length
+};
+
 /// Headers that follow the BTH, as bits of OpcodeInfo::headers (in wire order).
 enum HeaderBit : uint32_t
 {
@@ -355,6 +384,7 @@ enum HeaderBit : uint32_t
     HDR_AETH = 1u << 4,  //!< ACK extended transport header
     HDR_MAH = 1u << 5,   //!< MetaRoCE ACK header
     HDR_MNH = 1u << 6,   //!< MetaRoCE NAK header
+    HDR_CNP_PAD = 1u << 7, //!< the 16 reserved bytes after the BTH of a RoCEv2 CNP
 };
 
 /// Which transport an opcode belongs to.

@@ -11,6 +11,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-config.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-congestion-control.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-counters.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-dcqcn.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-encap.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-endpoint.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-icrc.cc
@@ -19,6 +20,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-connection.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.cc
@@ -30,6 +32,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-congestion-control.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-counters.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-datagram.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-dcqcn.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-encap.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-endpoint.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-icrc.h
@@ -40,6 +43,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-random.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.h
