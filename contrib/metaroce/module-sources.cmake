@@ -4,7 +4,24 @@
 # are empty, the standalone `metaroce` target is an INTERFACE library over the engine and ns-3.
 
 set(METAROCE_MODEL_SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-frame.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-net-device.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-channel.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-gilbert-elliott-error-model.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.cc
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.cc
 )
 
 set(METAROCE_MODEL_HEADERS
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-frame.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-packet-fifo.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-net-device.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-channel.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-gilbert-elliott-error-model.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.h
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h
 )

@@ -1,0 +1,138 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-frame.h"
+
+#include "ns3/abort.h"
+
+#include <algorithm>
+#include <cstring>
+#include <iomanip>
+
+namespace ns3
+{
+
+NS_OBJECT_ENSURE_REGISTERED(MetaRoceRawHeader);
+
+const char*
+MetaRoceDropReasonName(MetaRoceDropReason reason)
+{
+    switch (reason)
+    {
+    case MetaRoceDropReason::LINK_DOWN:
+        return "LINK_DOWN";
+    case MetaRoceDropReason::MTU_EXCEEDED:
+        return "MTU_EXCEEDED";
+    case MetaRoceDropReason::ADMISSION:
+        return "ADMISSION";
+    case MetaRoceDropReason::CHANNEL_LOSS:
+        return "CHANNEL_LOSS";
+    case MetaRoceDropReason::MALFORMED:
+        return "MALFORMED";
+    case MetaRoceDropReason::NO_ROUTE:
+        return "NO_ROUTE";
+    case MetaRoceDropReason::TTL_EXPIRED:
+        return "TTL_EXPIRED";
+    case MetaRoceDropReason::BUFFER_FULL:
+        return "BUFFER_FULL";
+    case MetaRoceDropReason::QUEUE_THRESHOLD:
+        return "QUEUE_THRESHOLD";
+    case MetaRoceDropReason::UNCLAIMED:
+        return "UNCLAIMED";
+    case MetaRoceDropReason::COUNT:
+        break;
+    }
+    return "UNKNOWN";
+}
+
+metaroce::FrameStatus
+MetaRocePeekFrame(Ptr<const Packet> frame,
+                  uint8_t (&buffer)[METAROCE_HEADER_PEEK_SIZE],
+                  metaroce::ParsedFrame& out)
+{
+    const uint32_t size = frame->GetSize();
+    const uint32_t copied = frame->CopyData(buffer, std::min(size, METAROCE_HEADER_PEEK_SIZE));
+    if (copied < size && copied < METAROCE_HEADER_PEEK_SIZE)
+    {
+        return metaroce::FrameStatus::TRUNCATED;
+    }
+    // ParseFrame reads at most ETHERNET_HEADER_SIZE + 60 + UDP_HEADER_SIZE bytes (the buffer
+    // holds them when the frame does) and validates the declared lengths against `size`.
+    static_assert(metaroce::ETHERNET_HEADER_SIZE + 60 + metaroce::UDP_HEADER_SIZE <=
+                      METAROCE_HEADER_PEEK_SIZE,
+                  "the peek buffer must hold the largest header stack");
+    return metaroce::ParseFrame(buffer, size, out);
+}
+
+TypeId
+MetaRoceRawHeader::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::MetaRoceRawHeader")
+                            .SetParent<Header>()
+                            .SetGroupName("MetaRoce")
+                            .AddConstructor<MetaRoceRawHeader>();
+    return tid;
+}
+
+MetaRoceRawHeader::MetaRoceRawHeader()
+    : m_size(0)
+{
+}
+
+MetaRoceRawHeader::MetaRoceRawHeader(const uint8_t* bytes, uint32_t size)
+    : m_size(size)
+{
+    NS_ABORT_MSG_IF(size > METAROCE_HEADER_PEEK_SIZE,
+                    "MetaRoceRawHeader holds at most " << METAROCE_HEADER_PEEK_SIZE << " bytes");
+    std::memcpy(m_bytes, bytes, size);
+}
+
+const uint8_t*
+MetaRoceRawHeader::GetBytes() const
+{
+    return m_bytes;
+}
+
+TypeId
+MetaRoceRawHeader::GetInstanceTypeId() const
+{
+    return GetTypeId();
+}
+
+uint32_t
+MetaRoceRawHeader::GetSerializedSize() const
+{
+    return m_size;
+}
+
+void
+MetaRoceRawHeader::Serialize(Buffer::Iterator start) const
+{
+    start.Write(m_bytes, m_size);
+}
+
+uint32_t
+MetaRoceRawHeader::Deserialize(Buffer::Iterator start)
+{
+    start.Read(m_bytes, m_size);
+    return m_size;
+}
+
+uint32_t
+MetaRoceRawHeader::Deserialize(Buffer::Iterator start, Buffer::Iterator end)
+{
+    m_size = std::min(end.GetDistanceFrom(start), METAROCE_HEADER_PEEK_SIZE);
+    start.Read(m_bytes, m_size);
+    return m_size;
+}
+
+void
+MetaRoceRawHeader::Print(std::ostream& os) const
+{
+    os << "raw " << m_size << " bytes";
+}
+
+} // namespace ns3

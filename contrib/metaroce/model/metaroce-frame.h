@@ -1,0 +1,115 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_FRAME_H
+#define METAROCE_FRAME_H
+
+#include "metaroce-encap.h"
+
+#include "ns3/header.h"
+#include "ns3/packet.h"
+#include "ns3/ptr.h"
+
+#include <cstdint>
+
+/**
+ * \file
+ * Glue between ns3::Packet and the engine's byte-level frame helpers (metaroce-encap.h):
+ * peeking at a frame's headers without copying its payload, and writing rewritten header bytes
+ * back into a packet.
+ */
+
+namespace ns3
+{
+
+/**
+ * Bytes copied out of a packet to parse its headers: Ethernet (14) plus an IPv4 header with the
+ * largest options (60) plus UDP (8) is 82; rounded up.
+ */
+constexpr uint32_t METAROCE_HEADER_PEEK_SIZE = 96;
+
+/// Drop reasons shared by devices, channels and switches.
+enum class MetaRoceDropReason : uint8_t
+{
+    LINK_DOWN,       //!< the link (or the egress port) is down
+    MTU_EXCEEDED,    //!< the frame is longer than the device MTU plus the Ethernet header
+    ADMISSION,       //!< the device owner's admission callback refused the frame
+    CHANNEL_LOSS,    //!< the link's error model dropped the frame
+    MALFORMED,       //!< the frame failed to parse (bad Ethernet, IPv4 or UDP header)
+    NO_ROUTE,        //!< the switch has no route to the destination address
+    TTL_EXPIRED,     //!< the IPv4 TTL reached zero
+    BUFFER_FULL,     //!< the switch's shared buffer has no room for the frame
+    QUEUE_THRESHOLD, //!< the egress queue is over its dynamic threshold
+    UNCLAIMED,       //!< a device received a frame and no receive callback is set
+    COUNT,           //!< number of reasons (not a reason)
+};
+
+/// Number of drop reasons.
+constexpr uint32_t METAROCE_DROP_REASON_COUNT = static_cast<uint32_t>(MetaRoceDropReason::COUNT);
+
+/// \return the enum value name of \p reason, e.g. "BUFFER_FULL".
+const char* MetaRoceDropReasonName(MetaRoceDropReason reason);
+
+/**
+ * Copy the first bytes of \p frame into \p buffer and parse them with metaroce::ParseFrame.
+ *
+ * Only the headers are copied: ParseFrame reads at most 82 bytes (Ethernet, IPv4 with options,
+ * UDP) but checks the lengths against the whole frame, so it is given the packet's real size.
+ * On OK, \p out.meta, \p out.src, \p out.dst, \p out.ipHeader (pointing into \p buffer) and
+ * \p out.ipHeaderLen are valid; \p out.datagram is not (it may point past \p buffer).
+ *
+ * \param frame an Ethernet frame
+ * \param buffer receives min(size, METAROCE_HEADER_PEEK_SIZE) leading bytes of the frame
+ * \param out the parsed headers
+ * \return metaroce::FrameStatus::OK or why the frame is not a valid IPv4/UDP frame
+ */
+metaroce::FrameStatus MetaRocePeekFrame(Ptr<const Packet> frame,
+                                        uint8_t (&buffer)[METAROCE_HEADER_PEEK_SIZE],
+                                        metaroce::ParsedFrame& out);
+
+/**
+ * \ingroup metaroce
+ * Raw header bytes, used to write rewritten leading bytes of a frame back into a packet
+ * (Packet::RemoveAtStart, then AddHeader) and to prepend an Ethernet header in
+ * MetaRoceNetDevice::Send. Holds at most METAROCE_HEADER_PEEK_SIZE bytes inline (no heap).
+ */
+class MetaRoceRawHeader : public Header
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    /// Create an empty header.
+    MetaRoceRawHeader();
+
+    /**
+     * Create a header holding a copy of \p size bytes.
+     * \param bytes the bytes
+     * \param size their number, at most METAROCE_HEADER_PEEK_SIZE
+     */
+    MetaRoceRawHeader(const uint8_t* bytes, uint32_t size);
+
+    /// \return the held bytes.
+    const uint8_t* GetBytes() const;
+
+    TypeId GetInstanceTypeId() const override;
+    uint32_t GetSerializedSize() const override;
+    void Serialize(Buffer::Iterator start) const override;
+    uint32_t Deserialize(Buffer::Iterator start) override;
+    uint32_t Deserialize(Buffer::Iterator start, Buffer::Iterator end) override;
+    void Print(std::ostream& os) const override;
+
+  private:
+    uint8_t m_bytes[METAROCE_HEADER_PEEK_SIZE]; //!< the bytes
+    uint32_t m_size;                            //!< number of valid bytes
+};
+
+} // namespace ns3
+
+#endif // METAROCE_FRAME_H
