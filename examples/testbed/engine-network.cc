@@ -176,6 +176,10 @@ EngineNetwork::Transmit(uint32_t i, const TxDatagram& tx)
         }
         m_txLog.push_back(r);
     }
+    if (onTransmit)
+    {
+        onTransmit(m_now, i, tx, drop);
+    }
     if (drop)
     {
         ++m_dropped;
@@ -188,6 +192,13 @@ EngineNetwork::Transmit(uint32_t i, const TxDatagram& tx)
     }
     int copies = (cfg.duplicate > 0 && m_rng.Uniform() < cfg.duplicate) ? 2 : 1;
     Time serialization = TransmissionTime(tx.length + WIRE_OVERHEAD_BYTES, m_cfg.lineRateBps);
+    if (cfg.rateBps > 0)
+    {
+        // The path's own bottleneck (a slow or degraded route): FIFO at rateBps.
+        Time start = std::max(m_now + serialization, link.free);
+        link.free = start + TransmissionTime(tx.length + WIRE_OVERHEAD_BYTES, cfg.rateBps);
+        serialization = link.free - m_now;
+    }
     for (int k = 0; k < copies; ++k)
     {
         Time extra = (cfg.reorder > 0 && m_rng.Uniform() < cfg.reorder) ? cfg.reorderDelay : 0;

@@ -47,6 +47,7 @@ struct WireInfo
 struct LinkConfig
 {
     Time delay{MicroSeconds(2)}; //!< one-way propagation delay
+    double rateBps{0};           //!< path bandwidth: a FIFO serialising at this rate (0 = none)
     double loss{0};              //!< Bernoulli loss probability
     double burstStart{0};        //!< P(good -> bad) per packet (Gilbert-Elliott)
     double burstEnd{1};          //!< P(bad -> good) per packet
@@ -154,6 +155,13 @@ class EngineNetwork
     }
     /// Called for every completion as it is polled (optional).
     std::function<void(uint32_t, const Completion&)> onCompletion;
+    /**
+     * Tap on every datagram an endpoint's NIC transmits (optional), called as it leaves the
+     * NIC and before the link's faults act on it: the time, the sending endpoint, the
+     * datagram (meta as sent, bytes BTH to ICRC, pathId) and whether a fault then dropped it.
+     * Capture tools (pcap writers) hook here.
+     */
+    std::function<void(Time, uint32_t, const TxDatagram&, bool)> onTransmit;
 
   private:
     /// One endpoint and its NIC model.
@@ -187,8 +195,9 @@ class EngineNetwork
     /// Gilbert-Elliott state of a link.
     struct LinkState
     {
-        LinkConfig cfg; //!< configuration
+        LinkConfig cfg;  //!< configuration
         bool bad{false}; //!< in the bad state
+        Time free{0};    //!< the path's own bottleneck is idle from (rateBps > 0)
     };
 
     void Schedule(Time t, std::function<void()> run);

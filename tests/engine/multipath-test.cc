@@ -259,6 +259,22 @@ TEST_F(PairTest, EcnMarksShrinkOnlyTheMarkedPath)
         << "traffic is steered away from the marked path";
 }
 
+TEST_F(PairTest, ASlowPathCarriesLessAndNothingIsLost)
+{
+    ConnectionConfig cfg;
+    Build(cfg, 8 << 20);
+    m_net->Link(m_a, m_b, 5).rateBps = 2e9; // one route at 2 Gb/s, the others at line rate
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_GT(PathOf(5).srtt, 2 * PathOf(0).srtt) << "its RTT shows the queue";
+    EXPECT_LT(PathOf(5).packetsSent * 4, PathOf(0).packetsSent);
+    EXPECT_NE(PathOf(5).status, PathStatus::FAILED) << "slow is not dead";
+    double gbps = m_src.size() * 8.0 / (double(m_lastCompletion) / 1e12) / 1e9;
+    EXPECT_GT(gbps, 80.0) << "the slow path must not hold the transfer back";
+}
+
 TEST_F(PairTest, RateHintCapsTheSender)
 {
     ConnectionConfig cfg;
