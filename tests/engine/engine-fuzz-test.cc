@@ -116,7 +116,7 @@ TEST_P(EngineFuzz, HostileDatagramsAreCountedAndDroppedAndTheConnectionSurvives)
         case 1:   // well-formed header, hostile field values
         case 2: { // same, then mutated: bit flips, truncation or extension
             ParsedPacket pkt;
-            pkt.bth.opcode = malformedOnly ? (r.Below(2) ? MR_WRITE : MR_WRITE_IMM)
+            pkt.bth.opcode = malformedOnly ? uint8_t(r.Below(2) ? MR_WRITE : MR_WRITE_IMM)
                                            : opcodes[r.Below(sizeof(opcodes))];
             pkt.info = &LookupOpcode(pkt.bth.opcode);
             if (pkt.info->name == nullptr)
