@@ -137,7 +137,7 @@ class Endpoint
     EndpointShared m_shared;                                   //!< shared state
     std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by qpn - 1
     size_t m_live{0};                                          //!< live connections
-    std::deque<uint32_t> m_ready;                              //!< connections that may send
+    RingQueue<uint32_t> m_ready;                               //!< connections that may send
     std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>>
         m_timers;                                              //!< connection deadlines
 };

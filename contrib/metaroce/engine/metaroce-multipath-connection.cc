@@ -154,7 +154,7 @@ MultipathConnection::StateBytes() const
     bytes += m_recvPaths.capacity() * sizeof(RecvPath);
     for (const auto& s : m_streams)
     {
-        bytes += sizeof(s) + s.recvs.size() * sizeof(PostedRecv);
+        bytes += sizeof(s) + s.recvs.CapacityBytes();
     }
     for (const auto& m : m_messages)
     {
@@ -165,7 +165,8 @@ MultipathConnection::StateBytes() const
         bytes += sizeof(m) + m.bits.capacity() * sizeof(uint64_t);
     }
     bytes += m_freeSlots.capacity() * sizeof(uint32_t) +
-             m_doneAbove.capacity() * sizeof(m_doneAbove[0]) + m_resends.size() * sizeof(Resend);
+             m_doneAbove.capacity() * sizeof(m_doneAbove[0]) + m_resends.CapacityBytes() +
+             m_sendStreams.CapacityBytes() + m_rejected.CapacityBytes() + m_naks.CapacityBytes();
     return bytes;
 }
 
@@ -1023,8 +1024,9 @@ MultipathConnection::EnterError(Time now, uint32_t failedSlot, WcStatus status)
         CompleteStreamHead(uint16_t(sid));
         s.sendCursor = NONE;
         s.inSendRing = false;
-        for (PostedRecv& r : s.recvs)
+        for (size_t i = 0; i < s.recvs.size(); ++i)
         {
+            PostedRecv& r = s.recvs[i];
             if (!r.done)
             {
                 r.done = true;
@@ -1284,8 +1286,9 @@ MultipathConnection::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicat
         Count(Counter::RX_INVALID);
         return Mnh::INVALID_REQUEST;
     }
-    for (const Rejected& r : m_rejected)
+    for (size_t i = 0; i < m_rejected.size(); ++i)
     {
+        const Rejected& r = m_rejected[i];
         if (r.streamId == sid && r.messageSeq == seq)
         {
             return r.syndrome;

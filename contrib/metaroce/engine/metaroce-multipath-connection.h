@@ -10,10 +10,10 @@
 #include "metaroce-congestion-control.h"
 #include "metaroce-loss-detection.h"
 #include "metaroce-path-scheduler.h"
+#include "metaroce-ring-queue.h"
 #include "metaroce-transport.h"
 
 #include <array>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -138,7 +138,7 @@ class MultipathConnection : public TransportConnection
         // responder
         uint32_t doneBelow{0};     //!< every message before this one is complete
         uint32_t recvBase{0};      //!< receive slot of recvs.front()
-        std::deque<PostedRecv> recvs; //!< posted receives, in slot order
+        RingQueue<PostedRecv> recvs; //!< posted receives, in slot order
     };
 
     /// Per-path responder state.
@@ -205,12 +205,12 @@ class MultipathConnection : public TransportConnection
     std::vector<SendMessage> m_messages;        //!< message slots (grown on use)
     std::vector<uint32_t> m_freeSlots;          //!< free message slots
     uint32_t m_outstanding{0};                  //!< messages posted, not completed
-    std::deque<uint16_t> m_sendStreams;         //!< streams with unsent packets (round robin)
-    std::deque<Resend> m_resends;               //!< packets to resend on any path
+    RingQueue<uint16_t> m_sendStreams;          //!< streams with unsent packets (round robin)
+    RingQueue<Resend> m_resends;                //!< packets to resend on any path
     std::vector<RecvMessage> m_recvMessages;    //!< messages being received
     std::vector<std::pair<uint16_t, uint32_t>> m_doneAbove; //!< complete, above doneBelow
-    std::deque<Rejected> m_rejected;            //!< messages rejected for good
-    std::deque<Mnh> m_naks;                     //!< NAKs to send
+    RingQueue<Rejected> m_rejected;             //!< messages rejected for good
+    RingQueue<Mnh> m_naks;                      //!< NAKs to send
     uint64_t m_ackNow{0};                       //!< paths with an ACK due now
     uint64_t m_probeNow{0};                     //!< paths with a probe due now
     std::vector<uint32_t> m_lostScratch;        //!< reused by loss detection

@@ -14,6 +14,7 @@
 #include "metaroce-observer.h"
 #include "metaroce-path.h"
 #include "metaroce-random.h"
+#include "metaroce-ring-queue.h"
 #include "metaroce-verbs.h"
 #include "metaroce-wire.h"
 
@@ -82,7 +83,7 @@ class EndpointShared
 
   private:
     EndpointConfig m_cfg;                      //!< configuration
-    std::deque<Completion> m_completions;      //!< completion queue
+    RingQueue<Completion> m_completions;       //!< completion queue
     std::vector<TransportConnection*> m_active; //!< connections that recently received data
     Time m_lastRecompute{-1};                  //!< last rate-hint recomputation
     uint32_t m_hintMbps{Mah::NO_RATE_HINT};    //!< cached hint

@@ -43,6 +43,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-random.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-ring-queue.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
