@@ -13,6 +13,22 @@
 namespace metaroce
 {
 
+namespace
+{
+
+/// \return \p b with its bit order reversed (the SACK bitmap is MSB-first on the wire and
+/// LSB-first in memory).
+inline uint8_t
+ReverseBits(uint8_t b)
+{
+    b = uint8_t((b & 0xF0) >> 4 | (b & 0x0F) << 4);
+    b = uint8_t((b & 0xCC) >> 2 | (b & 0x33) << 2);
+    b = uint8_t((b & 0xAA) >> 1 | (b & 0x55) << 1);
+    return b;
+}
+
+} // namespace
+
 Bth
 Bth::Read(const uint8_t* p)
 {
@@ -129,14 +145,7 @@ Mah::Read(const uint8_t* p)
     h.rateHint = ReadU32(p + RATE_HINT);
     for (uint32_t byte = 0; byte < SACK_BYTES; ++byte)
     {
-        uint8_t b = p[SACK + byte];
-        for (uint32_t bit = 0; bit < 8; ++bit)
-        {
-            if (b & (0x80 >> bit))
-            {
-                h.SetSackBit(byte * 8 + bit);
-            }
-        }
+        h.sack[byte / 8] |= uint64_t(ReverseBits(p[SACK + byte])) << (8 * (byte % 8));
     }
     return h;
 }
@@ -155,15 +164,7 @@ Mah::Write(uint8_t* p) const
     WriteU32(p + RATE_HINT, rateHint);
     for (uint32_t byte = 0; byte < SACK_BYTES; ++byte)
     {
-        uint8_t b = 0;
-        for (uint32_t bit = 0; bit < 8; ++bit)
-        {
-            if (SackBit(byte * 8 + bit))
-            {
-                b |= uint8_t(0x80 >> bit);
-            }
-        }
-        p[SACK + byte] = b;
+        p[SACK + byte] = ReverseBits(uint8_t(sack[byte / 8] >> (8 * (byte % 8))));
     }
 }
 
