@@ -279,15 +279,15 @@ Endpoint::Refresh(Time now, TransportConnection& conn)
         conn.inReadyList = true;
         m_ready.push_back(conn.Qpn());
     }
+    // Lazy timers: a deadline that moved later (an RTO re-armed by an ACK, the common case)
+    // keeps its earlier heap entry; when that fires, the connection finds nothing due and the
+    // real deadline is pushed then. Only an earlier deadline costs a heap push.
     Time deadline = conn.NextDeadline();
-    if (deadline != conn.scheduledDeadline)
+    if (deadline < conn.scheduledDeadline)
     {
         conn.scheduledDeadline = deadline;
         ++conn.timerGeneration;
-        if (deadline != TIME_INFINITE)
-        {
-            m_timers.push(TimerEntry{deadline, conn.Qpn(), conn.timerGeneration});
-        }
+        m_timers.push(TimerEntry{deadline, conn.Qpn(), conn.timerGeneration});
     }
 }
 

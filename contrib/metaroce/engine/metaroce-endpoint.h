@@ -97,7 +97,8 @@ class Endpoint
      * \return false if nothing may be sent now
      */
     bool PollTransmit(Time now, TxDatagram& out);
-    /// \return when HandleTimeout must be called next (TIME_INFINITE if never).
+    /// \return when HandleTimeout must be called next at the latest (it may find nothing due;
+    /// TIME_INFINITE if never).
     Time NextTimeout();
     /// Process every deadline due at \p now.
     void HandleTimeout(Time now);
