@@ -275,6 +275,38 @@ TEST_F(PairTest, ASlowPathCarriesLessAndNothingIsLost)
     EXPECT_GT(gbps, 80.0) << "the slow path must not hold the transfer back";
 }
 
+TEST_F(PairTest, SackWindowBoundsWhatAPathHasOutstanding)
+{
+    ConnectionConfig cfg;
+    cfg.numPaths = 1;
+    cfg.sackWindow = 16;
+    cfg.initialPathWindow = 15;
+    cfg.maxPathWindow = 15;
+    cfg.congestionControl = "fixed";
+    Build(cfg, 1 << 20);
+    int dropsLeft = 1;
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        return w.opcode == MR_WRITE && w.psn == 3 && dropsLeft-- > 0;
+    };
+    m_net->EnableTxLog(true);
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(20));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    uint32_t highest = 0;
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.opcode == MR_WRITE && r.time < MicroSeconds(8))
+        {
+            highest = std::max(highest, r.psn);
+        }
+    }
+    EXPECT_LT(highest, 3u + 16u) << "never more than sackWindow past the hole at PSN 3";
+    std::string why;
+    cfg.sackWindow = 300;
+    EXPECT_FALSE(cfg.Validate(why));
+}
+
 TEST_F(PairTest, RateHintCapsTheSender)
 {
     ConnectionConfig cfg;

@@ -24,6 +24,11 @@ ConnectionConfig::Validate(std::string& why) const
         why = "numPaths must be in [1, 64]";
         return false;
     }
+    if (sackWindow < 1 || sackWindow > SACK_BITS)
+    {
+        why = "sackWindow must be in [1, 256]";
+        return false;
+    }
     if (maxStreams < 1)
     {
         why = "maxStreams must be at least 1";
@@ -35,9 +40,9 @@ ConnectionConfig::Validate(std::string& why) const
         return false;
     }
     if (!(minPathWindow >= 1) || !(initialPathWindow >= minPathWindow) ||
-        !(maxPathWindow >= initialPathWindow) || maxPathWindow > SACK_BITS - 1)
+        !(maxPathWindow >= initialPathWindow) || maxPathWindow > sackWindow - 1)
     {
-        why = "need 1 <= minPathWindow <= initialPathWindow <= maxPathWindow < 256";
+        why = "need 1 <= minPathWindow <= initialPathWindow <= maxPathWindow < sackWindow";
         return false;
     }
     if (!(connectionWindow >= 1))

@@ -8,6 +8,7 @@
 #define METAROCE_CONFIG_H
 
 #include "metaroce-time.h"
+#include "metaroce-wire.h"
 
 #include <cstdint>
 #include <string>
@@ -56,6 +57,9 @@ struct ConnectionConfig
 
     // Paths
     uint32_t numPaths{8};            //!< first-class paths (1..64)
+    /// PSNs a path may have outstanding past its cumulative PSN, and the receiver tracks: the
+    /// SACK window (at most the 256 bits of the ACK's bitmap).
+    uint32_t sackWindow{SACK_BITS};
     /// UDP source port of path 0 (path i uses base+i); 0 = drawn from the PRNG.
     uint16_t sourcePortBase{0};
     std::string pathScheduler{"spray"}; //!< "spray" or "single"

@@ -127,6 +127,7 @@ MultipathConnection::MultipathConnection(EndpointShared& ep,
         p.sourcePort = uint16_t(base + i);
         p.cwnd = cfg.initialPathWindow;
         p.rto = cfg.rtoInitial;
+        p.sackWindow = cfg.sackWindow;
     }
 }
 
@@ -1159,7 +1160,7 @@ MultipathConnection::HandleData(Time now, const DatagramMeta& meta, const Parsed
     const RecvPath& view = newEpoch ? fresh : rp;
     int32_t d = PsnDiff(pkt.bth.psn, view.cumulativePsn);
     bool hadGap = view.bits[0] | view.bits[1] | view.bits[2] | view.bits[3];
-    if (d < 0 || (d > 0 && d <= int32_t(SACK_BITS) &&
+    if (d < 0 || (d > 0 && d <= int32_t(m_cfg.sackWindow) &&
                   ((view.bits[(d - 1) / 64] >> ((d - 1) % 64)) & 1)))
     {
         Count(Counter::RX_DUPLICATE); // dropped, acknowledged at once
@@ -1167,7 +1168,7 @@ MultipathConnection::HandleData(Time now, const DatagramMeta& meta, const Parsed
         ScheduleAck(now, pkt.mdh.pathId, true);
         return;
     }
-    if (d > int32_t(SACK_BITS))
+    if (d > int32_t(m_cfg.sackWindow))
     {
         Count(Counter::RX_OUT_OF_WINDOW);
         return;

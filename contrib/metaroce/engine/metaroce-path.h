@@ -66,6 +66,7 @@ struct PathState
     uint32_t nextPsn{0};  //!< PSN of the next new transmission
     uint32_t ackedPsn{0}; //!< receiver's cumulative PSN: everything before it is acknowledged
     uint32_t inflight{0}; //!< packets sent and neither acknowledged nor declared lost
+    uint32_t sackWindow{SACK_BITS}; //!< PSNs allowed past ackedPsn (ConnectionConfig)
     uint32_t sendCounter{0};       //!< transmissions on this path (sendOrder source)
     uint32_t highestAckedOrder{0}; //!< largest sendOrder acknowledged so far
     bool anyAcked{false};          //!< highestAckedOrder is meaningful
@@ -115,7 +116,7 @@ struct PathState
     bool HasRoom() const
     {
         return Usable() && inflight < uint32_t(cwnd) &&
-               uint32_t(PsnDiff(nextPsn, ackedPsn)) < SACK_BITS;
+               uint32_t(PsnDiff(nextPsn, ackedPsn)) < sackWindow;
     }
 };
 

@@ -238,6 +238,7 @@ struct Rsh
 
 /// Number of PSNs covered by the SACK bitmap of an ACK.
 constexpr uint32_t SACK_BITS = 256;
+static_assert(SACK_BITS % 64 == 0, "the bitmap is kept in 64-bit words");
 
 /**
  * MetaRoCE ACK Header (48 bytes): one path's receive state and the receiver's rate hint.
