@@ -10,8 +10,11 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-gilbert-elliott-error-model.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.cc
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.cc
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-workload-helper.cc
 )
 
 set(METAROCE_MODEL_HEADERS
@@ -22,6 +25,9 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-gilbert-elliott-error-model.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.h
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-workload-helper.h
 )

@@ -1,0 +1,488 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * MetaRoceNic: the engine adapter on a simulated fabric. Transfers through leaf-spine ECMP
+ * (MetaRoCE and RoCEv2), incast without PFC, a failed link, multiplane, determinism.
+ */
+
+#include "ns3/boolean.h"
+#include "ns3/data-rate.h"
+#include "ns3/metaroce-channel.h"
+#include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-net-device.h"
+#include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-stack-helper.h"
+#include "ns3/metaroce-switch.h"
+#include "ns3/metaroce-topology-helper.h"
+#include "ns3/metaroce-workload-helper.h"
+#include "ns3/node.h"
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <gtest/gtest.h>
+#include <map>
+#include <set>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+class MetaRoceNicTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        RngSeedManager::SetSeed(1);
+        RngSeedManager::SetRun(1);
+    }
+
+    void TearDown() override
+    {
+        Simulator::Destroy();
+    }
+};
+
+/// Completions collected per NIC.
+struct CompletionLog
+{
+    std::vector<std::pair<Time, metaroce::Completion>> entries; //!< (time, completion)
+
+    /// Record one.
+    void Add(Ptr<MetaRoceNic>, const metaroce::Completion& c)
+    {
+        entries.emplace_back(Simulator::Now(), c);
+    }
+
+    /// \return the number of successful completions of opcode \p op.
+    size_t Count(metaroce::WcOpcode op) const
+    {
+        size_t n = 0;
+        for (const auto& e : entries)
+        {
+            n += e.second.status == metaroce::WcStatus::SUCCESS && e.second.opcode == op;
+        }
+        return n;
+    }
+
+    /// \return true if any completion failed.
+    bool AnyError() const
+    {
+        for (const auto& e : entries)
+        {
+            if (e.second.status != metaroce::WcStatus::SUCCESS)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+/// Frames a switch enqueued on each of its ports that face another switch.
+std::map<uint32_t, uint64_t>
+UplinkFrames(Ptr<MetaRoceSwitch> sw)
+{
+    std::map<uint32_t, uint64_t> frames;
+    for (uint32_t i = 0; i < sw->GetNPorts(); ++i)
+    {
+        Ptr<MetaRoceNetDevice> peer = sw->GetPort(i)->GetPeer();
+        if (peer && peer->GetNode()->GetObject<MetaRoceSwitch>())
+        {
+            frames[i] = sw->GetPortCounters(i).enqueuedFrames;
+        }
+    }
+    return frames;
+}
+
+/// Counts the uplinks of \p sw that carried at least \p minFrames frames.
+uint32_t
+BusyUplinks(Ptr<MetaRoceSwitch> sw, uint64_t minFrames)
+{
+    uint32_t busy = 0;
+    for (const auto& [port, frames] : UplinkFrames(sw))
+    {
+        busy += frames >= minFrames;
+    }
+    return busy;
+}
+
+/// The switch a host's first port is attached to.
+Ptr<MetaRoceSwitch>
+LeafOf(Ptr<MetaRoceNic> nic, uint32_t port = 0)
+{
+    return nic->GetPort(port)->GetPeer()->GetNode()->GetObject<MetaRoceSwitch>();
+}
+
+/**
+ * One RDMA WRITE_WITH_IMM of real bytes from nics[a] to nics[b]; returns after Run().
+ */
+struct RealTransfer
+{
+    std::vector<uint8_t> src;  //!< source bytes
+    std::vector<uint8_t> dst;  //!< destination bytes
+    CompletionLog senderLog;   //!< sender completions
+    CompletionLog receiverLog; //!< receiver completions
+
+    /// Set up and post.
+    void Post(Ptr<MetaRoceNic> a,
+              Ptr<MetaRoceNic> b,
+              const metaroce::ConnectionConfig& cfg,
+              uint32_t bytes,
+              Time at)
+    {
+        src.resize(bytes);
+        dst.assign(bytes, 0);
+        for (uint32_t i = 0; i < bytes; ++i)
+        {
+            src[i] = uint8_t((i * 131 + 7) ^ (i >> 9)) | 1;
+        }
+        a->SetCompletionCallback(MakeCallback(&CompletionLog::Add, &senderLog));
+        b->SetCompletionCallback(MakeCallback(&CompletionLog::Add, &receiverLog));
+        auto [qa, qb] = MetaRoceConnectionHelper::Connect(a, b, cfg);
+        metaroce::MemoryRegion smr = a->RegisterMemory(src.data(), bytes, 0);
+        metaroce::MemoryRegion dmr =
+            b->RegisterMemory(dst.data(),
+                              bytes,
+                              metaroce::ACCESS_LOCAL_WRITE | metaroce::ACCESS_REMOTE_WRITE);
+        metaroce::RecvWr rw;
+        rw.wrId = 77;
+        ASSERT_EQ(b->PostRecv(qb, rw), metaroce::PostStatus::OK);
+        metaroce::SendWr wr;
+        wr.wrId = 1;
+        wr.opcode = metaroce::WrOpcode::RDMA_WRITE_WITH_IMM;
+        wr.sge = {smr.addr, bytes, smr.lkey};
+        wr.remoteAddr = dmr.addr;
+        wr.rkey = dmr.rkey;
+        wr.immData = 0xabc;
+        Simulator::Schedule(at, [a, qa = qa, wr]() {
+            ASSERT_EQ(a->PostSend(qa, wr), metaroce::PostStatus::OK);
+        });
+    }
+};
+
+/// A leaf-spine with 2 leaves, 4 hosts each, 4 spines, and NICs on every host.
+struct LeafSpine
+{
+    MetaRoceTopologyHelper topo;        //!< builder
+    Ptr<MetaRoceFabric> fabric;         //!< the fabric
+    std::vector<Ptr<MetaRoceNic>> nics; //!< NICs
+
+    /// Build.
+    explicit LeafSpine(uint32_t planes = 1)
+    {
+        topo.SetPlaneCount(planes);
+        fabric = topo.BuildLeafSpine(2, 4, 1.0);
+        MetaRoceStackHelper stack;
+        nics = stack.Install(fabric);
+        MetaRoceStackHelper::AssignStreams(nics, 100);
+        fabric->AssignStreams(1000);
+    }
+};
+
+TEST_F(MetaRoceNicTest, MetaRoceTransferThroughLeafSpineDeliversEveryByteAndSprays)
+{
+    LeafSpine net;
+    ASSERT_EQ(net.fabric->GetHostCount(), 8U);
+    Ptr<MetaRoceNic> a = net.nics[0];
+    Ptr<MetaRoceNic> b = net.nics[4]; // under the other leaf
+    std::set<uint16_t> sourcePorts;
+    uint64_t dataTx = 0;
+    a->TraceConnectWithoutContext(
+        "Tx",
+        MakeBoundCallback(
+            +[](std::set<uint16_t>* ports, uint64_t* n, const MetaRoceDatagramInfo& info) {
+                ports->insert(info.srcPort);
+                ++*n;
+            },
+            &sourcePorts,
+            &dataTx));
+    RealTransfer t;
+    const uint32_t bytes = 1 << 20;
+    t.Post(a, b, a->GetDefaultConnectionConfig(), bytes, MicroSeconds(1));
+    Simulator::Stop(MilliSeconds(5));
+    Simulator::Run();
+
+    ASSERT_EQ(t.senderLog.entries.size(), 1U);
+    EXPECT_EQ(t.senderLog.Count(metaroce::WcOpcode::RDMA_WRITE), 1U);
+    ASSERT_EQ(t.receiverLog.entries.size(), 1U);
+    EXPECT_EQ(t.receiverLog.entries[0].second.opcode, metaroce::WcOpcode::RECV_RDMA_WITH_IMM);
+    EXPECT_EQ(t.receiverLog.entries[0].second.immData, 0xabcU);
+    EXPECT_TRUE(t.src == t.dst) << "payload differs";
+    // Spraying through real ECMP: the leaf spreads the connection's packets over its uplinks.
+    EXPECT_GE(sourcePorts.size(), 8U);
+    EXPECT_EQ(BusyUplinks(LeafOf(a), 20), 4U);
+    const double fct = (t.senderLog.entries[0].first - MicroSeconds(1)).GetSeconds();
+    const double goodput = bytes * 8.0 / fct;
+    std::printf("[ metaroce ] 1 MiB MetaRoCE WRITE on a 100G leaf-spine: FCT %.2f us, "
+                "goodput %.1f Gb/s, %lu datagrams sent\n",
+                fct * 1e6,
+                goodput / 1e9,
+                static_cast<unsigned long>(dataTx));
+    EXPECT_GT(goodput, 50e9);
+}
+
+TEST_F(MetaRoceNicTest, RoceV2TransferDeliversEveryByteOnOneUplink)
+{
+    LeafSpine net;
+    Ptr<MetaRoceNic> a = net.nics[1];
+    Ptr<MetaRoceNic> b = net.nics[6];
+    metaroce::ConnectionConfig cfg = a->GetDefaultConnectionConfig();
+    cfg.transport = "rocev2";
+    RealTransfer t;
+    t.Post(a, b, cfg, 512 * 1024, MicroSeconds(1));
+    Simulator::Stop(MilliSeconds(5));
+    Simulator::Run();
+    ASSERT_EQ(t.senderLog.entries.size(), 1U);
+    EXPECT_FALSE(t.senderLog.AnyError());
+    ASSERT_EQ(t.receiverLog.entries.size(), 1U);
+    EXPECT_FALSE(t.receiverLog.AnyError());
+    EXPECT_TRUE(t.src == t.dst) << "payload differs";
+    // One QP, one UDP source port: one uplink carries all its data.
+    EXPECT_EQ(BusyUplinks(LeafOf(a), 20), 1U);
+}
+
+/// The node at the other end of a host's port \p port.
+Ptr<Node>
+LeafNodeOf(Ptr<MetaRoceNic> nic, uint32_t port = 0)
+{
+    return nic->GetPort(port)->GetPeer()->GetNode();
+}
+
+/// A node one of whose links goes from \p leaf to a switch (a spine).
+Ptr<Node>
+FirstSpineOf(Ptr<Node> leaf)
+{
+    Ptr<MetaRoceSwitch> sw = leaf->GetObject<MetaRoceSwitch>();
+    for (uint32_t i = 0; i < sw->GetNPorts(); ++i)
+    {
+        Ptr<Node> peer = sw->GetPort(i)->GetPeer()->GetNode();
+        if (peer->GetObject<MetaRoceSwitch>())
+        {
+            return peer;
+        }
+    }
+    return nullptr;
+}
+
+TEST_F(MetaRoceNicTest, AttributesMapToTheEngineConfiguration)
+{
+    Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
+    nic->SetAttribute("Transport", StringValue("rocev2"));
+    nic->SetAttribute("NumPaths", UintegerValue(16));
+    nic->SetAttribute("RtoMin", TimeValue(MicroSeconds(37)));
+    nic->SetAttribute("PacingRate", DataRateValue(DataRate("25Gbps")));
+    nic->SetAttribute("RoceDscp", UintegerValue(24));
+    const metaroce::ConnectionConfig cfg = nic->GetDefaultConnectionConfig();
+    EXPECT_EQ(cfg.transport, "rocev2");
+    EXPECT_EQ(cfg.numPaths, 16U);
+    EXPECT_EQ(cfg.rtoMin, metaroce::MicroSeconds(37));
+    EXPECT_DOUBLE_EQ(cfg.lineRateBps, 25e9);
+    EXPECT_EQ(cfg.rocev2.dscp, 24U);
+    TimeValue rto;
+    nic->GetAttribute("RtoMin", rto);
+    EXPECT_EQ(rto.Get(), MicroSeconds(37));
+    StringValue cc;
+    nic->GetAttribute("CongestionControl", cc);
+    EXPECT_EQ(cc.Get(), "aimd");
+    // Defaults equal the engine's, except Icrc (off in simulation, documented).
+    const metaroce::ConnectionConfig engine;
+    Ptr<MetaRoceNic> fresh = CreateObject<MetaRoceNic>();
+    EXPECT_EQ(fresh->GetDefaultConnectionConfig().rtoInitial, engine.rtoInitial);
+    EXPECT_EQ(fresh->GetDefaultConnectionConfig().mtu, engine.mtu);
+    EXPECT_DOUBLE_EQ(fresh->GetDefaultConnectionConfig().rocev2.dcqcnRaiBps,
+                     engine.rocev2.dcqcnRaiBps);
+    BooleanValue icrc;
+    fresh->GetAttribute("Icrc", icrc);
+    EXPECT_FALSE(icrc.Get());
+}
+
+TEST_F(MetaRoceNicTest, IncastWithoutPfcDropsAndMetaRoceDeliversEveryByte)
+{
+    MetaRoceTopologyHelper topo;
+    topo.SetBuffer(MetaRoceSwitch::SHALLOW, 256 * 1024); // a shallow shared buffer
+    topo.SetPfc(false);
+    Ptr<MetaRoceFabric> fabric = topo.BuildSingleSwitch(17);
+    MetaRoceStackHelper stack;
+    std::vector<Ptr<MetaRoceNic>> nics = stack.Install(fabric);
+    MetaRoceStackHelper::AssignStreams(nics, 10);
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(fabric, nics);
+    load->SetStopWhenDone(true);
+    std::vector<uint32_t> senders;
+    for (uint32_t i = 0; i < 16; ++i)
+    {
+        senders.push_back(i);
+    }
+    const uint64_t bytes = 256 * 1024;
+    load->AddIncast(senders, 16, bytes, MicroSeconds(1));
+    Simulator::Stop(MilliSeconds(50));
+    Simulator::Run();
+
+    Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(0);
+    EXPECT_GT(sw->GetCounters().TotalDrops(), 0U) << "the incast should overflow the buffer";
+    EXPECT_EQ(load->GetFlowsDone(), 16U);
+    for (const MetaRoceFlow& f : load->GetFlows())
+    {
+        EXPECT_TRUE(f.done && f.received) << "flow " << f.id;
+        EXPECT_FALSE(f.failed);
+    }
+    const metaroce::CounterSet& rx = nics[16]->GetEngineCounters();
+    EXPECT_EQ(rx.Get(metaroce::Counter::BYTES_PLACED), 16 * bytes);
+    uint64_t retransmitted = 0;
+    for (uint32_t i = 0; i < 16; ++i)
+    {
+        retransmitted += nics[i]->GetEngineCounters().Get(metaroce::Counter::TX_RETRANSMIT);
+    }
+    EXPECT_GT(retransmitted, 0U);
+    std::printf("[ metaroce ] 16-to-1 incast of 256 KiB, 256 KiB buffer: %lu switch drops, "
+                "%lu retransmissions, last FCT %.1f us\n",
+                static_cast<unsigned long>(sw->GetCounters().TotalDrops()),
+                static_cast<unsigned long>(retransmitted),
+                Simulator::Now().GetSeconds() * 1e6);
+}
+
+TEST_F(MetaRoceNicTest, RoceV2IncastWithPfcIsPausedAndLossless)
+{
+    MetaRoceTopologyHelper topo;
+    topo.SetPfc(true);
+    Ptr<MetaRoceFabric> fabric = topo.BuildSingleSwitch(9);
+    MetaRoceStackHelper stack;
+    stack.SetNicAttribute("Transport", StringValue("rocev2"));
+    std::vector<Ptr<MetaRoceNic>> nics = stack.Install(fabric);
+    MetaRoceStackHelper::AssignStreams(nics, 10);
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(fabric, nics);
+    load->SetStopWhenDone(true);
+    load->AddIncast({0, 1, 2, 3, 4, 5, 6, 7}, 8, 1 << 20, MicroSeconds(1));
+    Simulator::Stop(MilliSeconds(50));
+    Simulator::Run();
+    EXPECT_EQ(load->GetFlowsDone(), 8U);
+    Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(0);
+    EXPECT_EQ(sw->GetCounters().TotalDrops(), 0U);
+    EXPECT_GT(sw->GetCounters().pfcPauseSent, 0U);
+    uint64_t pausesReceived = 0;
+    for (uint32_t i = 0; i < 8; ++i)
+    {
+        pausesReceived += nics[i]->GetPort(0)->GetCounters().pauseReceived;
+        EXPECT_EQ(nics[i]->GetEngineCounters().Get(metaroce::Counter::TX_RETRANSMIT), 0U);
+    }
+    EXPECT_GT(pausesReceived, 0U);
+}
+
+TEST_F(MetaRoceNicTest, FailedLinkMidTransferIsRoutedAroundAndTheTransferCompletes)
+{
+    LeafSpine net;
+    Ptr<MetaRoceNic> a = net.nics[0];
+    Ptr<Node> leaf = LeafNodeOf(a);
+    Ptr<Node> spine = FirstSpineOf(leaf);
+    ASSERT_TRUE(spine);
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(net.fabric, net.nics);
+    load->SetStopWhenDone(true);
+    load->AddFlow(0, 4, 8 << 20, MicroSeconds(1));
+    net.fabric->FailLink(leaf, spine, MicroSeconds(100), Time::Max());
+    uint64_t failedOrTimeout = 0;
+    a->TraceConnectWithoutContext("PathEvent",
+                                  MakeBoundCallback(
+                                      +[](uint64_t* n, const MetaRocePathEventInfo& info) {
+                                          *n += info.event == metaroce::PathEvent::TIMEOUT ||
+                                                info.event == metaroce::PathEvent::LOSS ||
+                                                info.event == metaroce::PathEvent::FAILED;
+                                      },
+                                      &failedOrTimeout));
+    Simulator::Stop(MilliSeconds(50));
+    Simulator::Run();
+    ASSERT_EQ(load->GetFlowsDone(), 1U);
+    const MetaRoceFlow& f = load->GetFlows()[0];
+    EXPECT_TRUE(f.received);
+    EXPECT_GT(f.finish, MicroSeconds(100)) << "the failure must hit the transfer";
+    EXPECT_EQ(net.nics[4]->GetEngineCounters().Get(metaroce::Counter::BYTES_PLACED), 8U << 20);
+    EXPECT_GT(failedOrTimeout, 0U);
+    EXPECT_GT(a->GetEngineCounters().Get(metaroce::Counter::TX_RETRANSMIT), 0U);
+    std::printf(
+        "[ metaroce ] 8 MiB with a leaf-spine uplink failing at 100 us: FCT %.1f us "
+        "(ideal %.1f us), %lu retransmissions\n",
+        f.Fct().GetSeconds() * 1e6,
+        f.idealFct.GetSeconds() * 1e6,
+        static_cast<unsigned long>(a->GetEngineCounters().Get(metaroce::Counter::TX_RETRANSMIT)));
+}
+
+TEST_F(MetaRoceNicTest, MultiplaneUsesBothPlanes)
+{
+    LeafSpine net(2);
+    Ptr<MetaRoceNic> a = net.nics[0];
+    ASSERT_EQ(a->GetNPorts(), 2U);
+    EXPECT_DOUBLE_EQ(a->GetLineRateBps(), 200e9);
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(net.fabric, net.nics);
+    load->SetStopWhenDone(true);
+    load->AddFlow(0, 4, 4 << 20, MicroSeconds(1));
+    Simulator::Stop(MilliSeconds(20));
+    Simulator::Run();
+    ASSERT_EQ(load->GetFlowsDone(), 1U);
+    const uint64_t plane0 = a->GetPort(0)->GetCounters().txFrames;
+    const uint64_t plane1 = a->GetPort(1)->GetCounters().txFrames;
+    EXPECT_GT(plane0, 300U);
+    EXPECT_GT(plane1, 300U);
+    EXPECT_GT(net.nics[4]->GetPort(0)->GetCounters().txFrames, 50U) << "ACKs on plane 0";
+    EXPECT_GT(net.nics[4]->GetPort(1)->GetCounters().txFrames, 50U) << "ACKs on plane 1";
+    const MetaRoceFlow& f = load->GetFlows()[0];
+    std::printf("[ metaroce ] 4 MiB over 2 planes of 100G: FCT %.1f us, goodput %.1f Gb/s, "
+                "frames per plane %lu / %lu\n",
+                f.Fct().GetSeconds() * 1e6,
+                f.bytes * 8.0 / f.Fct().GetSeconds() / 1e9,
+                static_cast<unsigned long>(plane0),
+                static_cast<unsigned long>(plane1));
+    EXPECT_GT(f.bytes * 8.0 / f.Fct().GetSeconds(), 110e9) << "two planes beat one";
+}
+
+/// Runs a permutation on the leaf-spine and returns every flow's FCT in nanoseconds.
+std::vector<int64_t>
+PermutationFcts(const std::string& transport)
+{
+    LeafSpine net;
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(net.fabric, net.nics);
+    metaroce::ConnectionConfig cfg = load->GetConnectionConfig();
+    cfg.transport = transport;
+    load->SetConnectionConfig(cfg);
+    load->SetStopWhenDone(true);
+    load->AddPermutation(300 * 1000, MicroSeconds(1), 7);
+    Simulator::Stop(MilliSeconds(20));
+    Simulator::Run();
+    std::vector<int64_t> fcts;
+    for (const MetaRoceFlow& f : load->GetFlows())
+    {
+        fcts.push_back(f.done ? f.Fct().GetNanoSeconds() : -1);
+    }
+    Simulator::Destroy();
+    return fcts;
+}
+
+TEST_F(MetaRoceNicTest, SameSeedReproducesIdenticalFcts)
+{
+    for (const char* transport : {"metaroce", "rocev2"})
+    {
+        RngSeedManager::SetRun(3);
+        const std::vector<int64_t> first = PermutationFcts(transport);
+        RngSeedManager::SetRun(3);
+        const std::vector<int64_t> second = PermutationFcts(transport);
+        ASSERT_EQ(first.size(), 8U);
+        EXPECT_EQ(first, second) << transport;
+        for (int64_t fct : first)
+        {
+            EXPECT_GT(fct, 0) << transport;
+        }
+    }
+}
+
+} // namespace
