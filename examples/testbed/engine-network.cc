@@ -168,7 +168,7 @@ EngineNetwork::Transmit(uint32_t i, const TxDatagram& tx)
     }
     if (m_logTx)
     {
-        TxRecord r{m_now, i, tx.pathId, info.opcode, info.psn, 0, 0, drop};
+        TxRecord r{m_now, i, tx.pathId, info.opcode, info.psn, 0, 0, tx.meta.srcPort, drop};
         if (parsed && (pkt.info->headers & HDR_MDH))
         {
             r.messageSeq = pkt.mdh.messageSeq;

@@ -80,6 +80,7 @@ struct TxRecord
     uint32_t psn;       //!< BTH PSN
     uint32_t messageSeq; //!< MDH message (data packets)
     uint32_t offset;    //!< MDH offset (data packets)
+    uint16_t srcPort;   //!< UDP source port
     bool dropped;       //!< dropped by a fault
 };
 

@@ -207,6 +207,7 @@ TEST_F(PairTest, BlackHoledPathIsFailedTrafficMovesAndPathIsProbedBackIn)
     m_net->Link(m_a, m_b, 2).blackHole = true;
     m_net->Link(m_b, m_a, 2).blackHole = true;
     uint16_t portBefore = PathOf(2).sourcePort;
+    m_net->EnableTxLog(true);
     Write(1, 0, uint32_t(m_src.size()));
     // Bring the path back after 3 ms.
     m_net->At(MilliSeconds(3), [&]() {
@@ -222,6 +223,13 @@ TEST_F(PairTest, BlackHoledPathIsFailedTrafficMovesAndPathIsProbedBackIn)
     EXPECT_GE(CounterA(Counter::PATH_FAILED), 1u);
     m_net->RunUntil(MilliSeconds(4));
     EXPECT_EQ(PathOf(2).status, PathStatus::ACTIVE);
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_b && r.opcode == MR_ACK && r.pathId == 2)
+        {
+            EXPECT_NE(r.srcPort, 0) << "every ACK, probe replies included, has a source port";
+        }
+    }
     EXPECT_GE(CounterA(Counter::PATH_RECOVERED), 1u);
     // The returned path carries data again.
     uint64_t before = PathOf(2).packetsAcked;

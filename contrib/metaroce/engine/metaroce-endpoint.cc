@@ -86,7 +86,8 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
         }
         return PostStatus::INVALID_ARGUMENT;
     }
-    if (m_conns.size() >= m_shared.Config().maxConnections || m_conns.size() >= PSN_MASK)
+    if (m_conns.size() >= m_shared.Config().maxConnections ||
+        m_conns.size() + FIRST_QPN > PSN_MASK)
     {
         if (why)
         {
@@ -94,7 +95,7 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
         }
         return PostStatus::QUEUE_FULL;
     }
-    qpn = uint32_t(m_conns.size() + 1);
+    qpn = uint32_t(m_conns.size() + FIRST_QPN);
     std::unique_ptr<TransportConnection> conn;
     if (cfg.transport == "metaroce")
     {
@@ -129,11 +130,11 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
 TransportConnection*
 Endpoint::Find(uint32_t qpn) const
 {
-    if (qpn == 0 || qpn > m_conns.size())
+    if (qpn < FIRST_QPN || qpn - FIRST_QPN >= m_conns.size())
     {
         return nullptr;
     }
-    return m_conns[qpn - 1].get();
+    return m_conns[qpn - FIRST_QPN].get();
 }
 
 PostStatus
@@ -144,7 +145,7 @@ Endpoint::Connect(uint32_t qpn, uint32_t remoteIp, uint32_t remoteQpn)
     {
         return PostStatus::INVALID_CONNECTION;
     }
-    if (remoteQpn == 0 || remoteQpn > PSN_MASK)
+    if (remoteQpn < FIRST_QPN || remoteQpn > PSN_MASK)
     {
         return PostStatus::INVALID_ARGUMENT;
     }
@@ -161,7 +162,7 @@ Endpoint::DestroyConnection(uint32_t qpn)
         return false;
     }
     m_shared.Forget(*c);
-    m_conns[qpn - 1].reset(); // ready-list and timer entries are skipped once it is gone
+    m_conns[qpn - FIRST_QPN].reset(); // ready-list and timer entries are skipped once it is gone
     --m_live;
     return true;
 }

@@ -32,6 +32,12 @@
 namespace metaroce
 {
 
+/**
+ * First connection number handed out. InfiniBand reserves QP 0 (SMI) and QP 1 (GSI); a peer
+ * or Wireshark reads a packet for QP 1 as a management datagram.
+ */
+constexpr uint32_t FIRST_QPN = 2;
+
 /// What HandleDatagram did with a datagram.
 enum class RxStatus : uint8_t
 {
@@ -136,7 +142,7 @@ class Endpoint
     void Refresh(Time now, TransportConnection& conn);
 
     EndpointShared m_shared;                                   //!< shared state
-    std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by qpn - 1
+    std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by qpn - FIRST_QPN
     size_t m_live{0};                                          //!< live connections
     RingQueue<uint32_t> m_ready;                               //!< connections that may send
     std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>>

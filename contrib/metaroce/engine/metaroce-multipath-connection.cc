@@ -1095,7 +1095,7 @@ MultipathConnection::HandlePacket(Time now, const DatagramMeta& meta, const Pars
         HandleData(now, meta, pkt);
         break;
     case PacketKind::PROBE:
-        HandleProbe(now, pkt);
+        HandleProbe(now, meta, pkt);
         break;
     case PacketKind::ACK:
         if (pkt.bth.opcode == MR_ACK)
@@ -1114,7 +1114,7 @@ MultipathConnection::HandlePacket(Time now, const DatagramMeta& meta, const Pars
 }
 
 void
-MultipathConnection::HandleProbe(Time now, const ParsedPacket& pkt)
+MultipathConnection::HandleProbe(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
 {
     if (pkt.mdh.pathId >= m_recvPaths.size())
     {
@@ -1132,6 +1132,7 @@ MultipathConnection::HandleProbe(Time now, const ParsedPacket& pkt)
         rp.epoch = pkt.mdh.pathEpoch;
     }
     Count(Counter::RX_PROBE);
+    rp.srcPort = meta.srcPort; // the reply goes back on the probe's (new) source port
     rp.flags |= Mah::FLAG_PROBE_REPLY;
     ScheduleAck(now, pkt.mdh.pathId, true);
 }

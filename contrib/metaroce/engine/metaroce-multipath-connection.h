@@ -187,7 +187,7 @@ class MultipathConnection : public TransportConnection
 
     // Responder
     void HandleData(Time now, const DatagramMeta& meta, const ParsedPacket& pkt);
-    void HandleProbe(Time now, const ParsedPacket& pkt);
+    void HandleProbe(Time now, const DatagramMeta& meta, const ParsedPacket& pkt);
     uint8_t PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate);
     bool MessageDone(uint16_t streamId, uint32_t messageSeq) const;
     void MarkMessageDone(Stream& stream, uint16_t streamId, uint32_t messageSeq);

@@ -355,6 +355,16 @@ RoceV2Connection::SyncRate(Time now)
 void
 RoceV2Connection::Locate(uint32_t psn)
 {
+    // Never before the oldest unacknowledged PSN (its request may be completed and gone,
+    // e.g. an RNR timer that fires after later ACKs) nor past the next unsent one.
+    if (PsnDiff(psn, m_unackedPsn) < 0)
+    {
+        psn = m_unackedPsn;
+    }
+    if (PsnDiff(psn, m_nextPostPsn) > 0)
+    {
+        psn = m_nextPostPsn;
+    }
     m_sendPsn = psn;
     if (psn == m_nextPostPsn || m_sq.empty())
     {
