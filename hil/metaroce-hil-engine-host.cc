@@ -1,0 +1,295 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-hil-engine-host.h"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+namespace metaroce
+{
+namespace hil
+{
+
+EngineHost::EngineHost(boost::asio::io_context& io,
+                       const HostClock& clock,
+                       const EndpointConfig& cfg,
+                       std::unique_ptr<FramePort> port,
+                       uint32_t maxMtu)
+    : m_io(io),
+      m_clock(clock),
+      m_endpoint(cfg),
+      m_port(std::move(port)),
+      m_pump(m_endpoint, *this, Endpoint::MaxDatagramSize(maxMtu)),
+      m_timer(io)
+{
+}
+
+EngineHost::~EngineHost()
+{
+    Close();
+}
+
+void
+EngineHost::Start()
+{
+    m_port->Start([this](const DatagramMeta& meta,
+                         const uint8_t* data,
+                         size_t len) { OnDatagram(meta, data, len); },
+                  [this]() { Pump(); });
+}
+
+void
+EngineHost::Close()
+{
+    if (m_closed)
+    {
+        return;
+    }
+    m_closed = true;
+    m_timer.cancel();
+    m_port->Close();
+}
+
+void
+EngineHost::OnDatagram(const DatagramMeta& meta, const uint8_t* data, size_t len)
+{
+    Time now = m_clock.Now();
+    RxStatus st = m_endpoint.HandleDatagram(now, meta, data, len);
+    ++m_rxStatus[size_t(st)];
+    if (st != RxStatus::ACCEPTED)
+    {
+        spdlog::trace("rx drop {} {}:{} -> {}:{} tos {}/{} len {}",
+                      RxStatusName(st),
+                      Ipv4ToString(meta.srcIp),
+                      meta.srcPort,
+                      Ipv4ToString(meta.dstIp),
+                      meta.dstPort,
+                      int(meta.dscp),
+                      int(meta.ecn),
+                      len);
+        uint64_t suppressed = 0;
+        if (m_dropLog.Allow(now, suppressed))
+        {
+            spdlog::warn("dropped a {}-byte datagram from {}:{}: {} ({} more drops suppressed "
+                         "in the last second)",
+                         len,
+                         Ipv4ToString(meta.srcIp),
+                         meta.srcPort,
+                         RxStatusName(st),
+                         suppressed);
+        }
+    }
+}
+
+void
+EngineHost::Pump()
+{
+    if (m_closed)
+    {
+        return;
+    }
+    if (m_running)
+    {
+        m_again = true; // a completion handler posted work: run once more before returning
+        return;
+    }
+    m_running = true;
+    EnginePump::State state;
+    do
+    {
+        m_again = false;
+        state = m_pump.Run(m_clock.Now());
+    } while (m_again && state == EnginePump::State::IDLE);
+    m_running = false;
+    AfterRun(state);
+}
+
+void
+EngineHost::AfterRun(EnginePump::State state)
+{
+    if (state == EnginePump::State::BLOCKED)
+    {
+        DoWaitWritable();
+    }
+    else if (state == EnginePump::State::BURST_LIMIT && !m_pumpPosted)
+    {
+        // Let received datagrams and timers in before sending more.
+        m_pumpPosted = true;
+        boost::asio::post(m_io, [this]() {
+            m_pumpPosted = false;
+            Pump();
+        });
+    }
+}
+
+bool
+EngineHost::Transmit(const TxDatagram& tx)
+{
+    spdlog::trace("tx {}:{} -> {}:{} tos {}/{} len {} path {}",
+                  Ipv4ToString(tx.meta.srcIp),
+                  tx.meta.srcPort,
+                  Ipv4ToString(tx.meta.dstIp),
+                  tx.meta.dstPort,
+                  int(tx.meta.dscp),
+                  int(tx.meta.ecn),
+                  tx.length,
+                  tx.pathId);
+    if (m_waitingWritable)
+    {
+        return false;
+    }
+    return m_port->Send(tx) != SendStatus::WOULD_BLOCK;
+}
+
+void
+EngineHost::Deliver(const Completion& c)
+{
+    auto it = m_handlers.find(c.connectionId);
+    if (it != m_handlers.end())
+    {
+        // Copy: the handler may clear itself.
+        CompletionHandler handler = it->second;
+        handler(c);
+    }
+}
+
+void
+EngineHost::ArmTimer(Time deadline)
+{
+    if (deadline == TIME_INFINITE || m_closed)
+    {
+        return; // a pending earlier wait fires harmlessly and re-arms from NextTimeout()
+    }
+    if (deadline - m_clock.Now() <= SPIN_HORIZON)
+    {
+        // Pacing gaps and ACK-coalescing delays are microseconds: a kernel timer would wake
+        // us tens of microseconds late every time, so run again as soon as other input is
+        // handled instead.
+        if (!m_soonPosted)
+        {
+            m_soonPosted = true;
+            boost::asio::post(m_io, [this]() {
+                m_soonPosted = false;
+                OnTimer(boost::system::error_code(), m_timerGeneration, true);
+            });
+        }
+        return;
+    }
+    if (m_timerAt != TIME_INFINITE && m_timerAt <= deadline)
+    {
+        return; // the pending wait fires first and re-arms from NextTimeout()
+    }
+    DoWaitTimer(deadline);
+}
+
+void
+EngineHost::DoWaitTimer(Time deadline)
+{
+    m_timerAt = deadline;
+    uint64_t generation = ++m_timerGeneration;
+    m_timer.expires_at(m_clock.ToSteady(deadline));
+    m_timer.async_wait([this, generation](const boost::system::error_code& error) {
+        OnTimer(error, generation, false);
+    });
+}
+
+void
+EngineHost::OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon)
+{
+    if (error || generation != m_timerGeneration || m_closed)
+    {
+        return; // cancelled or superseded by an earlier deadline
+    }
+    if (!soon)
+    {
+        m_timerAt = TIME_INFINITE;
+    }
+    if (m_running)
+    {
+        return;
+    }
+    m_running = true;
+    EnginePump::State state = m_pump.OnTimer(m_clock.Now());
+    while (m_again && state == EnginePump::State::IDLE)
+    {
+        m_again = false;
+        state = m_pump.Run(m_clock.Now());
+    }
+    m_again = false;
+    m_running = false;
+    AfterRun(state);
+}
+
+void
+EngineHost::DoWaitWritable()
+{
+    if (m_waitingWritable)
+    {
+        return;
+    }
+    m_waitingWritable = true;
+    m_port->AsyncWaitWritable(
+        [this](const boost::system::error_code& error) { OnWritable(error); });
+}
+
+void
+EngineHost::OnWritable(const boost::system::error_code& error)
+{
+    m_waitingWritable = false;
+    if (error || m_closed)
+    {
+        return;
+    }
+    Pump();
+}
+
+void
+EngineHost::SetCompletionHandler(uint32_t qpn, CompletionHandler handler)
+{
+    m_handlers[qpn] = std::move(handler);
+}
+
+void
+EngineHost::ClearCompletionHandler(uint32_t qpn)
+{
+    m_handlers.erase(qpn);
+}
+
+uint64_t
+EngineHost::RxDropped() const
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < m_rxStatus.size(); ++i)
+    {
+        if (i != size_t(RxStatus::ACCEPTED))
+        {
+            n += m_rxStatus[i];
+        }
+    }
+    return n;
+}
+
+std::string
+EngineHost::DropSummary() const
+{
+    std::string s;
+    for (size_t i = 0; i < m_rxStatus.size(); ++i)
+    {
+        if (i == size_t(RxStatus::ACCEPTED) || i > size_t(RxStatus::NOT_CONNECTED))
+        {
+            continue;
+        }
+        std::string name = RxStatusName(RxStatus(i));
+        std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+        s += (s.empty() ? "" : ", ") + name + " " + std::to_string(m_rxStatus[i]);
+    }
+    return s;
+}
+
+} // namespace hil
+} // namespace metaroce

@@ -1,0 +1,136 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_ENGINE_HOST_H
+#define METAROCE_HIL_ENGINE_HOST_H
+
+#include "metaroce-endpoint.h"
+#include "metaroce-hil-clock.h"
+#include "metaroce-hil-frame-port.h"
+#include "metaroce-hil-log.h"
+#include "metaroce-hil-pump.h"
+
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+/**
+ * \file
+ * The daemon core: one Endpoint on one frame port, driven by the EnginePump on the daemon's
+ * io_context thread. Received datagrams go to HandleDatagram() (a batch at a time, then one
+ * pump); the one steady_timer follows NextTimeout(); a full port queue pauses transmission
+ * until the port is writable; completions are routed to whoever owns their connection.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// Deadlines closer than this are handled by re-queuing on the context, not by a kernel timer.
+constexpr Time SPIN_HORIZON = MicroSeconds(30);
+
+/// Runs an Endpoint on a FramePort.
+class EngineHost : private PumpSink
+{
+  public:
+    /// Receives the completions of one connection.
+    using CompletionHandler = std::function<void(const Completion&)>;
+
+    /**
+     * Create the engine and take the port.
+     * \param maxMtu largest connection MTU that will be used (sizes the transmit buffer)
+     */
+    EngineHost(boost::asio::io_context& io,
+               const HostClock& clock,
+               const EndpointConfig& cfg,
+               std::unique_ptr<FramePort> port,
+               uint32_t maxMtu);
+    ~EngineHost() override;
+    EngineHost(const EngineHost&) = delete;
+    EngineHost& operator=(const EngineHost&) = delete;
+
+    /// Start receiving.
+    void Start();
+    /// Stop: close the port and the timer.
+    void Close();
+
+    /// \return the engine.
+    Endpoint& GetEndpoint()
+    {
+        return m_endpoint;
+    }
+
+    /// \return the frame port.
+    FramePort& Port()
+    {
+        return *m_port;
+    }
+
+    /// \return the clock.
+    const HostClock& Clock() const
+    {
+        return m_clock;
+    }
+
+    /// Run the pump now (call after PostSend / PostRecv); safe to call from a completion.
+    void Pump();
+
+    /// Deliver the completions of connection \p qpn to \p handler.
+    void SetCompletionHandler(uint32_t qpn, CompletionHandler handler);
+    /// Stop delivering the completions of \p qpn.
+    void ClearCompletionHandler(uint32_t qpn);
+
+    /// \return how many received datagrams HandleDatagram() answered with \p status.
+    uint64_t RxCount(RxStatus status) const
+    {
+        return m_rxStatus[size_t(status)];
+    }
+
+    /// \return received datagrams the engine dropped (any status but ACCEPTED).
+    uint64_t RxDropped() const;
+
+    /// \return a one-line summary of drops ("malformed 3, bad_icrc 0, ...").
+    std::string DropSummary() const;
+
+  private:
+    bool Transmit(const TxDatagram& tx) override;
+    void Deliver(const Completion& c) override;
+    void ArmTimer(Time deadline) override;
+
+    void OnDatagram(const DatagramMeta& meta, const uint8_t* data, size_t len);
+    void DoWaitTimer(Time deadline);
+    void OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon);
+    void DoWaitWritable();
+    void OnWritable(const boost::system::error_code& error);
+    void AfterRun(EnginePump::State state);
+
+    boost::asio::io_context& m_io;     //!< the daemon's context
+    const HostClock& m_clock;          //!< engine time
+    Endpoint m_endpoint;               //!< the engine
+    std::unique_ptr<FramePort> m_port; //!< frames
+    EnginePump m_pump;                 //!< the pump
+    boost::asio::steady_timer m_timer; //!< the one engine timer
+    Time m_timerAt{TIME_INFINITE};     //!< deadline m_timer waits for
+    uint64_t m_timerGeneration{0};     //!< invalidates superseded waits
+    bool m_waitingWritable{false};     //!< a writable wait is pending
+    bool m_pumpPosted{false};          //!< a Pump() is queued on the context
+    bool m_soonPosted{false};          //!< a near deadline is queued on the context
+    bool m_running{false};             //!< inside Pump()
+    bool m_again{false};               //!< Pump() was requested while running
+    bool m_closed{false};              //!< Close() was called
+    std::unordered_map<uint32_t, CompletionHandler> m_handlers; //!< by connection
+    std::array<uint64_t, 8> m_rxStatus{};                       //!< HandleDatagram results
+    RateLimiter m_dropLog;                                      //!< dropped-datagram lines
+};
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_ENGINE_HOST_H

@@ -1,0 +1,96 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_PERF_H
+#define METAROCE_HIL_PERF_H
+
+#include "metaroce-hil-fault-port.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/**
+ * \file
+ * metaroce-perf and metaroce-hild: a perftest-style bandwidth test (ib_write_bw / ib_send_bw)
+ * over the engine on real frames, and the same server as a long-running daemon.
+ *
+ * The client fills every message from a seeded pattern (a window into a random buffer chosen
+ * by connection, stream and message number) and posts RDMA WRITE with immediate ("write",
+ * the immediate carries the message number so the receiver sees each message) or SEND
+ * ("send") work requests, keeping --depth messages in flight per stream. The server checks
+ * every byte of every message when its completion arrives and reports the verdict back.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// Command-line settings of metaroce-perf / metaroce-hild.
+struct PerfOptions
+{
+    bool server{true};                 //!< server (no address given) or client
+    bool daemon{false};                //!< serve clients until SIGINT/SIGTERM (metaroce-hild)
+    std::string serverAddress;         //!< client: the server's IPv4 address
+    uint16_t controlPort{18515};       //!< TCP port of the control plane
+    std::string transport{"metaroce"}; //!< "metaroce" or "rocev2"
+    std::string op{"write"};           //!< "write" or "send"
+    uint64_t size{65536};              //!< message size, bytes
+    uint64_t iters{5000};              //!< messages per stream (when duration is 0)
+    double duration{0};                //!< seconds of traffic (0: use iters)
+    uint32_t paths{8};                 //!< MetaRoCE paths per connection
+    uint32_t streams{1};               //!< MetaRoCE streams per connection
+    uint32_t qps{1};                   //!< connections
+    uint32_t depth{128};               //!< messages in flight per stream
+    uint32_t mtu{1024};                //!< payload bytes per packet
+    uint32_t maxWrs{1024};             //!< max outstanding work requests per connection
+    uint32_t sourcePortBase{0};        //!< UDP source port of path 0 of connection 0 (0: default)
+    double rateGbps{0};                //!< per-connection pacing ceiling (0: unpaced)
+    /// RTO floor, microseconds. Software endpoints see millisecond scheduling jitter, so the
+    /// HIL default is ten times the engine's datacenter default (100 us).
+    double rtoMinUs{1000};
+    double connectionTimeoutMs{2000}; //!< give up on a peer that acknowledges nothing this long
+    std::string portMode{"udp"};      //!< "udp" or "raw"
+    std::string device;               //!< raw mode: interface
+    std::string localIp;              //!< engine address (default: from the control connection)
+    std::string peerMac;              //!< raw mode: static destination MAC
+    uint16_t dataPort{4791};          //!< UDP port datagrams are received on
+    FaultConfig faults;               //!< egress faults
+    std::string pcap;                 //!< capture file ("" = none)
+    std::string telemetry;            //!< telemetry JSON-lines file ("" = none)
+    double timeout{5};                //!< control-plane timeout, seconds
+    double report{1};                 //!< report interval, seconds
+    uint64_t seed{1};                 //!< engine, pattern and fault seed
+    bool icrc{true};                  //!< ICRC on
+    std::string logLevel{"info"};     //!< spdlog level
+};
+
+/**
+ * Parse the command line.
+ * \param daemonProgram true for metaroce-hild (server mode forced, daemon on)
+ * \param[out] error the problem, or "help" when --help was given
+ * \return true if the options are valid
+ */
+bool ParsePerfOptions(const std::vector<std::string>& args,
+                      bool daemonProgram,
+                      PerfOptions& opts,
+                      std::string& error);
+
+/// \return the --help text.
+std::string PerfUsage(bool daemonProgram);
+
+/**
+ * Run a server, daemon or client until it is done or a signal stops it.
+ * \return the process exit code: 0 pass, 1 error (mismatch, timeout, data error),
+ *         2 client interrupted
+ */
+int RunPerf(const PerfOptions& opts);
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_PERF_H

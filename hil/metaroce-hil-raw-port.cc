@@ -1,0 +1,474 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-hil-raw-port.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+
+namespace metaroce
+{
+namespace hil
+{
+namespace
+{
+
+/// Largest frame read (jumbo frames and then some; longer ones are truncated and dropped).
+constexpr size_t RX_FRAME_MAX = 65536 + FRAME_HEADERS_SIZE;
+
+/**
+ * Classic BPF: accept IPv4, UDP, unfragmented, destination port \p port; drop the rest.
+ * (The equivalent of tcpdump -dd 'ip and udp dst port 4791 and not ip[6:2] & 0x1fff != 0'.)
+ */
+std::vector<sock_filter>
+DataPortFilter(uint16_t port)
+{
+    return {
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),                     // EtherType
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETHERTYPE_IPV4, 0, 7),  //
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),                     // IPv4 protocol
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IP_PROTOCOL_UDP, 0, 5), //
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),                     // flags + fragment offset
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, 3, 0),         // a fragment: drop
+        BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),                    // X = IHL * 4
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, 16),                     // UDP destination port
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, port, 0, 1),            //
+        BPF_STMT(BPF_RET | BPF_K, 0x40000),                         // accept
+        BPF_STMT(BPF_RET | BPF_K, 0),                               // drop
+    };
+}
+
+} // namespace
+
+bool
+LookupNeighbour(const std::string& device, uint32_t ip, MacAddress& mac)
+{
+    std::ifstream arp("/proc/net/arp");
+    std::string line;
+    std::getline(arp, line); // header
+    std::string want = Ipv4ToString(ip);
+    while (std::getline(arp, line))
+    {
+        std::istringstream fields(line);
+        std::string address;
+        std::string hwType;
+        std::string flags;
+        std::string hw;
+        std::string mask;
+        std::string dev;
+        if (!(fields >> address >> hwType >> flags >> hw >> mask >> dev))
+        {
+            continue;
+        }
+        // Flag 0x2 = ATF_COM: the entry is complete.
+        if (address == want && dev == device && (std::stoul(flags, nullptr, 16) & 0x2) &&
+            ParseMac(hw, mac))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::unique_ptr<RawFramePort>
+RawFramePort::Open(boost::asio::io_context& io,
+                   const HostClock& clock,
+                   const RawPortConfig& cfg,
+                   std::string& error)
+{
+    // Protocol 0 receives nothing until bind(): the filter is attached before any frame can
+    // queue up unfiltered.
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        int err = errno;
+        error = std::string("socket(AF_PACKET): ") + std::strerror(err);
+        if (err == EPERM || err == EACCES)
+        {
+            error += ". Raw mode needs CAP_NET_RAW: run as root, or `sudo setcap cap_net_raw+ep "
+                     "<program>`; --port-mode udp needs no privileges";
+        }
+        return nullptr;
+    }
+    auto fail = [&](const std::string& what) {
+        error = what;
+        close(fd);
+        return nullptr;
+    };
+    ifreq ifr{};
+    if (cfg.device.empty() || cfg.device.size() >= IFNAMSIZ)
+    {
+        return fail("raw mode needs an interface name (--dev)");
+    }
+    std::strncpy(ifr.ifr_name, cfg.device.c_str(), IFNAMSIZ - 1);
+    if (ioctl(fd, SIOCGIFINDEX, &ifr) != 0)
+    {
+        return fail("interface " + cfg.device + ": " + std::strerror(errno));
+    }
+    int ifindex = ifr.ifr_ifindex;
+    if (ioctl(fd, SIOCGIFHWADDR, &ifr) != 0)
+    {
+        return fail("SIOCGIFHWADDR " + cfg.device + ": " + std::strerror(errno));
+    }
+    MacAddress mac;
+    std::memcpy(mac.bytes, ifr.ifr_hwaddr.sa_data, MAC_ADDRESS_SIZE);
+    if (ioctl(fd, SIOCGIFMTU, &ifr) != 0)
+    {
+        return fail("SIOCGIFMTU " + cfg.device + ": " + std::strerror(errno));
+    }
+    uint32_t mtu = uint32_t(ifr.ifr_mtu);
+    RawPortConfig c = cfg;
+    if (c.localIp == 0)
+    {
+        ifr.ifr_addr.sa_family = AF_INET;
+        if (ioctl(fd, SIOCGIFADDR, &ifr) != 0)
+        {
+            return fail("interface " + cfg.device + " has no IPv4 address (give --local-ip)");
+        }
+        c.localIp = ntohl(reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr)->sin_addr.s_addr);
+    }
+    std::vector<sock_filter> filter = DataPortFilter(cfg.dataPort);
+    sock_fprog prog{uint16_t(filter.size()), filter.data()};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+    {
+        return fail(std::string("SO_ATTACH_FILTER: ") + std::strerror(errno));
+    }
+    int one = 1;
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    int buffer = cfg.socketBufferBytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+    }
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_IP);
+    sll.sll_ifindex = ifindex;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0)
+    {
+        return fail("bind(AF_PACKET, " + cfg.device + "): " + std::strerror(errno));
+    }
+    // Hold the data port so the kernel drops our datagrams silently (full receive buffer)
+    // instead of answering each with ICMP port unreachable. Best effort: a UDP-mode daemon
+    // may hold it already, which has the same effect.
+    int guard = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (guard >= 0)
+    {
+        int tiny = 1;
+        setsockopt(guard, SOL_SOCKET, SO_RCVBUF, &tiny, sizeof(tiny));
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(cfg.dataPort);
+        addr.sin_addr.s_addr = htonl(c.localIp);
+        if (bind(guard, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+        {
+            close(guard);
+            guard = -1;
+        }
+    }
+    return std::unique_ptr<RawFramePort>(
+        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu));
+}
+
+RawFramePort::RawFramePort(boost::asio::io_context& io,
+                           const HostClock& clock,
+                           const RawPortConfig& cfg,
+                           int fd,
+                           int guardFd,
+                           int ifindex,
+                           const MacAddress& mac,
+                           uint32_t mtu)
+    : m_clock(clock),
+      m_cfg(cfg),
+      m_sock(io, fd),
+      m_guardFd(guardFd),
+      m_ifindex(ifindex),
+      m_mac(mac),
+      m_mtu(mtu),
+      m_rxBuffer(RX_FRAME_MAX),
+      m_txBuffer(RX_FRAME_MAX)
+{
+}
+
+RawFramePort::~RawFramePort()
+{
+    Close();
+}
+
+void
+RawFramePort::LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t /*dataPort*/)
+{
+    if (mac == MacAddress())
+    {
+        return;
+    }
+    m_announced[ip] = mac;
+}
+
+const MacAddress*
+RawFramePort::Resolve(uint32_t ip)
+{
+    if (m_cfg.staticPeerMac)
+    {
+        return &m_cfg.peerMac;
+    }
+    auto it = m_neighbours.find(ip);
+    if (it != m_neighbours.end())
+    {
+        return &it->second;
+    }
+    MacAddress mac;
+    if (LookupNeighbour(m_cfg.device, ip, mac))
+    {
+        spdlog::info("raw port: {} is at {} (kernel neighbour table of {})",
+                     Ipv4ToString(ip),
+                     MacToString(mac),
+                     m_cfg.device);
+        return &m_neighbours.emplace(ip, mac).first->second;
+    }
+    auto announced = m_announced.find(ip);
+    if (announced != m_announced.end())
+    {
+        spdlog::info("raw port: {} is at {} (announced by the peer; same L2 segment assumed)",
+                     Ipv4ToString(ip),
+                     MacToString(announced->second));
+        return &m_neighbours.emplace(ip, announced->second).first->second;
+    }
+    return nullptr;
+}
+
+void
+RawFramePort::Start(ReceiveHandler onDatagram, BatchHandler onBatch)
+{
+    m_onDatagram = std::move(onDatagram);
+    m_onBatch = std::move(onBatch);
+    DoReceive();
+}
+
+void
+RawFramePort::DoReceive()
+{
+    if (m_closed)
+    {
+        return;
+    }
+    m_sock.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [this](const boost::system::error_code& error) { OnReceive(error); });
+}
+
+void
+RawFramePort::OnReceive(const boost::system::error_code& error)
+{
+    if (error)
+    {
+        if (error != boost::asio::error::operation_aborted)
+        {
+            spdlog::error("raw port: receive wait failed: {}", error.message());
+        }
+        return;
+    }
+    bool any = false;
+    for (int i = 0; i < 128 && !m_closed; ++i)
+    {
+        sockaddr_ll from{};
+        socklen_t fromLen = sizeof(from);
+        ssize_t n = recvfrom(m_sock.native_handle(),
+                             m_rxBuffer.data(),
+                             m_rxBuffer.size(),
+                             MSG_DONTWAIT | MSG_TRUNC,
+                             reinterpret_cast<sockaddr*>(&from),
+                             &fromLen);
+        if (n < 0)
+        {
+            break;
+        }
+        if (from.sll_pkttype == PACKET_OUTGOING)
+        {
+            continue; // our own frames on kernels without PACKET_IGNORE_OUTGOING
+        }
+        if (size_t(n) > m_rxBuffer.size())
+        {
+            ++m_counters.rxMalformed;
+            continue;
+        }
+        ParsedFrame frame;
+        FrameStatus st = ParseFrame(m_rxBuffer.data(), size_t(n), frame);
+        if (st == FrameStatus::NOT_IPV4 || st == FrameStatus::NOT_UDP ||
+            st == FrameStatus::FRAGMENTED)
+        {
+            ++m_counters.rxIgnored; // well formed, just not RoCE traffic
+            continue;
+        }
+        if (st != FrameStatus::OK)
+        {
+            ++m_counters.rxMalformed;
+            uint64_t suppressed = 0;
+            if (m_malformedLog.Allow(m_clock.Now(), suppressed))
+            {
+                spdlog::warn("raw port: dropped a malformed {}-byte frame: {} ({} more "
+                             "suppressed)",
+                             n,
+                             FrameStatusName(st),
+                             suppressed);
+            }
+            continue;
+        }
+        if (frame.meta.dstIp != m_cfg.localIp || frame.meta.dstPort != m_cfg.dataPort)
+        {
+            ++m_counters.rxIgnored;
+            continue;
+        }
+        frame.meta.dstPort = ROCE_UDP_PORT;
+        ++m_counters.rxFrames;
+        m_counters.rxBytes += frame.datagramLen;
+        any = true;
+        m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
+    }
+    if (any && m_onBatch)
+    {
+        m_onBatch();
+    }
+    DoReceive();
+}
+
+SendStatus
+RawFramePort::Send(const TxDatagram& tx)
+{
+    if (m_closed)
+    {
+        return SendStatus::FAILED;
+    }
+    const MacAddress* dst = Resolve(tx.meta.dstIp);
+    uint64_t suppressed = 0;
+    if (!dst)
+    {
+        ++m_counters.txFailed;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: no MAC address for {} on {}: not in the neighbour table; "
+                          "give --peer-mac (the gateway's MAC for a routed peer) ({} more "
+                          "suppressed)",
+                          Ipv4ToString(tx.meta.dstIp),
+                          m_cfg.device,
+                          suppressed);
+        }
+        return SendStatus::FAILED;
+    }
+    DatagramMeta meta = tx.meta;
+    meta.dstPort = m_cfg.dataPort;
+    size_t len = EncapsulateFrame(m_txBuffer.data(),
+                                  m_txBuffer.size(),
+                                  m_mac,
+                                  *dst,
+                                  meta,
+                                  tx.buffer,
+                                  tx.length);
+    if (len == 0 || len - ETHERNET_HEADER_SIZE > m_mtu)
+    {
+        ++m_counters.txFailed;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: a {}-byte datagram does not fit the MTU {} of {}; lower "
+                          "--mtu or raise the link MTU ({} more suppressed)",
+                          tx.length,
+                          m_mtu,
+                          m_cfg.device,
+                          suppressed);
+        }
+        return SendStatus::FAILED;
+    }
+    sockaddr_ll to{};
+    to.sll_family = AF_PACKET;
+    to.sll_protocol = htons(ETH_P_IP);
+    to.sll_ifindex = m_ifindex;
+    to.sll_halen = MAC_ADDRESS_SIZE;
+    std::memcpy(to.sll_addr, dst->bytes, MAC_ADDRESS_SIZE);
+    ssize_t n = sendto(m_sock.native_handle(),
+                       m_txBuffer.data(),
+                       len,
+                       MSG_DONTWAIT,
+                       reinterpret_cast<sockaddr*>(&to),
+                       sizeof(to));
+    if (n == ssize_t(len))
+    {
+        ++m_counters.txFrames;
+        m_counters.txBytes += tx.length;
+        return SendStatus::SENT;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+    {
+        return SendStatus::WOULD_BLOCK;
+    }
+    int err = errno;
+    ++m_counters.txFailed;
+    if (m_errorLog.Allow(m_clock.Now(), suppressed))
+    {
+        spdlog::error("raw port: send on {}: {} ({} more suppressed)",
+                      m_cfg.device,
+                      std::strerror(err),
+                      suppressed);
+    }
+    return SendStatus::FAILED;
+}
+
+void
+RawFramePort::AsyncWaitWritable(WritableHandler handler)
+{
+    m_sock.async_wait(boost::asio::posix::stream_descriptor::wait_write, std::move(handler));
+}
+
+void
+RawFramePort::Close()
+{
+    if (m_closed)
+    {
+        return;
+    }
+    m_closed = true;
+    boost::system::error_code ignored;
+    m_sock.close(ignored);
+    if (m_guardFd >= 0)
+    {
+        close(m_guardFd);
+        m_guardFd = -1;
+    }
+}
+
+PortCounters
+RawFramePort::Counters() const
+{
+    return m_counters;
+}
+
+std::string
+RawFramePort::Describe() const
+{
+    return "raw " + m_cfg.device + " " + Ipv4ToString(m_cfg.localIp) + " " + MacToString(m_mac) +
+           " mtu " + std::to_string(m_mtu);
+}
+
+} // namespace hil
+} // namespace metaroce

@@ -1,0 +1,136 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_RAW_PORT_H
+#define METAROCE_HIL_RAW_PORT_H
+
+#include "metaroce-hil-clock.h"
+#include "metaroce-hil-frame-port.h"
+#include "metaroce-hil-log.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <map>
+#include <memory>
+#include <vector>
+
+/**
+ * \file
+ * The raw frame port: whole Ethernet frames on an interface through an AF_PACKET socket
+ * (veth or physical NIC), built and parsed by the engine's shared EncapsulateFrame() /
+ * ParseFrame(), so the bytes on the wire are exactly those of the simulator and of the pcap
+ * files, ECN bits included in both directions.
+ *
+ * Needs CAP_NET_RAW. A classic BPF filter passes only IPv4/UDP to the data port; frames the
+ * port sends itself are ignored (PACKET_IGNORE_OUTGOING). A UDP socket bound to the data port
+ * with a tiny receive buffer keeps the kernel's own stack from answering our datagrams with
+ * ICMP port-unreachable errors. The destination MAC of a peer comes from --peer-mac, else the
+ * kernel neighbour table of the interface (/proc/net/arp), else the MAC the peer announced on
+ * the control plane.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// Settings of a RawFramePort.
+struct RawPortConfig
+{
+    std::string device;               //!< interface name, e.g. "eth0" or "veth0"
+    uint32_t localIp{0};              //!< engine address (0 = the interface's first address)
+    uint16_t dataPort{ROCE_UDP_PORT}; //!< UDP destination port of our datagrams
+    bool staticPeerMac{false};        //!< use peerMac for every destination
+    MacAddress peerMac;               //!< the static peer (or gateway) MAC
+    int socketBufferBytes{8 << 20};   //!< SO_RCVBUF / SO_SNDBUF request
+};
+
+/// Transport datagrams in Ethernet frames on an AF_PACKET socket.
+class RawFramePort : public FramePort
+{
+  public:
+    /**
+     * Open the packet socket on cfg.device.
+     * \param[out] error why it failed (a missing CAP_NET_RAW is named as such)
+     * \return the port, or nullptr
+     */
+    static std::unique_ptr<RawFramePort> Open(boost::asio::io_context& io,
+                                              const HostClock& clock,
+                                              const RawPortConfig& cfg,
+                                              std::string& error);
+
+    ~RawFramePort() override;
+
+    /// \return the engine address (cfg.localIp or the interface's address).
+    uint32_t LocalIp() const
+    {
+        return m_cfg.localIp;
+    }
+
+    /// \return the interface MTU.
+    uint32_t Mtu() const
+    {
+        return m_mtu;
+    }
+
+    void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
+    SendStatus Send(const TxDatagram& tx) override;
+    void AsyncWaitWritable(WritableHandler handler) override;
+    void Close() override;
+    PortCounters Counters() const override;
+    std::string Describe() const override;
+
+    MacAddress LocalMac() const override
+    {
+        return m_mac;
+    }
+
+    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
+
+  private:
+    RawFramePort(boost::asio::io_context& io,
+                 const HostClock& clock,
+                 const RawPortConfig& cfg,
+                 int fd,
+                 int guardFd,
+                 int ifindex,
+                 const MacAddress& mac,
+                 uint32_t mtu);
+
+    /// \return the MAC of \p ip, or nullptr if unknown.
+    const MacAddress* Resolve(uint32_t ip);
+    void DoReceive();
+    void OnReceive(const boost::system::error_code& error);
+
+    const HostClock& m_clock;                     //!< for rate-limited logs
+    RawPortConfig m_cfg;                          //!< settings
+    boost::asio::posix::stream_descriptor m_sock; //!< the packet socket
+    int m_guardFd;                                //!< UDP socket holding the data port
+    int m_ifindex;                                //!< interface index
+    MacAddress m_mac;                             //!< interface MAC
+    uint32_t m_mtu;                               //!< interface MTU
+    std::map<uint32_t, MacAddress> m_neighbours;  //!< resolved peers
+    std::map<uint32_t, MacAddress> m_announced;   //!< MACs learned from the control plane
+    ReceiveHandler m_onDatagram;                  //!< receive handler
+    BatchHandler m_onBatch;                       //!< batch handler
+    PortCounters m_counters;                      //!< counters
+    std::vector<uint8_t> m_rxBuffer;              //!< one frame
+    std::vector<uint8_t> m_txBuffer;              //!< one frame
+    bool m_closed{false};                         //!< Close() was called
+    RateLimiter m_errorLog;                       //!< error lines
+    RateLimiter m_malformedLog;                   //!< malformed-frame lines
+};
+
+/**
+ * Look \p ip up in the kernel neighbour table (/proc/net/arp) of \p device.
+ * \return true with \p mac set if a complete entry exists
+ */
+bool LookupNeighbour(const std::string& device, uint32_t ip, MacAddress& mac);
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_RAW_PORT_H

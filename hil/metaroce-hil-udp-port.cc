@@ -1,0 +1,393 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-hil-udp-port.h"
+
+#include "metaroce-icrc.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace metaroce
+{
+namespace hil
+{
+namespace
+{
+
+/// Datagrams read per wake-up.
+constexpr unsigned RX_BATCH = 32;
+/// Receive buffer per datagram: the largest UDP payload.
+constexpr size_t RX_SLOT = 65536;
+
+/// Create a UDP socket bound to \p ip:\p port. \return the fd, or -1 with \p error set.
+int
+OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::string& error)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        error = std::string("socket(AF_INET, SOCK_DGRAM): ") + std::strerror(errno);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    int pmtu = IP_PMTUDISC_DO; // never fragment: a datagram is one frame, as on a RoCE NIC
+    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+    setsockopt(fd, SOL_SOCKET, receive ? SO_RCVBUF : SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
+    if (receive)
+    {
+        setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(ip);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    {
+        error =
+            "bind(" + Ipv4ToString(ip) + ":" + std::to_string(port) + "): " + std::strerror(errno);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+std::unique_ptr<UdpFramePort>
+UdpFramePort::Open(boost::asio::io_context& io,
+                   const HostClock& clock,
+                   const UdpPortConfig& cfg,
+                   std::string& error)
+{
+    if (cfg.localIp == 0)
+    {
+        error = "UDP port: the local IPv4 address is not known";
+        return nullptr;
+    }
+    // Receive on any address so that datagrams to other local addresses are seen (and
+    // counted as not ours) instead of drawing ICMP errors.
+    int fd = OpenUdpSocket(0, cfg.dataPort, cfg.socketBufferBytes, true, error);
+    if (fd < 0)
+    {
+        return nullptr;
+    }
+    return std::unique_ptr<UdpFramePort>(new UdpFramePort(io, clock, cfg, fd));
+}
+
+UdpFramePort::UdpFramePort(boost::asio::io_context& io,
+                           const HostClock& clock,
+                           const UdpPortConfig& cfg,
+                           int fd)
+    : m_io(io),
+      m_clock(clock),
+      m_cfg(cfg),
+      m_rx(io, fd),
+      m_rxBuffers(RX_BATCH * RX_SLOT)
+{
+}
+
+UdpFramePort::~UdpFramePort()
+{
+    Close();
+}
+
+void
+UdpFramePort::LearnPeer(uint32_t ip, const MacAddress& /*mac*/, uint16_t dataPort)
+{
+    if (dataPort != 0)
+    {
+        m_peerPorts[ip] = dataPort;
+    }
+}
+
+void
+UdpFramePort::Start(ReceiveHandler onDatagram, BatchHandler onBatch)
+{
+    m_onDatagram = std::move(onDatagram);
+    m_onBatch = std::move(onBatch);
+    DoReceive();
+}
+
+void
+UdpFramePort::DoReceive()
+{
+    if (m_closed)
+    {
+        return;
+    }
+    m_rx.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                    [this](const boost::system::error_code& error) { OnReceive(error); });
+}
+
+void
+UdpFramePort::OnReceive(const boost::system::error_code& error)
+{
+    if (error)
+    {
+        if (error != boost::asio::error::operation_aborted)
+        {
+            spdlog::error("udp port: receive wait failed: {}", error.message());
+        }
+        return;
+    }
+    mmsghdr msgs[RX_BATCH];
+    iovec iov[RX_BATCH];
+    sockaddr_in from[RX_BATCH];
+    alignas(cmsghdr) uint8_t control[RX_BATCH][128];
+    for (unsigned i = 0; i < RX_BATCH; ++i)
+    {
+        iov[i].iov_base = m_rxBuffers.data() + i * RX_SLOT;
+        iov[i].iov_len = RX_SLOT;
+        std::memset(&msgs[i].msg_hdr, 0, sizeof(msghdr));
+        msgs[i].msg_hdr.msg_name = &from[i];
+        msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_control = control[i];
+        msgs[i].msg_hdr.msg_controllen = sizeof(control[i]);
+    }
+    // Up to a few batches per wake-up, then let other handlers (timers, control) run.
+    for (int round = 0; round < 4 && !m_closed; ++round)
+    {
+        int n = recvmmsg(m_rx.native_handle(), msgs, RX_BATCH, MSG_DONTWAIT, nullptr);
+        if (n <= 0)
+        {
+            break;
+        }
+        for (int i = 0; i < n; ++i)
+        {
+            msghdr& h = msgs[i].msg_hdr;
+            size_t len = msgs[i].msg_len;
+            if ((h.msg_flags & MSG_TRUNC) || h.msg_namelen < sizeof(sockaddr_in))
+            {
+                ++m_counters.rxMalformed;
+            }
+            else
+            {
+                DatagramMeta meta;
+                meta.srcIp = ntohl(from[i].sin_addr.s_addr);
+                meta.srcPort = ntohs(from[i].sin_port);
+                meta.dstIp = m_cfg.localIp;
+                // The engine sees the RoCE port whatever port we listen on: the sender's ICRC
+                // covers a UDP header with destination port 4791.
+                meta.dstPort = ROCE_UDP_PORT;
+                for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+                {
+                    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
+                    {
+                        in_pktinfo info;
+                        std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+                        meta.dstIp = ntohl(info.ipi_addr.s_addr);
+                    }
+                    else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+                    {
+                        uint8_t tos = *CMSG_DATA(c);
+                        meta.ecn = Ecn(tos & IPV4_ECN_MASK);
+                        meta.dscp = uint8_t(tos >> 2);
+                    }
+                }
+                if (meta.dstIp != m_cfg.localIp)
+                {
+                    ++m_counters.rxIgnored;
+                }
+                else
+                {
+                    ++m_counters.rxFrames;
+                    m_counters.rxBytes += len;
+                    m_onDatagram(meta, static_cast<const uint8_t*>(h.msg_iov->iov_base), len);
+                }
+            }
+            h.msg_namelen = sizeof(from[i]);
+            h.msg_controllen = sizeof(control[i]);
+            h.msg_flags = 0;
+        }
+        if (m_onBatch)
+        {
+            m_onBatch();
+        }
+        if (unsigned(n) < RX_BATCH)
+        {
+            break;
+        }
+    }
+    DoReceive();
+}
+
+boost::asio::posix::stream_descriptor*
+UdpFramePort::SocketFor(uint16_t srcPort)
+{
+    auto it = m_tx.find(srcPort);
+    if (it != m_tx.end())
+    {
+        return it->second.get();
+    }
+    std::string error;
+    int fd = OpenUdpSocket(m_cfg.localIp, srcPort, m_cfg.socketBufferBytes, false, error);
+    if (fd < 0)
+    {
+        uint64_t suppressed = 0;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("udp port: cannot open the socket of source port {}: {} ({} more "
+                          "errors suppressed)",
+                          srcPort,
+                          error,
+                          suppressed);
+        }
+        m_tx.emplace(srcPort, nullptr); // do not retry every datagram
+        return nullptr;
+    }
+    spdlog::debug("udp port: send socket for source port {}", srcPort);
+    auto sock = std::make_unique<boost::asio::posix::stream_descriptor>(m_io, fd);
+    auto* raw = sock.get();
+    m_tx.emplace(srcPort, std::move(sock));
+    return raw;
+}
+
+SendStatus
+UdpFramePort::Send(const TxDatagram& tx)
+{
+    if (m_closed)
+    {
+        return SendStatus::FAILED;
+    }
+    TxDatagram fixed;
+    const TxDatagram* out = &tx;
+    boost::asio::posix::stream_descriptor* sock = nullptr;
+    if (tx.meta.srcPort == 0)
+    {
+        if (m_portZero++ == 0)
+        {
+            spdlog::warn("udp port: the engine sent a datagram with UDP source port 0; it and "
+                         "later ones leave from port {} with the ICRC recomputed",
+                         m_cfg.dataPort);
+        }
+        fixed = tx;
+        fixed.meta.srcPort = m_cfg.dataPort;
+        if (m_cfg.icrc && tx.length >= ICRC_SIZE)
+        {
+            m_scratch.assign(tx.buffer, tx.buffer + tx.length);
+            StoreIcrc(m_scratch.data() + tx.length - ICRC_SIZE,
+                      ComputeDatagramIcrc(fixed.meta, m_scratch.data(), tx.length - ICRC_SIZE));
+            fixed.buffer = m_scratch.data();
+        }
+        out = &fixed;
+        sock = &m_rx;
+    }
+    else
+    {
+        sock = SocketFor(tx.meta.srcPort);
+    }
+    if (!sock)
+    {
+        ++m_counters.txFailed;
+        return SendStatus::FAILED;
+    }
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(tx.meta.dstIp);
+    auto peer = m_peerPorts.find(tx.meta.dstIp);
+    to.sin_port = htons(peer != m_peerPorts.end() ? peer->second : tx.meta.dstPort);
+    iovec iov{out->buffer, out->length};
+    alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr h{};
+    h.msg_name = &to;
+    h.msg_namelen = sizeof(to);
+    h.msg_iov = &iov;
+    h.msg_iovlen = 1;
+    h.msg_control = control;
+    h.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_TOS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    int tos = (int(tx.meta.dscp & IPV4_DSCP_MAX) << 2) | int(tx.meta.ecn);
+    std::memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+    ssize_t n = sendmsg(sock->native_handle(), &h, MSG_DONTWAIT);
+    if (n == ssize_t(tx.length))
+    {
+        ++m_counters.txFrames;
+        m_counters.txBytes += tx.length;
+        return SendStatus::SENT;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+    {
+        m_blocked = sock;
+        return SendStatus::WOULD_BLOCK;
+    }
+    int err = errno;
+    ++m_counters.txFailed;
+    uint64_t suppressed = 0;
+    if (m_errorLog.Allow(m_clock.Now(), suppressed))
+    {
+        if (err == EMSGSIZE)
+        {
+            spdlog::error("udp port: a {}-byte datagram to {} exceeds the path MTU; lower --mtu "
+                          "or raise the link MTU ({} more errors suppressed)",
+                          tx.length,
+                          Ipv4ToString(tx.meta.dstIp),
+                          suppressed);
+        }
+        else
+        {
+            spdlog::error("udp port: sendmsg to {}: {} ({} more errors suppressed)",
+                          Ipv4ToString(tx.meta.dstIp),
+                          std::strerror(err),
+                          suppressed);
+        }
+    }
+    return SendStatus::FAILED;
+}
+
+void
+UdpFramePort::AsyncWaitWritable(WritableHandler handler)
+{
+    auto* sock = m_blocked ? m_blocked : &m_rx;
+    m_blocked = nullptr;
+    sock->async_wait(boost::asio::posix::stream_descriptor::wait_write, std::move(handler));
+}
+
+void
+UdpFramePort::Close()
+{
+    if (m_closed)
+    {
+        return;
+    }
+    m_closed = true;
+    boost::system::error_code ignored;
+    m_rx.close(ignored);
+    for (auto& entry : m_tx)
+    {
+        if (entry.second)
+        {
+            entry.second->close(ignored);
+        }
+    }
+}
+
+PortCounters
+UdpFramePort::Counters() const
+{
+    return m_counters;
+}
+
+std::string
+UdpFramePort::Describe() const
+{
+    return "udp " + Ipv4ToString(m_cfg.localIp) + ":" + std::to_string(m_cfg.dataPort);
+}
+
+} // namespace hil
+} // namespace metaroce

@@ -1,0 +1,112 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_UDP_PORT_H
+#define METAROCE_HIL_UDP_PORT_H
+
+#include "metaroce-hil-clock.h"
+#include "metaroce-hil-frame-port.h"
+#include "metaroce-hil-log.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+/**
+ * \file
+ * The UDP frame port: transport datagrams as payloads of ordinary UDP sockets. Needs no
+ * privileges and crosses any IP network.
+ *
+ * - One receive socket bound to the data port (4791) with IP_PKTINFO (the destination
+ *   address) and IP_RECVTOS (the ECN and DSCP bits of the received packet).
+ * - One send socket per UDP source port the engine uses (the path entropy that switches hash
+ *   for ECMP), created on first use, bound with SO_REUSEADDR to (local address, source port);
+ *   the ECN/DSCP byte is set per datagram with an IP_TOS control message, and DF is set
+ *   (IP_PMTUDISC_DO) so that datagrams are never fragmented.
+ *
+ * The kernel writes its own IPv4 identification and checksum; the engine's ICRC covers the
+ * canonical headers rebuilt from the DatagramMeta on both sides, so two of our daemons agree
+ * (a hardware RoCE NIC would not accept these packets' ICRC).
+ *
+ * A socket cannot send from UDP source port 0. The engine emits a few datagrams with source
+ * port 0 (MetaRoCE probe replies, see docs/hil.md "Engine issues"); they leave from the data
+ * port's socket with their ICRC recomputed for that port.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// Settings of a UdpFramePort.
+struct UdpPortConfig
+{
+    uint32_t localIp{0};              //!< address to bind and to send from (required)
+    uint16_t dataPort{ROCE_UDP_PORT}; //!< port to receive datagrams on
+    int socketBufferBytes{4 << 20};   //!< SO_RCVBUF / SO_SNDBUF request
+    bool icrc{true};                  //!< the engine computes ICRCs (see Send())
+};
+
+/// Transport datagrams over UDP sockets.
+class UdpFramePort : public FramePort
+{
+  public:
+    /**
+     * Open the receive socket.
+     * \param[out] error why it failed
+     * \return the port, or nullptr
+     */
+    static std::unique_ptr<UdpFramePort> Open(boost::asio::io_context& io,
+                                              const HostClock& clock,
+                                              const UdpPortConfig& cfg,
+                                              std::string& error);
+
+    ~UdpFramePort() override;
+
+    void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
+    SendStatus Send(const TxDatagram& tx) override;
+    void AsyncWaitWritable(WritableHandler handler) override;
+    void Close() override;
+    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
+    PortCounters Counters() const override;
+    std::string Describe() const override;
+
+  private:
+    UdpFramePort(boost::asio::io_context& io,
+                 const HostClock& clock,
+                 const UdpPortConfig& cfg,
+                 int fd);
+
+    /// The send socket of \p srcPort, created on first use. \return nullptr on failure.
+    boost::asio::posix::stream_descriptor* SocketFor(uint16_t srcPort);
+    void DoReceive();
+    void OnReceive(const boost::system::error_code& error);
+
+    boost::asio::io_context& m_io;              //!< the daemon's context
+    const HostClock& m_clock;                   //!< for rate-limited logs
+    UdpPortConfig m_cfg;                        //!< settings
+    boost::asio::posix::stream_descriptor m_rx; //!< receive socket
+    std::unordered_map<uint16_t, std::unique_ptr<boost::asio::posix::stream_descriptor>>
+        m_tx;                                                  //!< send sockets by source port
+    std::map<uint32_t, uint16_t> m_peerPorts;                  //!< data port by peer address
+    boost::asio::posix::stream_descriptor* m_blocked{nullptr}; //!< socket that said EAGAIN
+    ReceiveHandler m_onDatagram;                               //!< receive handler
+    BatchHandler m_onBatch;                                    //!< batch handler
+    PortCounters m_counters;                                   //!< counters
+    std::vector<uint8_t> m_rxBuffers;                          //!< recvmmsg buffers
+    std::vector<uint8_t> m_scratch;                            //!< re-signed port-0 datagrams
+    uint64_t m_portZero{0};                                    //!< datagrams with source port 0
+    bool m_closed{false};                                      //!< Close() was called
+    RateLimiter m_errorLog;                                    //!< send error lines
+};
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_UDP_PORT_H

@@ -1,0 +1,318 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * metaroce-udp-blast: a plain UDP blast (no transport, no acknowledgements) as the baseline of
+ * the HIL benchmark, and a source of random datagrams for robustness tests.
+ *
+ *   metaroce-udp-blast sink [--port P] [--idle S] [--duration S]
+ *   metaroce-udp-blast send DST_IP [--port P] [--size N | --engine-mtu M] [--duration S]
+ *                      [--count N] [--random SEED] [--src-port P]
+ *
+ * The sink counts what arrives and ends after --idle seconds without data (once data came) or
+ * after --duration. Both print a final "RESULT ..." line.
+ */
+
+#include "metaroce-endpoint.h"
+#include "metaroce-random.h"
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <netinet/in.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+namespace
+{
+
+using Clock = std::chrono::steady_clock;
+
+double
+Seconds(Clock::time_point a, Clock::time_point b)
+{
+    return std::chrono::duration<double>(b - a).count();
+}
+
+int
+Usage()
+{
+    std::fprintf(stderr,
+                 "usage: metaroce-udp-blast sink [--port P] [--idle S] [--duration S]\n"
+                 "       metaroce-udp-blast send DST_IP [--port P] [--size N | "
+                 "--engine-mtu M] [--duration S] [--count N] [--random SEED] "
+                 "[--src-port P]\n");
+    return 64;
+}
+
+int
+Sink(uint16_t port, double idle, double duration)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    int buf = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    {
+        std::perror("bind");
+        return 1;
+    }
+    timeval tv{0, 100000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::printf("sink listening on UDP %u\n", port);
+    std::fflush(stdout);
+    constexpr unsigned BATCH = 64;
+    std::vector<uint8_t> buffers(BATCH * 65536);
+    mmsghdr msgs[BATCH];
+    iovec iov[BATCH];
+    uint64_t bytes = 0;
+    uint64_t datagrams = 0;
+    Clock::time_point start = Clock::now();
+    Clock::time_point first{};
+    Clock::time_point last{};
+    while (true)
+    {
+        for (unsigned i = 0; i < BATCH; ++i)
+        {
+            iov[i] = {buffers.data() + i * 65536, 65536};
+            std::memset(&msgs[i], 0, sizeof(msgs[i]));
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int n = recvmmsg(fd, msgs, BATCH, MSG_WAITFORONE, nullptr);
+        Clock::time_point now = Clock::now();
+        if (n > 0)
+        {
+            if (datagrams == 0)
+            {
+                first = now;
+            }
+            for (int i = 0; i < n; ++i)
+            {
+                bytes += msgs[i].msg_len;
+            }
+            datagrams += uint64_t(n);
+            last = now;
+        }
+        if (datagrams > 0 && Seconds(last, now) > idle)
+        {
+            break;
+        }
+        if (duration > 0 && Seconds(start, now) > duration)
+        {
+            break;
+        }
+    }
+    double span = datagrams > 1 ? Seconds(first, last) : 0;
+    double gbps = span > 0 ? double(bytes) * 8 / span / 1e9 : 0;
+    std::printf("RESULT role=sink gbps=%.3f datagrams=%" PRIu64 " bytes=%" PRIu64 " seconds=%.3f\n",
+                gbps,
+                datagrams,
+                bytes,
+                span);
+    close(fd);
+    return 0;
+}
+
+int
+Send(const std::string& dst,
+     uint16_t port,
+     uint16_t srcPort,
+     size_t size,
+     double duration,
+     uint64_t count,
+     bool random,
+     uint64_t seed)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    int buf = 4 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    int pmtu = IP_PMTUDISC_DO;
+    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+    if (srcPort)
+    {
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        local.sin_port = htons(srcPort);
+        bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+    }
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    if (inet_pton(AF_INET, dst.c_str(), &to.sin_addr) != 1)
+    {
+        std::fprintf(stderr, "bad address %s\n", dst.c_str());
+        return 64;
+    }
+    if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0)
+    {
+        std::perror("connect");
+        return 1;
+    }
+    constexpr unsigned BATCH = 32;
+    std::vector<uint8_t> buffers(BATCH * size);
+    metaroce::Rng rng(seed);
+    for (auto& b : buffers)
+    {
+        b = uint8_t(rng.Next());
+    }
+    mmsghdr msgs[BATCH];
+    iovec iov[BATCH];
+    uint64_t sent = 0;
+    uint64_t bytes = 0;
+    Clock::time_point start = Clock::now();
+    while (true)
+    {
+        unsigned n = BATCH;
+        if (count > 0 && count - sent < n)
+        {
+            n = unsigned(count - sent);
+        }
+        for (unsigned i = 0; i < n; ++i)
+        {
+            size_t len = size;
+            if (random)
+            {
+                // Random lengths and bytes: truncated headers, garbage opcodes, bad ICRCs.
+                len = 1 + size_t(rng.Below(size));
+                for (size_t k = 0; k < len && k < 64; ++k)
+                {
+                    buffers[i * size + k] = uint8_t(rng.Next());
+                }
+            }
+            iov[i] = {buffers.data() + i * size, len};
+            std::memset(&msgs[i], 0, sizeof(msgs[i]));
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int k = sendmmsg(fd, msgs, n, 0);
+        if (k < 0)
+        {
+            if (errno == ECONNREFUSED || errno == ENOBUFS)
+            {
+                continue; // ICMP from an earlier datagram, or a full queue
+            }
+            std::perror("sendmmsg");
+            return 1;
+        }
+        for (int i = 0; i < k; ++i)
+        {
+            bytes += msgs[i].msg_len;
+        }
+        sent += uint64_t(k);
+        double elapsed = Seconds(start, Clock::now());
+        if ((count > 0 && sent >= count) || (count == 0 && elapsed >= duration))
+        {
+            break;
+        }
+    }
+    double elapsed = Seconds(start, Clock::now());
+    std::printf("RESULT role=sender gbps=%.3f datagrams=%" PRIu64 " bytes=%" PRIu64
+                " seconds=%.3f size=%zu\n",
+                elapsed > 0 ? double(bytes) * 8 / elapsed / 1e9 : 0,
+                sent,
+                bytes,
+                elapsed,
+                size);
+    close(fd);
+    return 0;
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    if (argc < 2)
+    {
+        return Usage();
+    }
+    std::string mode = argv[1];
+    std::string dst;
+    uint16_t port = metaroce::ROCE_UDP_PORT;
+    uint16_t srcPort = 0;
+    size_t size = 4096;
+    double duration = 2;
+    double idle = 1;
+    uint64_t count = 0;
+    bool random = false;
+    uint64_t seed = 1;
+    int i = 2;
+    if (mode == "send")
+    {
+        if (argc < 3)
+        {
+            return Usage();
+        }
+        dst = argv[2];
+        i = 3;
+    }
+    else if (mode != "sink")
+    {
+        return Usage();
+    }
+    for (; i < argc; ++i)
+    {
+        std::string a = argv[i];
+        if (i + 1 >= argc)
+        {
+            return Usage();
+        }
+        std::string v = argv[++i];
+        if (a == "--port")
+        {
+            port = uint16_t(std::stoul(v));
+        }
+        else if (a == "--src-port")
+        {
+            srcPort = uint16_t(std::stoul(v));
+        }
+        else if (a == "--size")
+        {
+            size = std::stoul(v);
+        }
+        else if (a == "--engine-mtu")
+        {
+            size = metaroce::Endpoint::MaxDatagramSize(uint32_t(std::stoul(v)));
+        }
+        else if (a == "--duration")
+        {
+            duration = std::stod(v);
+        }
+        else if (a == "--idle")
+        {
+            idle = std::stod(v);
+        }
+        else if (a == "--count")
+        {
+            count = std::stoull(v);
+        }
+        else if (a == "--random")
+        {
+            random = true;
+            seed = std::stoull(v);
+        }
+        else
+        {
+            return Usage();
+        }
+    }
+    if (size == 0 || size > 65507)
+    {
+        std::fprintf(stderr, "size must be in 1..65507\n");
+        return 64;
+    }
+    return mode == "sink" ? Sink(port, idle, duration)
+                          : Send(dst, port, srcPort, size, duration, count, random, seed);
+}

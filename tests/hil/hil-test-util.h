@@ -1,0 +1,109 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_TEST_UTIL_H
+#define METAROCE_HIL_TEST_UTIL_H
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+/**
+ * \file
+ * Test helpers: a pair of network namespaces joined by a veth pair (created by the
+ * constructor, removed by the destructor), and child processes with bounded run time and
+ * captured output.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+namespace test
+{
+
+/// Two network namespaces "mr-hil-<pid>-<n>-a/b" joined by veth "va"/"vb" (10.250.1.1/.2).
+class NetnsPair
+{
+  public:
+    /// Create the namespaces; Ok() says whether it worked, Why() why not.
+    explicit NetnsPair(int mtu = 9000);
+    /// Remove the namespaces (and with them the veth pair).
+    ~NetnsPair();
+    NetnsPair(const NetnsPair&) = delete;
+    NetnsPair& operator=(const NetnsPair&) = delete;
+
+    /// \return true if both namespaces and the link are up.
+    bool Ok() const
+    {
+        return m_ok;
+    }
+
+    /// \return why the setup failed (or why it cannot run here).
+    const std::string& Why() const
+    {
+        return m_why;
+    }
+
+    /// \return the name of namespace A (10.250.1.1, device va).
+    const std::string& A() const
+    {
+        return m_a;
+    }
+
+    /// \return the name of namespace B (10.250.1.2, device vb).
+    const std::string& B() const
+    {
+        return m_b;
+    }
+
+    /// \return "" if namespaces can be made here, else the reason (not root, no `ip`).
+    static std::string Unavailable();
+
+  private:
+    std::string m_a;   //!< namespace A
+    std::string m_b;   //!< namespace B
+    bool m_ok{false};  //!< set up
+    std::string m_why; //!< setup failure
+};
+
+/// A child process whose stdout and stderr go to one file.
+class Process
+{
+  public:
+    /// Start \p argv (argv[0] is looked up in PATH).
+    explicit Process(const std::vector<std::string>& argv);
+    /// Kill the process if it still runs.
+    ~Process();
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+
+    /// Wait up to \p timeout. \return the exit status, or -1 (then the process is killed).
+    int Wait(std::chrono::milliseconds timeout);
+    /// Send \p signal.
+    void Signal(int signal);
+    /// \return everything the process printed so far.
+    std::string Output() const;
+
+  private:
+    pid_t m_pid{-1};   //!< child
+    std::string m_log; //!< output file
+    int m_status{-1};  //!< exit status once known
+};
+
+/// \return "prog args... in namespace ns" as an argv for `ip netns exec`.
+std::vector<std::string> InNetns(const std::string& ns, std::vector<std::string> argv);
+
+/// \return the key=value fields of the last line starting with "RESULT" in \p output.
+std::map<std::string, std::string> ParseResult(const std::string& output);
+
+} // namespace test
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_TEST_UTIL_H

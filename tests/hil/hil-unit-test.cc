@@ -1,0 +1,222 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * HIL pieces that need no privileges: the seeded fault model, the pcap writer, the settings
+ * comparison of the control plane, MAC helpers, and a whole metaroce-perf run on loopback in
+ * UDP mode (the unprivileged mode).
+ */
+
+#include "hil-test-util.h"
+#include "metaroce-encap.h"
+#include "metaroce-hil-control.h"
+#include "metaroce-hil-fault-port.h"
+#include "metaroce-hil-pcap.h"
+
+#include <cstdio>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace metaroce
+{
+namespace hil
+{
+namespace test
+{
+namespace
+{
+
+TEST(HilFaultModel, SameSeedSameDecisions)
+{
+    FaultConfig cfg;
+    cfg.loss = 0.1;
+    cfg.duplicate = 0.05;
+    cfg.reorder = 0.05;
+    cfg.burstStart = 0.01;
+    cfg.seed = 42;
+    FaultModel a(cfg);
+    FaultModel b(cfg);
+    for (int i = 0; i < 10000; ++i)
+    {
+        auto da = a.Decide();
+        auto db = b.Decide();
+        ASSERT_EQ(da.drop, db.drop);
+        ASSERT_EQ(da.duplicate, db.duplicate);
+        ASSERT_EQ(da.reorder, db.reorder);
+    }
+}
+
+TEST(HilFaultModel, RatesMatchTheConfiguration)
+{
+    FaultConfig cfg;
+    cfg.loss = 0.01;
+    cfg.duplicate = 0.02;
+    cfg.reorder = 0.03;
+    FaultModel m(cfg);
+    int drops = 0;
+    int dups = 0;
+    int reorders = 0;
+    constexpr int N = 200000;
+    for (int i = 0; i < N; ++i)
+    {
+        auto d = m.Decide();
+        drops += d.drop;
+        dups += d.duplicate;
+        reorders += d.reorder;
+    }
+    EXPECT_NEAR(double(drops) / N, 0.01, 0.002);
+    EXPECT_NEAR(double(dups) / N, 0.02, 0.003);
+    EXPECT_NEAR(double(reorders) / N, 0.03, 0.003);
+}
+
+TEST(HilFaultModel, GilbertElliottDropsComeInBursts)
+{
+    FaultConfig cfg;
+    cfg.burstStart = 0.001; // mean good run 1000 datagrams
+    cfg.burstEnd = 0.2;     // mean burst 5 datagrams
+    FaultModel m(cfg);
+    int drops = 0;
+    int runs = 0;
+    bool previous = false;
+    for (int i = 0; i < 200000; ++i)
+    {
+        bool drop = m.Decide().drop;
+        drops += drop;
+        runs += drop && !previous;
+        previous = drop;
+    }
+    ASSERT_GT(runs, 0);
+    EXPECT_NEAR(double(drops) / runs, 5.0, 1.0); // mean burst length 1 / burstEnd
+}
+
+TEST(HilFaultModel, ValidateRejectsBadProbabilities)
+{
+    FaultConfig cfg;
+    cfg.loss = 1.5;
+    std::string why;
+    EXPECT_FALSE(cfg.Validate(why));
+    EXPECT_NE(why.find("loss"), std::string::npos);
+}
+
+TEST(HilPcap, WritesNanosecondEthernetFramesThatParse)
+{
+    std::string path = "/tmp/metaroce-hil-pcap-test-" + std::to_string(getpid()) + ".pcap";
+    {
+        std::string error;
+        auto w = PcapWriter::Open(path, error);
+        ASSERT_TRUE(w) << error;
+        DatagramMeta meta;
+        meta.srcIp = 0x0afa0101;
+        meta.dstIp = 0x0afa0102;
+        meta.srcPort = 50000;
+        meta.ecn = Ecn::CE;
+        uint8_t datagram[100];
+        for (int i = 0; i < 100; ++i)
+        {
+            datagram[i] = uint8_t(i);
+        }
+        w->WriteDatagram(1700000000123456789,
+                         SyntheticMac(meta.srcIp),
+                         SyntheticMac(meta.dstIp),
+                         meta,
+                         datagram,
+                         sizeof(datagram));
+        EXPECT_EQ(w->Frames(), 1u);
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    ASSERT_EQ(bytes.size(), 24u + 16u + FRAME_HEADERS_SIZE + 100u);
+    uint32_t magic;
+    uint32_t linkType;
+    uint32_t sec;
+    uint32_t nsec;
+    uint32_t caplen;
+    std::memcpy(&magic, &bytes[0], 4);
+    std::memcpy(&linkType, &bytes[20], 4);
+    std::memcpy(&sec, &bytes[24], 4);
+    std::memcpy(&nsec, &bytes[28], 4);
+    std::memcpy(&caplen, &bytes[32], 4);
+    EXPECT_EQ(magic, 0xa1b23c4du);
+    EXPECT_EQ(linkType, 1u);
+    EXPECT_EQ(sec, 1700000000u);
+    EXPECT_EQ(nsec, 123456789u);
+    EXPECT_EQ(caplen, FRAME_HEADERS_SIZE + 100);
+    ParsedFrame frame;
+    ASSERT_EQ(ParseFrame(&bytes[40], caplen, frame), FrameStatus::OK);
+    EXPECT_EQ(frame.meta.srcPort, 50000);
+    EXPECT_EQ(frame.meta.ecn, Ecn::CE);
+    EXPECT_EQ(frame.datagramLen, 100u);
+    EXPECT_EQ(frame.datagram[99], 99);
+}
+
+TEST(HilControl, CompareSettingsNamesEveryDifference)
+{
+    ConnectionConfig a;
+    ConnectionConfig b;
+    b.transport = "rocev2";
+    b.mtu = 1024;
+    std::string diff =
+        CompareSettings(SettingsOf(a, true), SettingsOf(b, true), "server", "client");
+    EXPECT_NE(diff.find("transport: server metaroce, client rocev2"), std::string::npos) << diff;
+    EXPECT_NE(diff.find("mtu: server 4096, client 1024"), std::string::npos) << diff;
+    EXPECT_EQ(CompareSettings(SettingsOf(a, true), SettingsOf(a, true), "server", "client"), "");
+}
+
+TEST(HilFramePort, MacHelpers)
+{
+    MacAddress mac;
+    ASSERT_TRUE(ParseMac("02:00:0a:fa:01:02", mac));
+    EXPECT_EQ(MacToString(mac), "02:00:0a:fa:01:02");
+    EXPECT_TRUE(SyntheticMac(0x0afa0102) == mac);
+    EXPECT_FALSE(ParseMac("02:00:0a:fa:01", mac));
+    EXPECT_FALSE(ParseMac("02:00:0a:fa:01:02:03", mac));
+}
+
+// The unprivileged mode end to end: two processes on 127.0.0.1, distinct data and control
+// ports, no namespaces, no root.
+TEST(HilLoopback, UdpModeNeedsNoPrivileges)
+{
+    std::string control = std::to_string(20000 + getpid() % 20000);
+    Process server({METAROCE_PERF_BIN,
+                    "--port",
+                    control,
+                    "--data-port",
+                    "4893",
+                    "--mtu",
+                    "1024",
+                    "--sport-base",
+                    "40000"});
+    Process client({METAROCE_PERF_BIN,
+                    "127.0.0.1",
+                    "--port",
+                    control,
+                    "--data-port",
+                    "4894",
+                    "--mtu",
+                    "1024",
+                    "--sport-base",
+                    "30000",
+                    "--size",
+                    "16K",
+                    "--iters",
+                    "200"});
+    int clientStatus = client.Wait(std::chrono::milliseconds(30000));
+    int serverStatus = server.Wait(std::chrono::milliseconds(5000));
+    EXPECT_EQ(clientStatus, 0) << client.Output() << server.Output();
+    EXPECT_EQ(serverStatus, 0) << server.Output();
+    auto cr = ParseResult(client.Output());
+    EXPECT_EQ(cr["status"], "PASS") << client.Output();
+    EXPECT_EQ(cr["verified"], "200") << client.Output();
+}
+
+} // namespace
+} // namespace test
+} // namespace hil
+} // namespace metaroce
