@@ -1,0 +1,521 @@
+#!/usr/bin/env python3
+# Copyright (c) 2026 MetaRoCE-ns3 authors
+# SPDX-License-Identifier: GPL-2.0-only
+"""Wireshark checks of our wire encoding (CTest label `wireshark`).
+
+One script, several checks (--check):
+
+  generate        run metaroce-wireshark-capture; check the pcap headers
+  metaroce        tshark + tools/wireshark/metaroce.lua over metaroce.pcap: every frame decodes
+                  as MetaRoCE, no malformed packets or expert errors, every field equals the
+                  generator's sidecar (what the engine sent), ICRC good (Lua and Python agree)
+  rocev2          tshark WITHOUT our Lua over rocev2.pcap: Wireshark's own InfiniBand dissector
+                  decodes every frame (opcode names, PSN, RETH, AETH, ImmDt) without malformed
+                  packets or expert info; ICRC recomputed here with zlib is valid
+  rocev2-chained  tshark WITH our Lua over rocev2.pcap: RoCEv2 still goes to Wireshark's
+                  dissector unchanged, and the Lua RoCEv2 ICRC check says Good
+  negative        corrupted copies: a flipped payload bit is reported as a bad ICRC (expert
+                  error); rewriting TTL and ECN (fields the ICRC masks) keeps it good
+
+Standard library only. Exits 77 (CTest SKIP_RETURN_CODE) if tshark is not installed.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+import zlib
+
+SKIP = 77
+SEVERITY_ERROR = 0x00800000  # _ws.expert.severity of PI_ERROR
+
+PCAP_MAGIC_NS = 0xA1B23C4D
+LINKTYPE_ETHERNET = 1
+ETH, IP4, UDP = 14, 20, 8
+HDRS = ETH + IP4 + UDP
+
+# Wireshark 4.0's names of the InfiniBand RC opcodes the RoCEv2 engine sends.
+IB_OPCODE_NAMES = {
+    0x00: "Reliable Connection (RC) - SEND First",
+    0x01: "Reliable Connection (RC) - SEND Middle",
+    0x02: "Reliable Connection (RC) - SEND Last",
+    0x03: "Reliable Connection (RC) - SEND Last with Immediate",
+    0x04: "Reliable Connection (RC) - SEND Only",
+    0x05: "Reliable Connection (RC) - SEND Only with Immediate",
+    0x06: "Reliable Connection (RC) - RDMA WRITE First",
+    0x07: "Reliable Connection (RC) - RDMA WRITE Middle",
+    0x08: "Reliable Connection (RC) - RDMA WRITE Last",
+    0x09: "Reliable Connection (RC) - RDMA WRITE Last with Immediate",
+    0x0A: "Reliable Connection (RC) - RDMA WRITE Only",
+    0x0B: "Reliable Connection (RC) - RDMA WRITE Only with Immediate",
+    0x11: "Reliable Connection (RC) - Acknowledge",
+}
+ROCE_CNP = 0x81
+RETH_OPCODES = {0x06, 0x0A, 0x0B}
+IMM_OPCODES = {0x03, 0x05, 0x09, 0x0B}
+
+MR_OPCODES = {0xC0: "MR_WRITE", 0xC1: "MR_WRITE_IMM", 0xC2: "MR_SEND", 0xC3: "MR_SEND_IMM",
+              0xC4: "MR_ACK", 0xC5: "MR_NAK", 0xC6: "MR_PROBE", 0xC7: "MR_NOP"}
+MR_DATA = {0xC0, 0xC1, 0xC2, 0xC3}
+MR_ACK, MR_NAK = 0xC4, 0xC5
+
+
+class Failure(Exception):
+    pass
+
+
+class Checker:
+    """Collects failures so one run reports all of them (up to a limit)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.errors = []
+        self.checked = 0
+
+    def eq(self, what, got, want):
+        self.checked += 1
+        if got != want:
+            self.fail(f"{what}: Wireshark shows {got!r}, engine sent {want!r}")
+
+    def true(self, cond, what):
+        self.checked += 1
+        if not cond:
+            self.fail(what)
+
+    def fail(self, msg):
+        self.errors.append(msg)
+
+    def finish(self, summary):
+        if self.errors:
+            shown = self.errors[:40]
+            more = len(self.errors) - len(shown)
+            raise Failure(f"{self.name}: {len(self.errors)} mismatches\n  " + "\n  ".join(shown) +
+                          (f"\n  ... and {more} more" if more else ""))
+        print(f"{self.name}: OK, {self.checked} assertions; {summary}")
+
+
+# ----------------------------------------------------------------------------------------------
+# pcap and ICRC
+# ----------------------------------------------------------------------------------------------
+
+def read_pcap(path):
+    """Return the list of frames (bytes) of a nanosecond Ethernet pcap written by the generator."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        raise Failure(f"{path}: shorter than a pcap header")
+    magic, vmaj, vmin, _, _, snaplen, linktype = struct.unpack_from("<IHHiIII", data, 0)
+    if magic != PCAP_MAGIC_NS or (vmaj, vmin) != (2, 4) or linktype != LINKTYPE_ETHERNET:
+        raise Failure(f"{path}: magic {magic:#x} version {vmaj}.{vmin} linktype {linktype}; "
+                      f"want {PCAP_MAGIC_NS:#x} 2.4 linktype {LINKTYPE_ETHERNET}")
+    frames = []
+    off = 24
+    while off < len(data):
+        _, nsec, incl, orig = struct.unpack_from("<IIII", data, off)
+        if nsec >= 1000000000 or incl != orig or off + 16 + incl > len(data):
+            raise Failure(f"{path}: bad record header at byte {off}")
+        frames.append(data[off + 16: off + 16 + incl])
+        off += 16 + incl
+    return frames
+
+
+def write_pcap(path, frames, template):
+    with open(template, "rb") as f:
+        header = f.read(24)
+    with open(path, "wb") as f:
+        f.write(header)
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
+            f.write(fr)
+
+
+def ipv4_checksum(hdr):
+    s = 0
+    for i in range(0, len(hdr), 2):
+        s += (hdr[i] << 8) | hdr[i + 1]
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def icrc_of_frame(frame):
+    """RoCEv2 ICRC (docs/encapsulation-and-icrc.md) of an Ethernet/IPv4/UDP frame, computed
+    independently of the engine: zlib CRC-32 over 8 x 0xFF, the IPv4 header with TOS, TTL and
+    checksum set to ones, the UDP header with the checksum set to ones, the BTH with byte 4 set
+    to ones, and the rest of the datagram up to the ICRC. Returns (computed, stored)."""
+    if frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
+        raise Failure("not an IPv4 frame without options")
+    ip = bytearray(frame[ETH:ETH + IP4])
+    udp = bytearray(frame[ETH + IP4:HDRS])
+    udp_len = struct.unpack(">H", udp[4:6])[0]
+    dgram = bytearray(frame[HDRS:HDRS + udp_len - UDP])
+    ip[1] = 0xFF
+    ip[8] = 0xFF
+    ip[10:12] = b"\xff\xff"
+    udp[6:8] = b"\xff\xff"
+    dgram[4] = 0xFF
+    computed = zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(dgram[:-4])) & 0xFFFFFFFF
+    stored = int.from_bytes(frame[HDRS + udp_len - UDP - 4:HDRS + udp_len - UDP], "little")
+    return computed, stored
+
+
+# ----------------------------------------------------------------------------------------------
+# tshark
+# ----------------------------------------------------------------------------------------------
+
+class Tshark:
+    def __init__(self, exe, workdir):
+        self.exe = exe
+        # A private HOME/config dir: no personal plugins (an installed metaroce.lua would
+        # otherwise load in the "without Lua" run) and no user preferences.
+        self.home = os.path.join(workdir, "tshark-home")
+        os.makedirs(self.home, exist_ok=True)
+        self.env = dict(os.environ, HOME=self.home, XDG_CONFIG_HOME=self.home,
+                        WIRESHARK_CONFIG_DIR=self.home, LC_ALL="C")
+        self.env.pop("WIRESHARK_PLUGIN_DIR", None)
+
+    def run(self, args, lua=None):
+        cmd = [self.exe, "-n"]
+        if lua:
+            cmd += ["-X", "lua_script:" + lua]
+        cmd += args
+        p = subprocess.run(cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120)
+        err = "\n".join(line for line in p.stderr.decode(errors="replace").splitlines()
+                        if "Running as user" not in line and line.strip())
+        if p.returncode != 0:
+            raise Failure(f"{' '.join(cmd)} failed ({p.returncode}):\n{err}")
+        if err:
+            # Lua load/runtime errors and dissector warnings land here.
+            raise Failure(f"{' '.join(cmd)} wrote to stderr:\n{err}")
+        return p.stdout
+
+    def pdml(self, pcap, lua=None):
+        """Decode pcap; return a list of packets, each a dict field/proto name -> [element]."""
+        out = self.run(["-r", pcap, "-T", "pdml"], lua)
+        packets = []
+        for pkt in ET.fromstring(out).iter("packet"):
+            fields = {}
+            for el in pkt.iter():
+                name = el.get("name")
+                if name:
+                    fields.setdefault(name, []).append(el)
+            packets.append(fields)
+        return packets
+
+    def expert_errors(self, pcap, lua=None):
+        """Return the text of `-z expert,error` if it lists any error, else ''."""
+        out = self.run(["-r", pcap, "-q", "-z", "expert,error"], lua).decode(errors="replace")
+        return out if "Errors" in out else ""
+
+
+def shows(pkt, name):
+    return [el.get("show") for el in pkt.get(name, [])]
+
+
+def num(pkt, name):
+    """The single numeric value of field name (None if absent)."""
+    vals = shows(pkt, name)
+    if not vals:
+        return None
+    if len(vals) != 1:
+        raise Failure(f"{name} occurs {len(vals)} times")
+    return int(vals[0], 0)
+
+
+def nums(pkt, name):
+    return [int(v, 0) for v in shows(pkt, name)]
+
+
+def hexbytes(pkt, name):
+    vals = shows(pkt, name)
+    if len(vals) != 1:
+        return None
+    return bytes.fromhex(vals[0].replace(":", ""))
+
+
+def check_clean(c, i, pkt):
+    """No malformed-packet item, no expert info of severity error or above."""
+    c.true("_ws.malformed" not in pkt, f"frame {i}: malformed packet")
+    for sev in nums(pkt, "_ws.expert.severity"):
+        if sev >= SEVERITY_ERROR:
+            msgs = shows(pkt, "_ws.expert.message")
+            c.fail(f"frame {i}: expert error: {msgs}")
+
+
+def load_sidecar(workdir, stem):
+    with open(os.path.join(workdir, stem + ".json")) as f:
+        return json.load(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks
+# ----------------------------------------------------------------------------------------------
+
+def check_generate(args, ts):
+    os.makedirs(args.workdir, exist_ok=True)
+    p = subprocess.run([args.generator, "--out=" + args.workdir], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    sys.stdout.write(p.stdout.decode(errors="replace"))
+    if p.returncode != 0:
+        raise Failure(f"generator failed ({p.returncode})")
+    for stem in ("metaroce", "rocev2"):
+        frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
+        side = load_sidecar(args.workdir, stem)
+        if len(frames) != len(side["frames"]) or not frames:
+            raise Failure(f"{stem}: {len(frames)} frames in the pcap, "
+                          f"{len(side['frames'])} in the sidecar")
+    print("generate: OK")
+
+
+def check_metaroce(args, ts):
+    c = Checker("metaroce")
+    pcap = os.path.join(args.workdir, "metaroce.pcap")
+    side = load_sidecar(args.workdir, "metaroce")["frames"]
+    frames = read_pcap(pcap)
+    pkts = ts.pdml(pcap, args.lua)
+    c.eq("frame count", len(pkts), len(side))
+    seen = {}
+    stats = {"retransmissions": 0, "sacked": 0, "ece": 0, "probe_reply": 0, "padded": 0,
+             "dropped": 0}
+    for i, (pkt, s, fr) in enumerate(zip(pkts, side, frames), start=1):
+        w = f"frame {i}"
+        check_clean(c, i, pkt)
+        c.true("metaroce" in pkt, f"{w}: not decoded as MetaRoCE")
+        if "metaroce" not in pkt:
+            continue
+        c.eq(f"{w} parse status (engine)", s["parse"], "OK")
+        op = s["opcode"]
+        c.eq(f"{w} metaroce.opcode", num(pkt, "metaroce.opcode"), op)
+        c.eq(f"{w} ip.src", shows(pkt, "ip.src"), [s["ip_src"]])
+        c.eq(f"{w} ip.dst", shows(pkt, "ip.dst"), [s["ip_dst"]])
+        c.eq(f"{w} udp.srcport", num(pkt, "udp.srcport"), s["udp_sport"])
+        c.eq(f"{w} udp.dstport", num(pkt, "udp.dstport"), s["udp_dport"])
+        for f, k in (("psn", "psn"), ("dest_qp", "dest_qp"), ("pad", "pad"), ("pkey", "pkey"),
+                     ("ack_req", "ack_req"), ("se", "solicited"), ("becn", "becn")):
+            c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[k])
+        # metaroce.path_id is on every frame: MDH field, or hidden copy from the MAH/MNH.
+        c.eq(f"{w} metaroce.path_id", nums(pkt, "metaroce.path_id"), [s["path_id"]])
+        if op not in (MR_ACK, MR_NAK):
+            for f in ("path_epoch", "stream", "msg_seq", "offset"):
+                c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[f])
+        for f in ("va", "rkey", "dma_len", "recv_slot", "msg_len", "imm"):
+            c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s.get(f))
+        if op in MR_DATA:
+            c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"), s["payload_len"])
+            pb = hexbytes(pkt, "metaroce.payload") if s["payload_len"] else b""
+            c.eq(f"{w} payload bytes", pb, fr[HDRS + s["length"] - 4 - s["pad"] -
+                                              s["payload_len"]:HDRS + s["length"] - 4 - s["pad"]])
+            stats["padded"] += s["pad"] != 0
+        if op == MR_ACK:
+            for f, k in (("path_id", "path_id"), ("path_epoch", "path_epoch"), ("flags", "ack_flags"),
+                         ("ce_count", "ce_count"), ("cum_psn", "cum_psn"),
+                         ("trigger_psn", "trigger_psn"), ("rate_hint_mbps", "rate_hint")):
+                c.eq(f"{w} metaroce.ack.{f}", num(pkt, "metaroce.ack." + f), s[k])
+            c.eq(f"{w} metaroce.ack.ece", num(pkt, "metaroce.ack.ece"), s["ack_flags"] & 1)
+            c.eq(f"{w} metaroce.ack.probe_reply", num(pkt, "metaroce.ack.probe_reply"),
+                 (s["ack_flags"] >> 1) & 1)
+            c.eq(f"{w} metaroce.ack.duplicate", num(pkt, "metaroce.ack.duplicate"),
+                 (s["ack_flags"] >> 2) & 1)
+            bitmap = bytearray(32)
+            for psn in s["sack_psns"]:
+                bit = (psn - s["cum_psn"] - 1) & 0xFFFFFF
+                bitmap[bit // 8] |= 0x80 >> (bit % 8)
+            c.eq(f"{w} metaroce.ack.sack", hexbytes(pkt, "metaroce.ack.sack"), bytes(bitmap))
+            c.eq(f"{w} metaroce.ack.sacked_psn", nums(pkt, "metaroce.ack.sacked_psn"),
+                 s["sack_psns"])
+            c.eq(f"{w} metaroce.ack.sack_count", num(pkt, "metaroce.ack.sack_count"),
+                 len(s["sack_psns"]))
+            stats["sacked"] += bool(s["sack_psns"])
+            stats["ece"] += s["ack_flags"] & 1
+            stats["probe_reply"] += (s["ack_flags"] >> 1) & 1
+        if op == MR_NAK:
+            for f, k in (("stream", "stream"), ("syndrome", "nak_syndrome"), ("path_id", "path_id"),
+                         ("msg_seq", "msg_seq"), ("offset", "offset"), ("path_epoch", "path_epoch"),
+                         ("psn", "nak_psn")):
+                c.eq(f"{w} metaroce.nak.{f}", num(pkt, "metaroce.nak." + f), s[k])
+        # Retransmission: same addresses, QP, path, epoch and PSN as an earlier frame.
+        if "stream" in s and op != MR_NAK:
+            key = (s["ip_src"], s["ip_dst"], s["dest_qp"], s["path_id"], s["path_epoch"], s["psn"])
+            want = key in seen
+            seen.setdefault(key, i)
+            c.eq(f"{w} metaroce.retransmission", num(pkt, "metaroce.retransmission"),
+                 1 if want else None)
+            if want:
+                c.eq(f"{w} metaroce.retransmission_of", num(pkt, "metaroce.retransmission_of"),
+                     seen[key])
+                stats["retransmissions"] += 1
+        # ICRC: stored value, Lua's verdict, and an independent zlib computation.
+        computed, stored = icrc_of_frame(fr)
+        c.eq(f"{w} engine ICRC check", s["icrc_ok"], True)
+        c.eq(f"{w} stored ICRC", stored, s["icrc"])
+        c.eq(f"{w} zlib ICRC", computed, s["icrc"])
+        c.eq(f"{w} metaroce.icrc", num(pkt, "metaroce.icrc"), s["icrc"])
+        c.eq(f"{w} metaroce.icrc.computed", num(pkt, "metaroce.icrc.computed"), s["icrc"])
+        c.eq(f"{w} metaroce.icrc.status", num(pkt, "metaroce.icrc.status"), 1)
+        stats["dropped"] += s["dropped"]
+    # The scenario must exercise what the dissector decodes.
+    kinds = {s["opcode"] for s in side}
+    for op in (0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xC5, 0xC6):
+        c.true(op in kinds, f"capture has no {MR_OPCODES[op]} frame")
+    for k, v in stats.items():
+        c.true(v > 0, f"capture has no frame with {k}")
+    err = ts.expert_errors(pcap, args.lua)
+    c.true(not err, f"-z expert,error lists errors:\n{err}")
+    c.finish(f"{len(pkts)} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, {stats}")
+
+
+def check_rocev2(args, ts, lua=None):
+    name = "rocev2-chained" if lua else "rocev2"
+    c = Checker(name)
+    pcap = os.path.join(args.workdir, "rocev2.pcap")
+    side = load_sidecar(args.workdir, "rocev2")["frames"]
+    frames = read_pcap(pcap)
+    pkts = ts.pdml(pcap, lua)
+    c.eq("frame count", len(pkts), len(side))
+    counts = {}
+    for i, (pkt, s, fr) in enumerate(zip(pkts, side, frames), start=1):
+        w = f"frame {i}"
+        check_clean(c, i, pkt)
+        if not lua:
+            c.true(not any(k.startswith("metaroce") or k.startswith("roce_icrc") for k in pkt),
+                   f"{w}: MetaRoCE Lua dissector is loaded in the run without it "
+                   "(personal/global plugin?)")
+            c.true(not any(k.startswith("_ws.expert") for k in pkt),
+                   f"{w}: expert info {shows(pkt, '_ws.expert.message')}")
+        else:
+            c.true("metaroce" not in pkt, f"{w}: RoCEv2 frame taken by the MetaRoCE dissector")
+            c.eq(f"{w} roce_icrc.status", num(pkt, "roce_icrc.status"), 1)
+            c.eq(f"{w} roce_icrc.icrc", num(pkt, "roce_icrc.icrc"), s["icrc"])
+        c.true("infiniband" in pkt, f"{w}: not decoded by Wireshark's InfiniBand dissector")
+        c.true("infiniband.mad" not in pkt,
+               f"{w}: payload decoded as a MAD (destination QP {s['dest_qp']}: QP 0/1 are "
+               "the SMI/GSI)")
+        op = s["opcode"]
+        counts[s["opcode_name"]] = counts.get(s["opcode_name"], 0) + 1
+        c.eq(f"{w} parse status (engine)", s["parse"], "OK")
+        c.eq(f"{w} infiniband.bth.opcode", num(pkt, "infiniband.bth.opcode"), op)
+        opnames = [el.get("showname") for el in pkt.get("infiniband.bth.opcode", [])]
+        if op == ROCE_CNP:
+            # Wireshark 4.0 has no name for the RoCEv2 CNP opcode (0x81).
+            c.true(opnames and ("Unknown (129)" in opnames[0] or "CNP" in opnames[0].upper()),
+                   f"{w}: CNP opcode shown as {opnames}")
+        else:
+            c.eq(f"{w} opcode name", opnames, [f"Opcode: {IB_OPCODE_NAMES[op]} ({op})"])
+        c.eq(f"{w} infiniband.bth.psn", num(pkt, "infiniband.bth.psn"), s["psn"])
+        c.eq(f"{w} infiniband.bth.destqp", num(pkt, "infiniband.bth.destqp"), s["dest_qp"])
+        c.eq(f"{w} infiniband.bth.padcnt", num(pkt, "infiniband.bth.padcnt"), s["pad"])
+        c.eq(f"{w} infiniband.bth.p_key", num(pkt, "infiniband.bth.p_key"), s["pkey"])
+        c.eq(f"{w} infiniband.bth.a", num(pkt, "infiniband.bth.a"), s["ack_req"])
+        c.eq(f"{w} infiniband.bth.se", num(pkt, "infiniband.bth.se"), s["solicited"])
+        c.eq(f"{w} udp.srcport", num(pkt, "udp.srcport"), s["udp_sport"])
+        if op in RETH_OPCODES:
+            c.eq(f"{w} infiniband.reth.va", num(pkt, "infiniband.reth.va"), s["va"])
+            c.eq(f"{w} infiniband.reth.r_key", num(pkt, "infiniband.reth.r_key"), s["rkey"])
+            c.eq(f"{w} infiniband.reth.dmalen", num(pkt, "infiniband.reth.dmalen"), s["dma_len"])
+        else:
+            c.true("infiniband.reth" not in pkt, f"{w}: unexpected RETH")
+        if op in IMM_OPCODES:
+            # Wireshark 4.0 names both the IMMDT header item and its value infiniband.immdt.
+            imm = shows(pkt, "infiniband.immdt")
+            c.eq(f"{w} infiniband.immdt",
+                 int(imm[-1].replace(":", ""), 16) if imm else None, s["imm"])
+        if op == 0x11:
+            c.eq(f"{w} infiniband.aeth.syndrome", num(pkt, "infiniband.aeth.syndrome"),
+                 s["aeth_syndrome"])
+            c.eq(f"{w} infiniband.aeth.msn", num(pkt, "infiniband.aeth.msn"), s["msn"])
+        if op != ROCE_CNP:
+            # Wireshark shows the four trailer bytes as a big-endian number; the ICRC is
+            # stored least significant byte first, so the display is the byte-swapped CRC.
+            trailer = int.from_bytes(fr[-4:], "big")
+            c.eq(f"{w} infiniband.invariant.crc", num(pkt, "infiniband.invariant.crc"), trailer)
+            # Payload: Wireshark hands payload + pad to the data dissector (it does not
+            # strip BTH PadCnt).
+            if s["payload_len"] > 0:
+                c.eq(f"{w} data.len", num(pkt, "data.len"), s["payload_len"] + s["pad"])
+        computed, stored = icrc_of_frame(fr)
+        c.eq(f"{w} engine ICRC check", s["icrc_ok"], True)
+        c.eq(f"{w} stored ICRC", stored, s["icrc"])
+        c.eq(f"{w} zlib ICRC (independent)", computed, stored)
+    err = ts.expert_errors(pcap, lua)
+    c.true(not err, f"-z expert,error lists errors:\n{err}")
+    for needed in ("RC_WRITE_FIRST", "RC_WRITE_MIDDLE", "RC_WRITE_LAST", "RC_ACKNOWLEDGE",
+                   "RC_SEND_FIRST", "RC_SEND_LAST", "RC_WRITE_LAST_IMM", "RC_SEND_ONLY_IMM"):
+        c.true(needed in counts, f"capture has no {needed} frame")
+    naks = sum(1 for s in side if s.get("aeth_syndrome", 0) & 0x60)
+    c.true(naks > 0, "capture has no NAK")
+    c.finish(f"{len(pkts)} frames, {naks} NAKs, opcodes {counts}")
+
+
+def check_negative(args, ts):
+    c = Checker("negative")
+    tmp = os.path.join(args.workdir, "negative")
+    os.makedirs(tmp, exist_ok=True)
+    for stem in ("metaroce", "rocev2"):
+        src = os.path.join(args.workdir, stem + ".pcap")
+        frames = [bytearray(f) for f in read_pcap(src)]
+        # Frame 1: flip a payload bit -> bad. Frame 2: rewrite TTL and ECN (masked by the
+        # ICRC) and fix the IPv4 checksum -> still good.
+        frames[0][len(frames[0]) - 6] ^= 0x01
+        ip = frames[1][ETH:ETH + IP4]
+        ip[8] = 17
+        ip[1] = (ip[1] & 0xFC) | 0x03
+        ip[10:12] = b"\x00\x00"
+        ip[10:12] = struct.pack(">H", ipv4_checksum(ip))
+        frames[1][ETH:ETH + IP4] = ip
+        bad = os.path.join(tmp, stem + "-corrupt.pcap")
+        write_pcap(bad, frames, src)
+        c.true(icrc_of_frame(frames[0])[0] != icrc_of_frame(frames[0])[1],
+               f"{stem}: zlib check misses the flipped bit")
+        c.true(icrc_of_frame(frames[1])[0] == icrc_of_frame(frames[1])[1],
+               f"{stem}: zlib check does not mask TTL/ECN")
+        pkts = ts.pdml(bad, args.lua)
+        field = "metaroce.icrc.status" if stem == "metaroce" else "roce_icrc.status"
+        c.eq(f"{stem} frame 1 {field}", num(pkts[0], field), 0)
+        c.true(SEVERITY_ERROR in nums(pkts[0], "_ws.expert.severity"),
+               f"{stem}: bad ICRC raises no expert error")
+        c.eq(f"{stem} frame 2 {field} (TTL/ECN rewritten)", num(pkts[1], field), 1)
+    c.finish("bad ICRCs flagged, masked fields ignored")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", required=True,
+                    choices=["generate", "metaroce", "rocev2", "rocev2-chained", "negative", "all"])
+    ap.add_argument("--tshark", default="")
+    ap.add_argument("--generator", default="")
+    ap.add_argument("--lua", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    tshark = args.tshark or shutil.which("tshark")
+    if not tshark or not os.path.exists(tshark):
+        print("SKIP: tshark not found (install Debian's tshark package to run the Wireshark "
+              "tests)")
+        return SKIP
+    args.lua = os.path.abspath(args.lua)
+    ts = Tshark(tshark, args.workdir)
+    checks = {
+        "generate": lambda: check_generate(args, ts),
+        "metaroce": lambda: check_metaroce(args, ts),
+        "rocev2": lambda: check_rocev2(args, ts),
+        "rocev2-chained": lambda: check_rocev2(args, ts, args.lua),
+        "negative": lambda: check_negative(args, ts),
+    }
+    todo = list(checks) if args.check == "all" else [args.check]
+    try:
+        for name in todo:
+            checks[name]()
+    except Failure as e:
+        print(f"FAIL: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,602 @@
+-- metaroce.lua: Wireshark dissector for the MetaRoCE-ns3 wire model.
+--
+-- Copyright (c) 2026 MetaRoCE-ns3 authors
+-- SPDX-License-Identifier: GPL-2.0-only
+--
+-- MetaRoCE datagrams are RoCEv2 datagrams (UDP port 4791) whose BTH opcode is in the
+-- manufacturer-specific range 0xC0-0xC7. This script takes over UDP port 4791 and chains to
+-- Wireshark's own RoCEv2 dissector ("infiniband") for every other opcode, so plain RoCEv2
+-- traffic decodes exactly as before. For those frames it adds a small "RoCEv2 ICRC" tree
+-- (roce_icrc.*), because Wireshark 4.0 does not verify the ICRC itself.
+--
+-- Layouts: contrib/metaroce/engine/metaroce-wire.h (BTH, RETH, MDH, RSH, MAH, MNH) and
+-- metaroce-icrc.h (ICRC). Usage and field list: docs/wireshark.md.
+--
+--   tshark -X lua_script:tools/wireshark/metaroce.lua -r capture.pcap -Y metaroce
+
+local bit = bit32 or bit
+
+local ROCE_PORT = 4791
+local BTH_SIZE, MDH_SIZE, RETH_SIZE, RSH_SIZE, IMM_SIZE, MAH_SIZE, MNH_SIZE = 12, 12, 16, 8, 4, 48, 16
+local ICRC_SIZE = 4
+local SACK_BITS = 256
+local PSN_MASK = 0xFFFFFF
+
+-- Header bits, in wire order (as HeaderBit in metaroce-wire.h).
+local H_MDH, H_RETH, H_RSH, H_IMM, H_MAH, H_MNH = 1, 2, 4, 8, 32, 64
+
+-- The opcode table (metaroce-wire.cc): name, headers after the BTH, may carry payload.
+local OPCODES = {
+    [0xC0] = { name = "MR_WRITE", headers = H_MDH + H_RETH, payload = true },
+    [0xC1] = { name = "MR_WRITE_IMM", headers = H_MDH + H_RETH + H_RSH + H_IMM, payload = true },
+    [0xC2] = { name = "MR_SEND", headers = H_MDH + H_RSH, payload = true },
+    [0xC3] = { name = "MR_SEND_IMM", headers = H_MDH + H_RSH + H_IMM, payload = true },
+    [0xC4] = { name = "MR_ACK", headers = H_MAH, payload = false },
+    [0xC5] = { name = "MR_NAK", headers = H_MNH, payload = false },
+    [0xC6] = { name = "MR_PROBE", headers = H_MDH, payload = false },
+    [0xC7] = { name = "MR_NOP", headers = H_MDH, payload = false },
+}
+
+local opcode_names = {}
+for op, row in pairs(OPCODES) do
+    opcode_names[op] = row.name
+end
+
+local nak_syndromes = {
+    [1] = "RNR (no receive posted)",
+    [2] = "Remote access error",
+    [3] = "Invalid request",
+    [4] = "Remote operation error",
+}
+
+-- Checksum status values as Wireshark's own dissectors use them (proto_checksum_enum_e).
+local CK_BAD, CK_GOOD, CK_UNVERIFIED = 0, 1, 2
+local checksum_status = { [CK_BAD] = "Bad", [CK_GOOD] = "Good", [CK_UNVERIFIED] = "Unverified" }
+
+local metaroce = Proto("metaroce", "MetaRoCE")
+local roce_icrc = Proto("roce_icrc", "RoCEv2 ICRC")
+
+local F = {
+    -- BTH
+    bth = ProtoField.bytes("metaroce.bth", "Base Transport Header"),
+    opcode = ProtoField.uint8("metaroce.opcode", "Opcode", base.HEX, opcode_names),
+    se = ProtoField.bool("metaroce.se", "Solicited Event", 8, nil, 0x80),
+    migreq = ProtoField.bool("metaroce.migreq", "MigReq", 8, nil, 0x40),
+    pad = ProtoField.uint8("metaroce.pad", "Pad Count", base.DEC, nil, 0x30),
+    tver = ProtoField.uint8("metaroce.tver", "Header Version", base.DEC, nil, 0x0F),
+    pkey = ProtoField.uint16("metaroce.pkey", "Partition Key", base.HEX),
+    fecn = ProtoField.bool("metaroce.fecn", "FECN", 8, nil, 0x80),
+    becn = ProtoField.bool("metaroce.becn", "BECN", 8, nil, 0x40),
+    dest_qp = ProtoField.uint24("metaroce.dest_qp", "Destination QP", base.HEX),
+    ack_req = ProtoField.bool("metaroce.ack_req", "Acknowledge Request", 8, nil, 0x80),
+    psn = ProtoField.uint24("metaroce.psn", "Packet Sequence Number (per path)", base.DEC),
+    -- MDH
+    mdh = ProtoField.bytes("metaroce.mdh", "MetaRoCE Data Header"),
+    path_id = ProtoField.uint8("metaroce.path_id", "Path Id", base.DEC),
+    path_epoch = ProtoField.uint8("metaroce.path_epoch", "Path Epoch", base.DEC),
+    stream = ProtoField.uint16("metaroce.stream", "Stream Id", base.DEC),
+    msg_seq = ProtoField.uint32("metaroce.msg_seq", "Message Sequence", base.DEC),
+    offset = ProtoField.uint32("metaroce.offset", "Offset", base.DEC),
+    -- RETH
+    reth = ProtoField.bytes("metaroce.reth", "RDMA Extended Transport Header"),
+    va = ProtoField.uint64("metaroce.va", "Virtual Address", base.HEX),
+    rkey = ProtoField.uint32("metaroce.rkey", "Remote Key", base.HEX),
+    dma_len = ProtoField.uint32("metaroce.dma_len", "DMA Length", base.DEC),
+    -- RSH
+    rsh = ProtoField.bytes("metaroce.rsh", "MetaRoCE Receive Slot Header"),
+    recv_slot = ProtoField.uint32("metaroce.recv_slot", "Receive Slot", base.DEC),
+    msg_len = ProtoField.uint32("metaroce.msg_len", "Message Length", base.DEC),
+    -- ImmDt
+    imm = ProtoField.uint32("metaroce.imm", "Immediate Data", base.HEX),
+    -- MAH
+    mah = ProtoField.bytes("metaroce.ack", "MetaRoCE ACK Header"),
+    ack_path_id = ProtoField.uint8("metaroce.ack.path_id", "Path Id", base.DEC),
+    ack_path_epoch = ProtoField.uint8("metaroce.ack.path_epoch", "Path Epoch", base.DEC),
+    ack_flags = ProtoField.uint8("metaroce.ack.flags", "Flags", base.HEX),
+    ack_ece = ProtoField.bool("metaroce.ack.ece", "ECN Echo (CE seen)", 8, nil, 0x01),
+    ack_probe_reply = ProtoField.bool("metaroce.ack.probe_reply", "Probe Reply", 8, nil, 0x02),
+    ack_duplicate = ProtoField.bool("metaroce.ack.duplicate", "Duplicate", 8, nil, 0x04),
+    ack_ce_count = ProtoField.uint8("metaroce.ack.ce_count", "CE Count", base.DEC),
+    ack_cum_psn = ProtoField.uint24("metaroce.ack.cum_psn", "Cumulative PSN (next expected)",
+        base.DEC),
+    ack_trigger_psn = ProtoField.uint24("metaroce.ack.trigger_psn", "Trigger PSN", base.DEC),
+    ack_rate_hint = ProtoField.uint32("metaroce.ack.rate_hint_mbps", "Rate Hint (Mb/s)", base.DEC),
+    ack_sack = ProtoField.bytes("metaroce.ack.sack", "SACK Bitmap"),
+    ack_sack_count = ProtoField.uint16("metaroce.ack.sack_count", "SACKed PSNs", base.DEC),
+    ack_sacked_psn = ProtoField.uint24("metaroce.ack.sacked_psn", "SACKed PSN", base.DEC),
+    ack_sack_list = ProtoField.string("metaroce.ack.sack_list", "SACKed PSN list"),
+    -- MNH
+    mnh = ProtoField.bytes("metaroce.nak", "MetaRoCE NAK Header"),
+    nak_stream = ProtoField.uint16("metaroce.nak.stream", "Stream Id", base.DEC),
+    nak_syndrome = ProtoField.uint8("metaroce.nak.syndrome", "Syndrome", base.DEC, nak_syndromes),
+    nak_path_id = ProtoField.uint8("metaroce.nak.path_id", "Path Id", base.DEC),
+    nak_msg_seq = ProtoField.uint32("metaroce.nak.msg_seq", "Message Sequence", base.DEC),
+    nak_offset = ProtoField.uint32("metaroce.nak.offset", "Offset", base.DEC),
+    nak_path_epoch = ProtoField.uint8("metaroce.nak.path_epoch", "Path Epoch", base.DEC),
+    nak_psn = ProtoField.uint24("metaroce.nak.psn", "Rejected PSN", base.DEC),
+    -- Payload, pad, ICRC
+    payload = ProtoField.bytes("metaroce.payload", "Payload"),
+    payload_len = ProtoField.uint32("metaroce.payload_len", "Payload Length", base.DEC),
+    pad_bytes = ProtoField.bytes("metaroce.pad_bytes", "Pad"),
+    retransmission = ProtoField.bool("metaroce.retransmission", "Retransmission"),
+    retransmission_of = ProtoField.framenum("metaroce.retransmission_of", "First sent in frame"),
+    icrc = ProtoField.uint32("metaroce.icrc", "ICRC", base.HEX),
+    icrc_computed = ProtoField.uint32("metaroce.icrc.computed", "Computed ICRC", base.HEX),
+    icrc_status = ProtoField.uint8("metaroce.icrc.status", "ICRC Status", base.DEC,
+        checksum_status),
+}
+-- Register in a fixed (sorted) order, so field lists are the same on every load.
+local function sorted_values(t)
+    local keys, out = {}, {}
+    for k in pairs(t) do
+        keys[#keys + 1] = k
+    end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+        out[#out + 1] = t[k]
+    end
+    return out
+end
+metaroce.fields = sorted_values(F)
+
+local E = {
+    icrc_bad = ProtoExpert.new("metaroce.icrc.bad", "Bad ICRC", expert.group.CHECKSUM,
+        expert.severity.ERROR),
+    icrc_unverified = ProtoExpert.new("metaroce.icrc.unverified",
+        "ICRC not verified (no IPv4/IPv6 + UDP header found)", expert.group.CHECKSUM,
+        expert.severity.NOTE),
+    truncated = ProtoExpert.new("metaroce.truncated",
+        "Datagram shorter than its headers and ICRC", expert.group.MALFORMED, expert.severity.ERROR),
+    bad_version = ProtoExpert.new("metaroce.bad_version", "BTH header version is not 0",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    bad_pad = ProtoExpert.new("metaroce.bad_pad",
+        "Pad count larger than the payload, or payload not a multiple of 4 bytes",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    unexpected_payload = ProtoExpert.new("metaroce.unexpected_payload",
+        "Payload on an opcode that carries none", expert.group.MALFORMED, expert.severity.ERROR),
+    nak = ProtoExpert.new("metaroce.nak.expert", "MetaRoCE NAK", expert.group.SEQUENCE,
+        expert.severity.NOTE),
+    retransmission = ProtoExpert.new("metaroce.retransmission.expert", "Retransmission",
+        expert.group.SEQUENCE, expert.severity.NOTE),
+    ece = ProtoExpert.new("metaroce.ack.ece.expert", "ACK echoes a CE mark",
+        expert.group.SEQUENCE, expert.severity.CHAT),
+}
+metaroce.experts = sorted_values(E)
+
+local RF = {
+    icrc = ProtoField.uint32("roce_icrc.icrc", "ICRC (as stored, least significant byte first)",
+        base.HEX),
+    computed = ProtoField.uint32("roce_icrc.computed", "Computed ICRC", base.HEX),
+    status = ProtoField.uint8("roce_icrc.status", "ICRC Status", base.DEC, checksum_status),
+}
+roce_icrc.fields = { RF.icrc, RF.computed, RF.status }
+local RE_bad = ProtoExpert.new("roce_icrc.bad", "Bad RoCEv2 ICRC", expert.group.CHECKSUM,
+    expert.severity.ERROR)
+roce_icrc.experts = { RE_bad }
+
+metaroce.prefs.check_icrc = Pref.bool("Verify the ICRC", true,
+    "Recompute the RoCEv2 ICRC of every MetaRoCE datagram and compare it with the trailer")
+metaroce.prefs.check_roce_icrc = Pref.bool("Verify the ICRC of RoCEv2 frames too", true,
+    "Add a RoCEv2 ICRC check (roce_icrc.*) to frames handed to Wireshark's InfiniBand dissector")
+
+-- Headers that enclose the UDP payload, for the ICRC.
+local f_ip = Field.new("ip")
+local f_ipv6 = Field.new("ipv6")
+local f_udp = Field.new("udp")
+
+---------------------------------------------------------------------------------------------
+-- CRC-32 (IEEE 802.3 / zlib) and the RoCEv2 ICRC (metaroce-icrc.h)
+---------------------------------------------------------------------------------------------
+
+local crc_table = {}
+for i = 0, 255 do
+    local c = i
+    for _ = 1, 8 do
+        if bit.band(c, 1) ~= 0 then
+            c = bit.bxor(0xEDB88320, bit.rshift(c, 1))
+        else
+            c = bit.rshift(c, 1)
+        end
+    end
+    crc_table[i] = c
+end
+
+-- Feed the bytes of Lua string s into the CRC register crc (not inverted).
+local function crc_update(crc, s)
+    local band, bxor, rshift, byte = bit.band, bit.bxor, bit.rshift, string.byte
+    local n = #s
+    local i = 1
+    while i <= n do
+        local j = math.min(i + 255, n)
+        local bytes = { byte(s, i, j) }
+        for k = 1, #bytes do
+            crc = bxor(crc_table[band(bxor(crc, bytes[k]), 0xFF)], rshift(crc, 8))
+        end
+        i = j + 1
+    end
+    return crc
+end
+
+-- Replace byte at 1-based position pos of s with 0xFF, count times.
+local function mask(s, pos, count)
+    return s:sub(1, pos - 1) .. string.rep("\255", count) .. s:sub(pos + count)
+end
+
+-- The innermost IPv4/IPv6 and UDP headers that end right where tvb (the UDP payload) starts.
+-- Returns the IP header (masked as the ICRC requires) and UDP header (masked) as strings, or
+-- nil if they cannot be found.
+local function masked_headers(tvb)
+    local udps = { f_udp() }
+    local udp = udps[#udps]
+    if udp == nil or udp.range == nil then
+        return nil
+    end
+    local urange = udp.range
+    if urange:len() < 8 then
+        return nil
+    end
+    local ip_hdr
+    for _, field in ipairs({ f_ip, f_ipv6 }) do
+        local all = { field() }
+        local fi = all[#all]
+        if fi ~= nil and fi.range ~= nil then
+            local r = fi.range
+            if r:offset() + r:len() == urange:offset() then
+                local raw = r:raw()
+                if field == f_ip and #raw >= 20 then
+                    -- IPv4: TOS (byte 1), TTL (byte 8), checksum (bytes 10-11); options ignored.
+                    raw = raw:sub(1, 20)
+                    raw = mask(mask(mask(raw, 2, 1), 9, 1), 11, 2)
+                    ip_hdr = raw
+                elseif field == f_ipv6 and #raw == 40 then
+                    -- IPv6 (no extension headers): traffic class, flow label, hop limit.
+                    -- Version (high nibble of byte 0) kept; the rest of bytes 0-3 all ones.
+                    raw = string.char(bit.bor(raw:byte(1), 0x0F)) .. "\255\255\255" .. raw:sub(5)
+                    raw = mask(raw, 8, 1)
+                    ip_hdr = raw
+                end
+            end
+        end
+    end
+    if ip_hdr == nil then
+        return nil
+    end
+    -- The UDP item must be the header right before this payload.
+    local udp_raw = urange:raw(0, 8)
+    if urange:offset() + 8 ~= tvb:offset() then
+        return nil
+    end
+    return ip_hdr, mask(udp_raw, 7, 2)
+end
+
+-- Compute the ICRC of datagram tvb (UDP payload) over its first len bytes (ICRC excluded).
+-- Returns computed value or nil if the enclosing headers are unavailable.
+local function compute_icrc(tvb, len)
+    local ip_hdr, udp_hdr = masked_headers(tvb)
+    if ip_hdr == nil then
+        return nil
+    end
+    local crc = 0xFFFFFFFF
+    crc = crc_update(crc, string.rep("\255", 8))
+    crc = crc_update(crc, ip_hdr)
+    crc = crc_update(crc, udp_hdr)
+    local bth = tvb:raw(0, BTH_SIZE)
+    crc = crc_update(crc, mask(bth, 5, 1))
+    if len > BTH_SIZE then
+        crc = crc_update(crc, tvb:raw(BTH_SIZE, len - BTH_SIZE))
+    end
+    return bit.bxor(crc, 0xFFFFFFFF)
+end
+
+---------------------------------------------------------------------------------------------
+-- Retransmission tracking: first frame of each (addresses, QP, path, epoch, PSN)
+---------------------------------------------------------------------------------------------
+
+local first_seen = {}
+
+function metaroce.init()
+    first_seen = {}
+end
+
+local function psn_add(psn, n)
+    return (psn + n) % (PSN_MASK + 1)
+end
+
+-- Compact "a-b,c" rendering of a sorted PSN list.
+local function ranges(list)
+    local out = {}
+    local i = 1
+    while i <= #list do
+        local j = i
+        while j < #list and list[j + 1] == psn_add(list[j], 1) do
+            j = j + 1
+        end
+        if j == i then
+            out[#out + 1] = tostring(list[i])
+        else
+            out[#out + 1] = list[i] .. "-" .. list[j]
+        end
+        i = j + 1
+    end
+    return table.concat(out, ",")
+end
+
+---------------------------------------------------------------------------------------------
+-- The MetaRoCE dissector
+---------------------------------------------------------------------------------------------
+
+local function add_icrc(tree, tvb, icrc_off, status_field, icrc_field, computed_field, bad,
+                        unverified)
+    local stored = tvb(icrc_off, ICRC_SIZE):le_uint()
+    local item = tree:add_le(icrc_field, tvb(icrc_off, ICRC_SIZE))
+    local computed = compute_icrc(tvb, icrc_off)
+    if computed == nil then
+        item:add(status_field, CK_UNVERIFIED):set_generated()
+        if unverified ~= nil then
+            item:add_proto_expert_info(unverified)
+        end
+        return CK_UNVERIFIED, item
+    end
+    item:add(computed_field, computed):set_generated()
+    if computed == stored then
+        item:append_text(" [correct]")
+        item:add(status_field, CK_GOOD):set_generated()
+        return CK_GOOD, item
+    end
+    item:append_text(string.format(" [incorrect, should be 0x%08x]", computed))
+    item:add(status_field, CK_BAD):set_generated()
+    item:add_proto_expert_info(bad)
+    return CK_BAD, item
+end
+
+local function dissect_metaroce(tvb, pinfo, root)
+    local len = tvb:len()
+    local op = tvb(0, 1):uint()
+    local row = OPCODES[op]
+    pinfo.cols.protocol = "MetaRoCE"
+    local tree = root:add(metaroce, tvb(), "MetaRoCE, " .. row.name)
+    local info = { row.name }
+
+    -- BTH
+    local bth = tree:add(F.bth, tvb(0, BTH_SIZE))
+    bth:set_text("Base Transport Header")
+    bth:add(F.opcode, tvb(0, 1))
+    bth:add(F.se, tvb(1, 1))
+    bth:add(F.migreq, tvb(1, 1))
+    bth:add(F.pad, tvb(1, 1))
+    local tver_item = bth:add(F.tver, tvb(1, 1))
+    bth:add(F.pkey, tvb(2, 2))
+    bth:add(F.fecn, tvb(4, 1))
+    bth:add(F.becn, tvb(4, 1))
+    bth:add(F.dest_qp, tvb(5, 3))
+    bth:add(F.ack_req, tvb(8, 1))
+    bth:add(F.psn, tvb(9, 3))
+    local pad = bit.rshift(bit.band(tvb(1, 1):uint(), 0x30), 4)
+    local psn = tvb(9, 3):uint()
+    local qp = tvb(5, 3):uint()
+    if bit.band(tvb(1, 1):uint(), 0x0F) ~= 0 then
+        tver_item:add_proto_expert_info(E.bad_version)
+    end
+
+    -- Extension headers, in wire order.
+    local need = BTH_SIZE + ICRC_SIZE
+    local h = row.headers
+    if bit.band(h, H_MDH) ~= 0 then need = need + MDH_SIZE end
+    if bit.band(h, H_RETH) ~= 0 then need = need + RETH_SIZE end
+    if bit.band(h, H_RSH) ~= 0 then need = need + RSH_SIZE end
+    if bit.band(h, H_IMM) ~= 0 then need = need + IMM_SIZE end
+    if bit.band(h, H_MAH) ~= 0 then need = need + MAH_SIZE end
+    if bit.band(h, H_MNH) ~= 0 then need = need + MNH_SIZE end
+    if len < need then
+        tree:add_proto_expert_info(E.truncated)
+        pinfo.cols.info = table.concat(info, " ") .. " [truncated]"
+        return len
+    end
+
+    local off = BTH_SIZE
+    local path_id, path_epoch
+    if bit.band(h, H_MDH) ~= 0 then
+        local t = tree:add(F.mdh, tvb(off, MDH_SIZE))
+        t:set_text("MetaRoCE Data Header (MDH)")
+        t:add(F.path_id, tvb(off, 1))
+        t:add(F.path_epoch, tvb(off + 1, 1))
+        t:add(F.stream, tvb(off + 2, 2))
+        t:add(F.msg_seq, tvb(off + 4, 4))
+        t:add(F.offset, tvb(off + 8, 4))
+        path_id = tvb(off, 1):uint()
+        path_epoch = tvb(off + 1, 1):uint()
+        info[#info + 1] = string.format("path=%d psn=%d stream=%d msg=%d off=%d", path_id, psn,
+            tvb(off + 2, 2):uint(), tvb(off + 4, 4):uint(), tvb(off + 8, 4):uint())
+        off = off + MDH_SIZE
+    end
+    if bit.band(h, H_RETH) ~= 0 then
+        local t = tree:add(F.reth, tvb(off, RETH_SIZE))
+        t:set_text("RDMA Extended Transport Header (RETH)")
+        t:add(F.va, tvb(off, 8))
+        t:add(F.rkey, tvb(off + 8, 4))
+        t:add(F.dma_len, tvb(off + 12, 4))
+        off = off + RETH_SIZE
+    end
+    if bit.band(h, H_RSH) ~= 0 then
+        local t = tree:add(F.rsh, tvb(off, RSH_SIZE))
+        t:set_text("MetaRoCE Receive Slot Header (RSH)")
+        t:add(F.recv_slot, tvb(off, 4))
+        t:add(F.msg_len, tvb(off + 4, 4))
+        info[#info + 1] = string.format("slot=%d", tvb(off, 4):uint())
+        off = off + RSH_SIZE
+    end
+    if bit.band(h, H_IMM) ~= 0 then
+        tree:add(F.imm, tvb(off, IMM_SIZE))
+        info[#info + 1] = string.format("imm=0x%08x", tvb(off, 4):uint())
+        off = off + IMM_SIZE
+    end
+    if bit.band(h, H_MAH) ~= 0 then
+        local t = tree:add(F.mah, tvb(off, MAH_SIZE))
+        t:set_text("MetaRoCE ACK Header (MAH)")
+        t:add(F.ack_path_id, tvb(off, 1))
+        t:add(F.ack_path_epoch, tvb(off + 1, 1))
+        local ft = t:add(F.ack_flags, tvb(off + 2, 1))
+        ft:add(F.ack_ece, tvb(off + 2, 1))
+        ft:add(F.ack_probe_reply, tvb(off + 2, 1))
+        ft:add(F.ack_duplicate, tvb(off + 2, 1))
+        t:add(F.ack_ce_count, tvb(off + 3, 1))
+        t:add(F.ack_cum_psn, tvb(off + 5, 3))
+        t:add(F.ack_trigger_psn, tvb(off + 9, 3))
+        local rate_item = t:add(F.ack_rate_hint, tvb(off + 12, 4))
+        local flags = tvb(off + 2, 1):uint()
+        local cum = tvb(off + 5, 3):uint()
+        local rate = tvb(off + 12, 4):uint()
+        if rate == 0xFFFFFFFF then
+            rate_item:append_text(" (no limit)")
+        end
+        path_id = tvb(off, 1):uint()
+        path_epoch = tvb(off + 1, 1):uint()
+        -- SACK bitmap: bit i (byte i/8, MSB first) = PSN cum + 1 + i.
+        local sack_item = t:add(F.ack_sack, tvb(off + 16, SACK_BITS / 8))
+        local sacked = {}
+        local raw = tvb:raw(off + 16, SACK_BITS / 8)
+        for byte_i = 0, SACK_BITS / 8 - 1 do
+            local b = raw:byte(byte_i + 1)
+            if b ~= 0 then
+                for bit_i = 0, 7 do
+                    if bit.band(b, bit.rshift(0x80, bit_i)) ~= 0 then
+                        sacked[#sacked + 1] = psn_add(cum, 1 + byte_i * 8 + bit_i)
+                    end
+                end
+            end
+        end
+        sack_item:add(F.ack_sack_count, #sacked):set_generated()
+        if #sacked > 0 then
+            sack_item:add(F.ack_sack_list, ranges(sacked)):set_generated()
+        end
+        for _, p in ipairs(sacked) do
+            sack_item:add(F.ack_sacked_psn, p):set_generated()
+        end
+        local hidden = t:add(F.path_id, path_id)
+        hidden:set_generated()
+        hidden:set_hidden()
+        info[#info + 1] = string.format("path=%d cum=%d trigger=%d", path_id, cum,
+            tvb(off + 9, 3):uint())
+        if #sacked > 0 then
+            info[#info + 1] = "sack=[" .. ranges(sacked) .. "]"
+        end
+        if rate ~= 0xFFFFFFFF then
+            info[#info + 1] = string.format("rate=%dMb/s", rate)
+        end
+        if bit.band(flags, 0x01) ~= 0 then
+            info[#info + 1] = "ECE"
+            ft:add_proto_expert_info(E.ece)
+        end
+        if bit.band(flags, 0x02) ~= 0 then info[#info + 1] = "PROBE_REPLY" end
+        if bit.band(flags, 0x04) ~= 0 then info[#info + 1] = "DUP" end
+        off = off + MAH_SIZE
+    end
+    if bit.band(h, H_MNH) ~= 0 then
+        local t = tree:add(F.mnh, tvb(off, MNH_SIZE))
+        t:set_text("MetaRoCE NAK Header (MNH)")
+        t:add(F.nak_stream, tvb(off, 2))
+        local syn_item = t:add(F.nak_syndrome, tvb(off + 2, 1))
+        t:add(F.nak_path_id, tvb(off + 3, 1))
+        t:add(F.nak_msg_seq, tvb(off + 4, 4))
+        t:add(F.nak_offset, tvb(off + 8, 4))
+        t:add(F.nak_path_epoch, tvb(off + 12, 1))
+        t:add(F.nak_psn, tvb(off + 13, 3))
+        local syn = tvb(off + 2, 1):uint()
+        local hidden = t:add(F.path_id, tvb(off + 3, 1):uint())
+        hidden:set_generated()
+        hidden:set_hidden()
+        syn_item:add_proto_expert_info(E.nak, "NAK: " .. (nak_syndromes[syn] or ("syndrome " .. syn)))
+        info[#info + 1] = string.format("%s path=%d psn=%d stream=%d msg=%d off=%d",
+            nak_syndromes[syn] or ("syndrome " .. syn), tvb(off + 3, 1):uint(),
+            tvb(off + 13, 3):uint(), tvb(off, 2):uint(), tvb(off + 4, 4):uint(),
+            tvb(off + 8, 4):uint())
+        off = off + MNH_SIZE
+    end
+
+    -- Payload and pad.
+    local padded = len - off - ICRC_SIZE
+    local payload_len = padded - pad
+    if not row.payload and padded ~= 0 then
+        tree:add_proto_expert_info(E.unexpected_payload)
+    elseif pad > padded or padded % 4 ~= 0 then
+        tree:add_proto_expert_info(E.bad_pad)
+    end
+    if payload_len < 0 then payload_len = 0 end
+    if payload_len > 0 then
+        tree:add(F.payload, tvb(off, payload_len))
+    end
+    if row.payload then
+        tree:add(F.payload_len, payload_len):set_generated()
+    end
+    if padded - payload_len > 0 then
+        tree:add(F.pad_bytes, tvb(off + payload_len, padded - payload_len))
+    end
+    if row.payload then
+        info[#info + 1] = string.format("len=%d", payload_len)
+    end
+
+    -- Retransmission: the same (addresses, QP, path, epoch, PSN) seen in an earlier frame.
+    if path_id ~= nil and bit.band(h, H_MDH) ~= 0 then
+        local key = table.concat({ tostring(pinfo.src), tostring(pinfo.dst), qp, path_id,
+            path_epoch, psn }, "/")
+        local first = first_seen[key]
+        if first == nil or first > pinfo.number then
+            first_seen[key] = pinfo.number
+            first = pinfo.number
+        end
+        if first < pinfo.number then
+            local r = tree:add(F.retransmission, true)
+            r:set_generated()
+            r:add(F.retransmission_of, first):set_generated()
+            r:add_proto_expert_info(E.retransmission)
+            info[#info + 1] = "[retransmission]"
+        end
+    end
+
+    -- ICRC
+    if metaroce.prefs.check_icrc then
+        local status = add_icrc(tree, tvb, len - ICRC_SIZE, F.icrc_status, F.icrc,
+            F.icrc_computed, E.icrc_bad, E.icrc_unverified)
+        if status == CK_BAD then
+            info[#info + 1] = "[bad ICRC]"
+        end
+    else
+        local item = tree:add_le(F.icrc, tvb(len - ICRC_SIZE, ICRC_SIZE))
+        item:add(F.icrc_status, CK_UNVERIFIED):set_generated()
+    end
+
+    pinfo.cols.info = table.concat(info, " ")
+    return len
+end
+
+---------------------------------------------------------------------------------------------
+-- Registration: take UDP 4791 and chain to Wireshark's RoCEv2 dissector for other opcodes.
+---------------------------------------------------------------------------------------------
+
+local udp_port = DissectorTable.get("udp.port")
+local roce_handle = udp_port:get_dissector(ROCE_PORT) -- Wireshark's "infiniband" (RRoCE)
+local data_handle = Dissector.get("data")
+
+function metaroce.dissector(tvb, pinfo, root)
+    if tvb:len() >= 1 then
+        local op = tvb(0, 1):uint()
+        if OPCODES[op] ~= nil then
+            if tvb:len() < BTH_SIZE then
+                local t = root:add(metaroce, tvb())
+                t:add_proto_expert_info(E.truncated)
+                return tvb:len()
+            end
+            return dissect_metaroce(tvb, pinfo, root)
+        end
+    end
+    local consumed = (roce_handle or data_handle):call(tvb, pinfo, root)
+    if metaroce.prefs.check_roce_icrc and tvb:len() >= BTH_SIZE + ICRC_SIZE then
+        local t = root:add(roce_icrc, tvb(tvb:len() - ICRC_SIZE, ICRC_SIZE))
+        local status = add_icrc(t, tvb, tvb:len() - ICRC_SIZE, RF.status, RF.icrc,
+            RF.computed, RE_bad, nil)
+        t:append_text(": " .. checksum_status[status])
+    end
+    return consumed
+end
+
+udp_port:add(ROCE_PORT, metaroce)
