@@ -1,0 +1,1951 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * metaroce-run: the scenario runner. Reads a scenario (topology, transport, workload, loss
+ * model, seed) from a protobuf text-format file (metaroce.results.Scenario in
+ * proto/metaroce-results.proto), applies command-line overrides, runs it on the ns-3 fabric
+ * and writes a run folder: flows.csv, collectives.csv, goodput.csv, paths.csv, switches.csv,
+ * summary.txt, summary.pb.txt, scenario.pb.txt and results.pb. docs/outputs.md documents
+ * every file and column; docs/scenarios.md the scenario format.
+ *
+ *   metaroce-run --scenario=examples/scenarios/incast-leaf-spine.textproto --out=runs/x \
+ *       --seed=2 --transport=rocev2 --set='transport { paths: 4 }' --set=workload.flow_bytes=65536
+ *
+ * Exit codes: 0 the run finished (even if some flows did not complete: see summary.txt),
+ * 1 an output could not be written, 2 bad input (scenario file, override or value); the
+ * message names the file, line and column, or the option.
+ */
+
+#include "metaroce-results.pb.h"
+
+#include "ns3/boolean.h"
+#include "ns3/command-line.h"
+#include "ns3/core-module.h"
+#include "ns3/metaroce-channel.h"
+#include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-net-device.h"
+#include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-stack-helper.h"
+#include "ns3/metaroce-switch.h"
+#include "ns3/metaroce-topology-helper.h"
+#include "ns3/metaroce-workload-helper.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+namespace pb = metaroce::results;
+namespace gp = google::protobuf;
+
+namespace
+{
+
+/// Exit code of bad input: scenario file, override or command-line value.
+constexpr int EXIT_BAD_INPUT = 2;
+/// Exit code of an output that could not be written.
+constexpr int EXIT_OUTPUT = 1;
+
+/**
+ * Print an input error and exit with EXIT_BAD_INPUT.
+ * \param message what is wrong, with its location
+ */
+[[noreturn]] void
+BadInput(const std::string& message)
+{
+    std::cerr << "metaroce-run: " << message << std::endl;
+    std::exit(EXIT_BAD_INPUT);
+}
+
+/// Keeps the first error of a text-format parse, with its location.
+class FirstError : public gp::io::ErrorCollector
+{
+  public:
+    /**
+     * \param source the name of the parsed text (file name or option)
+     * \param showLocation whether messages give the line and column
+     */
+    FirstError(std::string source, bool showLocation)
+        : m_source(std::move(source)),
+          m_showLocation(showLocation)
+    {
+    }
+
+    void AddError(int line, gp::io::ColumnNumber column, const std::string& message) override
+    {
+        if (m_first.empty())
+        {
+            m_first = Format(line, column, message);
+        }
+    }
+
+    void AddWarning(int line, gp::io::ColumnNumber column, const std::string& message) override
+    {
+        std::cerr << "metaroce-run: warning: " << Format(line, column, message) << std::endl;
+    }
+
+    /// \return the first error ("" if none).
+    const std::string& First() const
+    {
+        return m_first;
+    }
+
+  private:
+    /**
+     * \param line 0-based line, -1 if unknown
+     * \param column 0-based column
+     * \param message the parser's message
+     * \return "source:line:column: message"
+     */
+    std::string Format(int line, int column, const std::string& message) const
+    {
+        std::ostringstream os;
+        os << m_source;
+        if (line >= 0 && m_showLocation)
+        {
+            os << ":" << line + 1 << ":" << column + 1;
+        }
+        os << ": " << message;
+        return os.str();
+    }
+
+    std::string m_source; //!< name of the text
+    bool m_showLocation;  //!< give line and column
+    std::string m_first;  //!< first error
+};
+
+/// One text merged into the scenario (the file, then each override), with field locations.
+struct ScenarioSource
+{
+    std::string label;                                   //!< file name or option
+    bool isFile{false};                                  //!< label is a file
+    std::unique_ptr<gp::TextFormat::ParseInfoTree> tree; //!< field locations
+};
+
+/// The scenario being assembled and where each field came from.
+class ScenarioLoader
+{
+  public:
+    /**
+     * Merge a text-format snippet (exit 2 with the location on a syntax error).
+     * \param text the text
+     * \param label file name or option, for messages
+     * \param isFile whether \p label is a file
+     * \param verbatim whether \p text is what the user typed (syntax errors give its column)
+     */
+    void Merge(const std::string& text, const std::string& label, bool isFile, bool verbatim)
+    {
+        ScenarioSource src;
+        src.label = label;
+        src.isFile = isFile;
+        src.tree = std::make_unique<gp::TextFormat::ParseInfoTree>();
+        FirstError errors(label, verbatim);
+        gp::TextFormat::Parser parser;
+        parser.RecordErrorsTo(&errors);
+        parser.WriteLocationsTo(src.tree.get());
+        if (!parser.MergeFromString(text, &m_scenario))
+        {
+            BadInput(errors.First().empty() ? label + ": cannot parse" : errors.First());
+        }
+        m_sources.push_back(std::move(src));
+    }
+
+    /**
+     * Where a field was last set.
+     * \param path dotted field path, e.g. "topology.leaves" or "loss.fail_link[1].a"
+     * \return "file:line:column", "option '...'", or "scenario default"
+     */
+    std::string Where(const std::string& path) const
+    {
+        for (auto it = m_sources.rbegin(); it != m_sources.rend(); ++it)
+        {
+            int line = -1;
+            int column = -1;
+            if (Locate(*it->tree, path, line, column))
+            {
+                if (!it->isFile)
+                {
+                    return it->label;
+                }
+                return it->label + ":" + std::to_string(line + 1) + ":" +
+                       std::to_string(column + 1);
+            }
+        }
+        return "scenario (default)";
+    }
+
+    /**
+     * Report an invalid value and exit 2.
+     * \param path dotted field path
+     * \param what what is wrong
+     */
+    [[noreturn]] void Invalid(const std::string& path, const std::string& what) const
+    {
+        BadInput(Where(path) + ": " + path + ": " + what);
+    }
+
+    /// \return the scenario.
+    pb::Scenario& Get()
+    {
+        return m_scenario;
+    }
+
+  private:
+    /**
+     * Find a field's location in one parse tree.
+     * \param root the tree
+     * \param path dotted field path
+     * \param[out] line 0-based line
+     * \param[out] column 0-based column
+     * \return true if found
+     */
+    static bool Locate(const gp::TextFormat::ParseInfoTree& root,
+                       const std::string& path,
+                       int& line,
+                       int& column)
+    {
+        const gp::Descriptor* type = pb::Scenario::descriptor();
+        const gp::TextFormat::ParseInfoTree* tree = &root;
+        std::istringstream parts(path);
+        std::string part;
+        std::vector<std::string> names;
+        while (std::getline(parts, part, '.'))
+        {
+            names.push_back(part);
+        }
+        for (size_t i = 0; i < names.size(); ++i)
+        {
+            std::string name = names[i];
+            int index = -1;
+            const size_t bracket = name.find('[');
+            if (bracket != std::string::npos)
+            {
+                index = std::atoi(name.c_str() + bracket + 1);
+                name = name.substr(0, bracket);
+            }
+            const gp::FieldDescriptor* field = type ? type->FindFieldByName(name) : nullptr;
+            if (!field)
+            {
+                return false;
+            }
+            if (field->is_repeated() && index < 0)
+            {
+                index = 0;
+            }
+            if (i + 1 == names.size())
+            {
+                const auto loc = tree->GetLocation(field, index);
+                line = loc.line;
+                column = loc.column;
+                return loc.line >= 0;
+            }
+            tree = tree->GetTreeForNested(field, index);
+            if (!tree)
+            {
+                return false;
+            }
+            type = field->message_type();
+        }
+        return false;
+    }
+
+    pb::Scenario m_scenario;               //!< the merged scenario
+    std::vector<ScenarioSource> m_sources; //!< merged texts in order
+};
+
+/**
+ * Turn a --set argument into text format: "a.b.c=value" becomes "a { b { c: value } }"
+ * (string values quoted if they are not); anything else is taken as text format.
+ * \param arg the argument
+ * \return the text-format snippet
+ */
+std::string
+SetToTextFormat(const std::string& arg)
+{
+    static const std::regex pathForm("^([A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*)=(.*)$",
+                                     std::regex::extended);
+    std::smatch m;
+    if (!std::regex_match(arg, m, pathForm))
+    {
+        return arg;
+    }
+    std::vector<std::string> names;
+    std::istringstream parts(m[1].str());
+    std::string part;
+    while (std::getline(parts, part, '.'))
+    {
+        names.push_back(part);
+    }
+    std::string value = m[3].str();
+    const gp::Descriptor* type = pb::Scenario::descriptor();
+    std::string open;
+    std::string close;
+    for (size_t i = 0; i < names.size(); ++i)
+    {
+        const gp::FieldDescriptor* field = type ? type->FindFieldByName(names[i]) : nullptr;
+        if (!field)
+        {
+            BadInput("--set '" + arg + "': no field '" + names[i] + "' in " +
+                     (type ? type->full_name() : std::string("a scalar")));
+        }
+        if (i + 1 < names.size())
+        {
+            if (field->cpp_type() != gp::FieldDescriptor::CPPTYPE_MESSAGE)
+            {
+                BadInput("--set '" + arg + "': '" + names[i] + "' is not a message");
+            }
+            open += names[i] + " { ";
+            close = " }" + close;
+            type = field->message_type();
+        }
+        else
+        {
+            if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING &&
+                (value.empty() || value.front() != '"'))
+            {
+                std::string quoted = "\"";
+                for (char c : value)
+                {
+                    if (c == '"' || c == '\\')
+                    {
+                        quoted += '\\';
+                    }
+                    quoted += c;
+                }
+                value = quoted + "\"";
+            }
+            open += names[i] + ": " + value;
+        }
+    }
+    return open + close;
+}
+
+/**
+ * Check an ns-3 attribute given by name and string value.
+ * \param tid the type that must have it
+ * \param a the attribute
+ * \return "" if valid, else what is wrong
+ */
+std::string
+CheckAttribute(TypeId tid, const pb::Attribute& a)
+{
+    TypeId::AttributeInformation info;
+    if (!tid.LookupAttributeByName(a.name(), &info))
+    {
+        return "no attribute '" + a.name() + "' in " + tid.GetName();
+    }
+    if (!(info.flags & TypeId::ATTR_CONSTRUCT))
+    {
+        return "attribute '" + a.name() + "' cannot be set";
+    }
+    // ns-3 aborts on an unparsable Time: check the form first.
+    if (info.checker->GetValueTypeName() == "ns3::TimeValue")
+    {
+        static const std::regex timeForm(
+            "^[+-]?[0-9]*\\.?[0-9]+([eE][+-]?[0-9]+)?(s|ms|us|ns|ps|fs|min|h|d|y)?$");
+        if (!std::regex_match(a.value(), timeForm))
+        {
+            return "bad time '" + a.value() + "' for " + a.name() + " (e.g. \"50us\")";
+        }
+    }
+    Ptr<AttributeValue> v = info.checker->Create();
+    if (!v->DeserializeFromString(a.value(), info.checker) || !info.checker->Check(*v))
+    {
+        return "bad value '" + a.value() + "' for " + a.name() + " (" +
+               info.checker->GetUnderlyingTypeInformation() + ")";
+    }
+    return "";
+}
+
+/**
+ * \param us microseconds
+ * \return the ns-3 time, rounded to the nanosecond
+ */
+Time
+FromUs(double us)
+{
+    return NanoSeconds(static_cast<int64_t>(std::llround(us * 1e3)));
+}
+
+/**
+ * \param t a time
+ * \return it in microseconds
+ */
+double
+ToUs(Time t)
+{
+    return t.GetSeconds() * 1e6;
+}
+
+/**
+ * \param value a number
+ * \param decimals digits after the point
+ * \return it in fixed notation
+ */
+std::string
+Fixed(double value, int decimals)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+    return buf;
+}
+
+/// Number of hosts a topology will have (for validation before building).
+uint32_t
+HostCount(const pb::Topology& t)
+{
+    switch (t.kind())
+    {
+    case pb::Topology::FAT_TREE:
+        return t.tiers() == 2 ? t.k() * t.k() / 2 : t.k() * t.k() * t.k() / 4;
+    case pb::Topology::SINGLE_SWITCH:
+        return t.hosts();
+    default:
+        return t.leaves() * t.hosts_per_leaf();
+    }
+}
+
+/**
+ * Fill defaults and check every value; exit 2 naming the field's location on a bad one.
+ * \param loader the scenario and its sources
+ * \param cfg[in,out] the connection configuration (the NIC defaults on input)
+ */
+void
+Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
+{
+    pb::Scenario& s = loader.Get();
+    if (s.seed() == 0)
+    {
+        s.set_seed(1);
+    }
+    if (s.stop_time_ms() == 0)
+    {
+        s.set_stop_time_ms(1000);
+    }
+    if (!(s.stop_time_ms() > 0))
+    {
+        loader.Invalid("stop_time_ms", "must be positive");
+    }
+
+    // Transport first: the PFC default depends on it.
+    pb::Transport& tr = *s.mutable_transport();
+    if (tr.name().empty())
+    {
+        tr.set_name("metaroce");
+    }
+    if (tr.name() != "metaroce" && tr.name() != "rocev2")
+    {
+        loader.Invalid("transport.name", "'" + tr.name() + "': expected metaroce or rocev2");
+    }
+    const bool roce = tr.name() == "rocev2";
+    cfg.transport = tr.name();
+    if (tr.paths() == 0)
+    {
+        tr.set_paths(cfg.numPaths);
+    }
+    if (tr.paths() > 64)
+    {
+        loader.Invalid("transport.paths", "at most 64");
+    }
+    if (roce)
+    {
+        tr.set_paths(1); // a RoCEv2 QP has one path: the setting is for metaroce only
+    }
+    cfg.numPaths = tr.paths();
+    if (tr.mtu() == 0)
+    {
+        tr.set_mtu(cfg.mtu);
+    }
+    cfg.mtu = tr.mtu();
+    if (tr.cc().empty())
+    {
+        tr.set_cc(roce ? "dcqcn" : cfg.congestionControl);
+    }
+    if (roce)
+    {
+        if (tr.cc() != "dcqcn" && tr.cc() != "none")
+        {
+            loader.Invalid("transport.cc", "'" + tr.cc() + "': rocev2 takes dcqcn or none");
+        }
+        cfg.rocev2.dcqcn = tr.cc() == "dcqcn";
+    }
+    else
+    {
+        if (tr.cc() != "aimd" && tr.cc() != "dctcp" && tr.cc() != "fixed")
+        {
+            loader.Invalid("transport.cc", "'" + tr.cc() + "': expected aimd, dctcp or fixed");
+        }
+        cfg.congestionControl = tr.cc();
+    }
+    if (tr.path_scheduler().empty())
+    {
+        tr.set_path_scheduler(cfg.pathScheduler);
+    }
+    if (tr.path_scheduler() != "spray" && tr.path_scheduler() != "single")
+    {
+        loader.Invalid("transport.path_scheduler", "expected spray or single");
+    }
+    cfg.pathScheduler = tr.path_scheduler();
+    if (tr.initial_path_window() < 0 || tr.max_path_window() < 0)
+    {
+        loader.Invalid(tr.initial_path_window() < 0 ? "transport.initial_path_window"
+                                                    : "transport.max_path_window",
+                       "must not be negative");
+    }
+    if (tr.initial_path_window() == 0)
+    {
+        tr.set_initial_path_window(cfg.initialPathWindow);
+    }
+    if (tr.max_path_window() == 0)
+    {
+        tr.set_max_path_window(cfg.maxPathWindow);
+    }
+    cfg.initialPathWindow = tr.initial_path_window();
+    cfg.maxPathWindow = tr.max_path_window();
+    for (int i = 0; i < tr.nic_attributes_size(); ++i)
+    {
+        const std::string why = CheckAttribute(MetaRoceNic::GetTypeId(), tr.nic_attributes(i));
+        if (!why.empty())
+        {
+            loader.Invalid("transport.nic_attributes[" + std::to_string(i) + "].name", why);
+        }
+    }
+
+    // Topology.
+    pb::Topology& t = *s.mutable_topology();
+    if (t.kind() == pb::Topology::KIND_UNSPECIFIED)
+    {
+        t.set_kind(pb::Topology::LEAF_SPINE);
+    }
+    if (t.kind() == pb::Topology::MULTIPLANE && t.planes() == 0)
+    {
+        t.set_planes(2);
+    }
+    if (t.planes() == 0)
+    {
+        t.set_planes(1);
+    }
+    if (t.planes() > 16)
+    {
+        loader.Invalid("topology.planes", "at most 16");
+    }
+    switch (t.kind())
+    {
+    case pb::Topology::FAT_TREE:
+        if (t.k() == 0)
+        {
+            t.set_k(4);
+        }
+        if (t.tiers() == 0)
+        {
+            t.set_tiers(3);
+        }
+        if (t.k() % 2 != 0 || t.k() > 64)
+        {
+            loader.Invalid("topology.k", "must be even and at most 64");
+        }
+        if (t.tiers() != 2 && t.tiers() != 3)
+        {
+            loader.Invalid("topology.tiers", "must be 2 or 3");
+        }
+        break;
+    case pb::Topology::SINGLE_SWITCH:
+        if (t.hosts() == 0)
+        {
+            t.set_hosts(17);
+        }
+        if (t.hosts() < 2 || t.hosts() > 254)
+        {
+            loader.Invalid("topology.hosts", "must be 2 to 254");
+        }
+        break;
+    default:
+        if (t.leaves() == 0)
+        {
+            t.set_leaves(2);
+        }
+        if (t.hosts_per_leaf() == 0)
+        {
+            t.set_hosts_per_leaf(8);
+        }
+        if (t.oversubscription() == 0)
+        {
+            t.set_oversubscription(1);
+        }
+        if (t.hosts_per_leaf() > 254)
+        {
+            loader.Invalid("topology.hosts_per_leaf", "at most 254");
+        }
+        if (t.leaves() > 4096)
+        {
+            loader.Invalid("topology.leaves", "at most 4096");
+        }
+        if (!(t.oversubscription() > 0))
+        {
+            loader.Invalid("topology.oversubscription", "must be positive");
+        }
+        break;
+    }
+    if (t.link_rate_gbps() == 0)
+    {
+        t.set_link_rate_gbps(100);
+    }
+    if (!(t.link_rate_gbps() > 0) || t.link_rate_gbps() > 1e4)
+    {
+        loader.Invalid("topology.link_rate_gbps", "must be in (0, 10000]");
+    }
+    if (t.fabric_rate_gbps() == 0)
+    {
+        t.set_fabric_rate_gbps(t.link_rate_gbps());
+    }
+    if (!(t.fabric_rate_gbps() > 0) || t.fabric_rate_gbps() > 1e4)
+    {
+        loader.Invalid("topology.fabric_rate_gbps", "must be in (0, 10000]");
+    }
+    if (t.link_delay_ns() == 0)
+    {
+        t.set_link_delay_ns(1000);
+    }
+    if (t.link_delay_ns() < 0)
+    {
+        loader.Invalid("topology.link_delay_ns", "must not be negative");
+    }
+    if (t.has_ecn())
+    {
+        pb::Ecn& e = *t.mutable_ecn();
+        if (e.pmax() < 0 || e.pmax() > 1)
+        {
+            loader.Invalid("topology.ecn.pmax", "must be in [0, 1]");
+        }
+        if (e.kmin_bytes() && e.kmax_bytes() && e.kmin_bytes() > e.kmax_bytes())
+        {
+            loader.Invalid("topology.ecn.kmin_bytes", "must not exceed kmax_bytes");
+        }
+    }
+    if (!t.has_pfc())
+    {
+        t.set_pfc(roce);
+    }
+    for (int i = 0; i < t.switch_attributes_size(); ++i)
+    {
+        const std::string why = CheckAttribute(MetaRoceSwitch::GetTypeId(), t.switch_attributes(i));
+        if (!why.empty())
+        {
+            loader.Invalid("topology.switch_attributes[" + std::to_string(i) + "].name", why);
+        }
+    }
+    const uint32_t hosts = HostCount(t);
+    if (hosts < 2)
+    {
+        loader.Invalid("topology", "needs at least 2 hosts");
+    }
+    if (hosts > 65536)
+    {
+        loader.Invalid("topology", std::to_string(hosts) + " hosts: at most 65536");
+    }
+
+    // Workload.
+    pb::Workload& w = *s.mutable_workload();
+    if (w.kind() == pb::Workload::KIND_UNSPECIFIED)
+    {
+        w.set_kind(pb::Workload::INCAST);
+    }
+    if (w.flow_bytes() == 0)
+    {
+        w.set_flow_bytes(1 << 20);
+    }
+    if (w.start_us() == 0)
+    {
+        w.set_start_us(1);
+    }
+    if (w.start_us() < 0)
+    {
+        loader.Invalid("workload.start_us", "must not be negative");
+    }
+    const uint64_t maxMessage = cfg.maxMessageSize;
+    switch (w.kind())
+    {
+    case pb::Workload::INCAST:
+        if (w.receiver() >= hosts)
+        {
+            loader.Invalid("workload.receiver",
+                           "host " + std::to_string(w.receiver()) + " but the topology has " +
+                               std::to_string(hosts) + " hosts");
+        }
+        if (w.senders() == 0)
+        {
+            w.set_senders(hosts - 1);
+        }
+        if (w.senders() > hosts - 1)
+        {
+            loader.Invalid("workload.senders",
+                           "at most " + std::to_string(hosts - 1) + " (hosts minus the receiver)");
+        }
+        break;
+    case pb::Workload::ALL_TO_ALL:
+    case pb::Workload::RING_ALLREDUCE:
+        if (w.hosts() == 0)
+        {
+            w.set_hosts(hosts);
+        }
+        if (w.hosts() < 2 || w.hosts() > hosts)
+        {
+            loader.Invalid("workload.hosts", "must be 2 to " + std::to_string(hosts));
+        }
+        if (w.kind() == pb::Workload::RING_ALLREDUCE)
+        {
+            if (w.channels() == 0)
+            {
+                w.set_channels(4);
+            }
+            if (w.channels() > 64)
+            {
+                loader.Invalid("workload.channels", "at most 64");
+            }
+            const uint64_t pieces = uint64_t(w.hosts()) * w.channels();
+            if ((w.flow_bytes() + pieces - 1) / pieces > maxMessage)
+            {
+                loader.Invalid("workload.flow_bytes", "ring chunk exceeds the largest message");
+            }
+        }
+        break;
+    case pb::Workload::HTSIM_FILE:
+        if (w.file().empty())
+        {
+            loader.Invalid("workload.kind", "HTSIM_FILE needs workload.file");
+        }
+        break;
+    default:
+        break;
+    }
+    if ((w.flow_bytes() + maxMessage - 1) / maxMessage > cfg.maxOutstandingWrs)
+    {
+        loader.Invalid("workload.flow_bytes", "needs more messages than MaxOutstandingWrs");
+    }
+
+    // Loss.
+    pb::Loss& l = *s.mutable_loss();
+    if (l.bernoulli() < 0 || l.bernoulli() >= 1)
+    {
+        loader.Invalid("loss.bernoulli", "must be in [0, 1)");
+    }
+    if (l.has_gilbert_elliott())
+    {
+        const pb::GilbertElliott& g = l.gilbert_elliott();
+        for (const auto& [name, v] : std::vector<std::pair<std::string, double>>{{"p", g.p()},
+                                                                                 {"r", g.r()},
+                                                                                 {"h_g", g.h_g()},
+                                                                                 {"h_b", g.h_b()}})
+        {
+            if (v < 0 || v > 1)
+            {
+                loader.Invalid("loss.gilbert_elliott." + name, "must be in [0, 1]");
+            }
+        }
+        if (l.bernoulli() > 0 && g.p() > 0)
+        {
+            loader.Invalid("loss.gilbert_elliott", "use bernoulli or gilbert_elliott, not both");
+        }
+    }
+    for (int i = 0; i < l.fail_plane_size(); ++i)
+    {
+        const std::string at = "loss.fail_plane[" + std::to_string(i) + "]";
+        if (l.fail_plane(i).plane() >= t.planes())
+        {
+            loader.Invalid(at + ".plane",
+                           "the topology has " + std::to_string(t.planes()) + " plane(s)");
+        }
+        if (l.fail_plane(i).stop_us() != 0 &&
+            l.fail_plane(i).stop_us() <= l.fail_plane(i).start_us())
+        {
+            loader.Invalid(at + ".stop_us", "must be after start_us (0 = never)");
+        }
+    }
+    for (int kind = 0; kind < 2; ++kind)
+    {
+        const auto& events = kind == 0 ? l.fail_link() : l.degrade_link();
+        const std::string field = kind == 0 ? "loss.fail_link" : "loss.degrade_link";
+        for (int i = 0; i < events.size(); ++i)
+        {
+            const std::string at = field + "[" + std::to_string(i) + "]";
+            const pb::LinkEvent& e = events.Get(i);
+            if (e.start_us() < 0 || (e.stop_us() != 0 && e.stop_us() <= e.start_us()))
+            {
+                loader.Invalid(at + ".stop_us", "start_us >= 0 and stop_us after it (0 = never)");
+            }
+            if (kind == 1 && !(e.fraction() > 0 && e.fraction() <= 1))
+            {
+                loader.Invalid(at + ".fraction", "must be in (0, 1]");
+            }
+        }
+    }
+
+    // Output.
+    pb::Output& o = *s.mutable_output();
+    if (o.goodput_interval_us() == 0)
+    {
+        o.set_goodput_interval_us(10);
+    }
+    if (!(o.goodput_interval_us() >= 0.01))
+    {
+        loader.Invalid("output.goodput_interval_us", "must be at least 0.01");
+    }
+    if (!o.has_per_host_goodput())
+    {
+        o.set_per_host_goodput(true);
+    }
+    if (!o.has_switch_ports())
+    {
+        o.set_switch_ports(true);
+    }
+
+    std::string why;
+    if (!cfg.Validate(why))
+    {
+        loader.Invalid("transport", "the engine refuses the connection settings: " + why);
+    }
+}
+
+/// Samples the payload bytes placed by every NIC at fixed intervals.
+class GoodputSampler
+{
+  public:
+    /**
+     * \param nics the NICs by host
+     * \param tracked hosts that get their own rows
+     * \param interval the period
+     */
+    GoodputSampler(const std::vector<Ptr<MetaRoceNic>>& nics,
+                   std::vector<uint32_t> tracked,
+                   Time interval)
+        : m_nics(nics),
+          m_tracked(std::move(tracked)),
+          m_interval(interval),
+          m_last(nics.size(), 0),
+          m_lastTime(Seconds(0))
+    {
+        Simulator::Schedule(m_interval, &GoodputSampler::Sample, this);
+    }
+
+    /// Take the last (possibly partial) sample at the end of the run.
+    void Finish()
+    {
+        if (Simulator::Now() > m_lastTime)
+        {
+            Record();
+        }
+    }
+
+    /// \return the samples.
+    const std::vector<pb::GoodputSample>& Samples() const
+    {
+        return m_samples;
+    }
+
+  private:
+    /// The periodic event.
+    void Sample()
+    {
+        Record();
+        Simulator::Schedule(m_interval, &GoodputSampler::Sample, this);
+    }
+
+    /// Record one interval ending now.
+    void Record()
+    {
+        const Time now = Simulator::Now();
+        const double intervalUs = ToUs(now - m_lastTime);
+        std::vector<uint64_t> delta(m_nics.size());
+        uint64_t total = 0;
+        for (size_t h = 0; h < m_nics.size(); ++h)
+        {
+            const uint64_t placed =
+                m_nics[h]->GetEngineCounters().Get(metaroce::Counter::BYTES_PLACED);
+            delta[h] = placed - m_last[h];
+            m_last[h] = placed;
+            total += delta[h];
+        }
+        Add(now, intervalUs, -1, total);
+        for (uint32_t h : m_tracked)
+        {
+            Add(now, intervalUs, static_cast<int32_t>(h), delta[h]);
+        }
+        m_lastTime = now;
+    }
+
+    /**
+     * Append a sample.
+     * \param now interval end
+     * \param intervalUs interval length
+     * \param host host or -1
+     * \param bytes bytes placed
+     */
+    void Add(Time now, double intervalUs, int32_t host, uint64_t bytes)
+    {
+        pb::GoodputSample s;
+        s.set_time_us(ToUs(now));
+        s.set_interval_us(intervalUs);
+        s.set_host(host);
+        s.set_bytes(bytes);
+        s.set_goodput_gbps(intervalUs > 0 ? bytes * 8 / (intervalUs * 1e3) : 0);
+        m_samples.push_back(s);
+    }
+
+    std::vector<Ptr<MetaRoceNic>> m_nics;     //!< NICs by host
+    std::vector<uint32_t> m_tracked;          //!< hosts with rows
+    Time m_interval;                          //!< period
+    std::vector<uint64_t> m_last;             //!< bytes placed at the last sample
+    Time m_lastTime;                          //!< time of the last sample
+    std::vector<pb::GoodputSample> m_samples; //!< samples
+};
+
+/**
+ * \param values numbers (sorted in place)
+ * \param q quantile in [0, 1]
+ * \return the nearest-rank quantile, 0 if empty
+ */
+double
+Quantile(std::vector<double>& values, double q)
+{
+    if (values.empty())
+    {
+        return 0;
+    }
+    std::sort(values.begin(), values.end());
+    const size_t rank = static_cast<size_t>(std::ceil(q * values.size()));
+    return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+/**
+ * Open an output file (exit 1 if it cannot be created).
+ * \param dir the run folder
+ * \param name the file name
+ * \return the stream
+ */
+std::ofstream
+OpenOutput(const std::filesystem::path& dir, const std::string& name)
+{
+    std::ofstream out(dir / name, std::ios::binary);
+    if (!out)
+    {
+        std::cerr << "metaroce-run: cannot write " << (dir / name).string() << std::endl;
+        std::exit(EXIT_OUTPUT);
+    }
+    return out;
+}
+
+/// \return "YYYYmmdd-HHMMSS" of the local time.
+std::string
+Timestamp()
+{
+    char buf[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::localtime(&now));
+    return buf;
+}
+
+/// Names fabric nodes "h<i>" and "s<j>" and back.
+class NodeNames
+{
+  public:
+    /**
+     * \param fabric the fabric
+     */
+    explicit NodeNames(Ptr<MetaRoceFabric> fabric)
+    {
+        for (uint32_t i = 0; i < fabric->GetHostCount(); ++i)
+        {
+            Add(fabric->GetHost(i), "h" + std::to_string(i));
+        }
+        for (uint32_t j = 0; j < fabric->GetSwitchCount(); ++j)
+        {
+            Add(fabric->GetSwitchNode(j), "s" + std::to_string(j));
+        }
+    }
+
+    /**
+     * \param node a node
+     * \return its name
+     */
+    std::string Name(Ptr<Node> node) const
+    {
+        auto it = m_names.find(node->GetId());
+        return it == m_names.end() ? "?" : it->second;
+    }
+
+    /**
+     * \param name "h<i>" or "s<j>"
+     * \return the node, or nullptr
+     */
+    Ptr<Node> Find(const std::string& name) const
+    {
+        auto it = m_nodes.find(name);
+        return it == m_nodes.end() ? nullptr : it->second;
+    }
+
+  private:
+    /**
+     * \param node a node
+     * \param name its name
+     */
+    void Add(Ptr<Node> node, const std::string& name)
+    {
+        m_names[node->GetId()] = name;
+        m_nodes[name] = node;
+    }
+
+    std::map<uint32_t, std::string> m_names;  //!< by node id
+    std::map<std::string, Ptr<Node>> m_nodes; //!< by name
+};
+
+/**
+ * \param fabric the fabric
+ * \return tier of each switch: 1 next to hosts, then BFS distance + 1
+ */
+std::vector<uint32_t>
+SwitchTiers(Ptr<MetaRoceFabric> fabric)
+{
+    std::map<uint32_t, uint32_t> switchOfNode;
+    for (uint32_t j = 0; j < fabric->GetSwitchCount(); ++j)
+    {
+        switchOfNode[fabric->GetSwitchNode(j)->GetId()] = j;
+    }
+    std::vector<uint32_t> tier(fabric->GetSwitchCount(), 0);
+    std::vector<std::vector<uint32_t>> adjacent(fabric->GetSwitchCount());
+    std::vector<uint32_t> frontier;
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        auto a = switchOfNode.find(link.nodeA->GetId());
+        auto b = switchOfNode.find(link.nodeB->GetId());
+        if (a != switchOfNode.end() && b != switchOfNode.end())
+        {
+            adjacent[a->second].push_back(b->second);
+            adjacent[b->second].push_back(a->second);
+        }
+        else if (a != switchOfNode.end() || b != switchOfNode.end())
+        {
+            const uint32_t s = a != switchOfNode.end() ? a->second : b->second;
+            if (tier[s] == 0)
+            {
+                tier[s] = 1;
+                frontier.push_back(s);
+            }
+        }
+    }
+    while (!frontier.empty())
+    {
+        std::vector<uint32_t> next;
+        for (uint32_t s : frontier)
+        {
+            for (uint32_t n : adjacent[s])
+            {
+                if (tier[n] == 0)
+                {
+                    tier[n] = tier[s] + 1;
+                    next.push_back(n);
+                }
+            }
+        }
+        frontier = std::move(next);
+    }
+    return tier;
+}
+
+/**
+ * Fill a port row from the switch's and the device's counters.
+ * \param row the row
+ * \param sw switch counters (switch-wide or one port)
+ * \param dev device counters (the port's, or the sum of the ports')
+ */
+void
+FillPortCounters(pb::PortCounters& row,
+                 const MetaRoceSwitch::Counters& sw,
+                 const MetaRoceNetDevice::Counters& dev)
+{
+    auto drop = [&](MetaRoceDropReason r) { return sw.Drops(r); };
+    auto devDrop = [&](MetaRoceDropReason r) { return dev.drops[static_cast<uint32_t>(r)]; };
+    row.set_rx_frames(sw.rxFrames);
+    row.set_enqueued_frames(sw.enqueuedFrames);
+    row.set_enqueued_bytes(sw.enqueuedBytes);
+    row.set_ecn_marked(sw.ecnMarked);
+    row.set_pfc_pause_sent(sw.pfcPauseSent);
+    row.set_pfc_resume_sent(sw.pfcResumeSent);
+    row.set_pfc_pause_received(sw.pfcPauseReceived);
+    row.set_drops_buffer_full(drop(MetaRoceDropReason::BUFFER_FULL));
+    row.set_drops_queue_threshold(drop(MetaRoceDropReason::QUEUE_THRESHOLD));
+    row.set_drops_link_down(drop(MetaRoceDropReason::LINK_DOWN) +
+                            devDrop(MetaRoceDropReason::LINK_DOWN));
+    row.set_drops_no_route(drop(MetaRoceDropReason::NO_ROUTE));
+    row.set_drops_channel_loss(devDrop(MetaRoceDropReason::CHANNEL_LOSS));
+    uint64_t other = 0;
+    for (MetaRoceDropReason r : {MetaRoceDropReason::MTU_EXCEEDED,
+                                 MetaRoceDropReason::ADMISSION,
+                                 MetaRoceDropReason::MALFORMED,
+                                 MetaRoceDropReason::TTL_EXPIRED,
+                                 MetaRoceDropReason::UNCLAIMED})
+    {
+        other += drop(r) + devDrop(r);
+    }
+    row.set_drops_other(other);
+    row.set_drops_total(row.drops_buffer_full() + row.drops_queue_threshold() +
+                        row.drops_link_down() + row.drops_no_route() + row.drops_channel_loss() +
+                        row.drops_other());
+}
+
+/// Column headers of the CSV files (docs/outputs.md documents each column).
+const char* const FLOWS_HEADER = "flow_id,src,dst,bytes,start_us,finish_us,fct_us,ideal_fct_us,"
+                                 "slowdown,retransmissions,timeouts,completed";
+/// collectives.csv header.
+const char* const COLLECTIVES_HEADER = "collective_id,ranks,bytes_per_rank,channels,chunk_bytes,"
+                                       "start_us,finish_us,duration_us,algbw_gbps,busbw_gbps,"
+                                       "completed";
+/// goodput.csv header.
+const char* const GOODPUT_HEADER = "time_us,interval_us,host,bytes,goodput_gbps";
+/// paths.csv header.
+const char* const PATHS_HEADER = "host,qpn,peer,flow_id,path,source_port,status,packets_sent,"
+                                 "retransmissions,timeouts,ecn_echoes,packets_acked,"
+                                 "cwnd_packets,srtt_us,min_rtt_us";
+/// switches.csv header.
+const char* const SWITCHES_HEADER =
+    "switch,port,plane,tier,peer,rx_frames,enqueued_frames,enqueued_bytes,ecn_marked,"
+    "pfc_pause_sent,pfc_resume_sent,pfc_pause_received,drops_total,drops_buffer_full,"
+    "drops_queue_threshold,drops_link_down,drops_no_route,drops_channel_loss,drops_other";
+
+/**
+ * \param r a port row
+ * \return its CSV line
+ */
+std::string
+PortLine(const pb::PortCounters& r)
+{
+    std::ostringstream os;
+    os << r.switch_id() << "," << r.port() << "," << r.plane() << "," << r.tier() << "," << r.peer()
+       << "," << r.rx_frames() << "," << r.enqueued_frames() << "," << r.enqueued_bytes() << ","
+       << r.ecn_marked() << "," << r.pfc_pause_sent() << "," << r.pfc_resume_sent() << ","
+       << r.pfc_pause_received() << "," << r.drops_total() << "," << r.drops_buffer_full() << ","
+       << r.drops_queue_threshold() << "," << r.drops_link_down() << "," << r.drops_no_route()
+       << "," << r.drops_channel_loss() << "," << r.drops_other();
+    return os.str();
+}
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    const auto wallStart = std::chrono::steady_clock::now();
+    std::string commandLine;
+    for (int i = 0; i < argc; ++i)
+    {
+        commandLine += (i ? " " : "") + std::string(argv[i]);
+    }
+
+    // Options are taken as strings and checked here, so a bad value exits with 2 and a message
+    // naming the option (ns-3's own parsing exits with 1).
+    std::string scenarioPath;
+    std::string outDir;
+    std::string seedArg;
+    std::string transportArg;
+    std::string pfcArg;
+    std::string lossArg;
+    std::string stopArg;
+    std::vector<std::string> sets;
+    bool printScenario = false;
+    bool quiet = false;
+    CommandLine cmd(__FILE__);
+    cmd.Usage("Run a MetaRoCE scenario (protobuf text format, metaroce.results.Scenario) and "
+              "write a run folder; see docs/scenarios.md and docs/outputs.md.");
+    cmd.AddValue("scenario",
+                 "scenario file (text format); none = the built-in default",
+                 scenarioPath);
+    cmd.AddValue("out", "run folder (default runs/<name>-<date>-<time>)", outDir);
+    cmd.AddValue("seed", "override: seed", seedArg);
+    cmd.AddValue("transport", "override: transport.name (metaroce or rocev2)", transportArg);
+    cmd.AddValue("pfc", "override: topology.pfc (true/false)", pfcArg);
+    cmd.AddValue("loss",
+                 "override the random loss: a Bernoulli probability (0.01), "
+                 "ge:p,r,h_g,h_b (Gilbert-Elliott) or none",
+                 lossArg);
+    cmd.AddValue("stop-ms", "override: stop_time_ms", stopArg);
+    cmd.AddValue("set",
+                 "override any field, repeatable: 'field.path=value' or a text-format snippet "
+                 "such as 'transport { paths: 4 }'",
+                 MakeCallback(+[](std::string) -> bool { return true; }));
+    cmd.AddValue("print-scenario", "print the completed scenario and exit", printScenario);
+    cmd.AddValue("quiet", "do not print the summary", quiet);
+    // Collect every --set in order (ns-3 keeps only the last value of an option).
+    for (int i = 1; i < argc; ++i)
+    {
+        const std::string a = argv[i];
+        for (const std::string prefix : {"--set=", "-set="})
+        {
+            if (a.rfind(prefix, 0) == 0)
+            {
+                sets.push_back(a.substr(prefix.size()));
+            }
+        }
+        if (a == "--set" || a == "-set")
+        {
+            BadInput("--set needs a value: --set='field.path=value'");
+        }
+    }
+    cmd.Parse(argc, argv);
+
+    ScenarioLoader loader;
+    std::filesystem::path scenarioDir = std::filesystem::current_path();
+    if (!scenarioPath.empty())
+    {
+        std::ifstream in(scenarioPath, std::ios::binary);
+        if (!in)
+        {
+            BadInput(scenarioPath + ": cannot open the scenario file");
+        }
+        std::ostringstream text;
+        text << in.rdbuf();
+        loader.Merge(text.str(), scenarioPath, true, true);
+        scenarioDir = std::filesystem::absolute(scenarioPath).parent_path();
+        if (loader.Get().name().empty())
+        {
+            loader.Get().set_name(std::filesystem::path(scenarioPath).stem().string());
+        }
+    }
+    if (loader.Get().name().empty())
+    {
+        loader.Get().set_name("default");
+    }
+    if (!seedArg.empty())
+    {
+        loader.Merge("seed: " + seedArg, "--seed=" + seedArg, false, false);
+    }
+    if (!transportArg.empty())
+    {
+        loader.Merge(SetToTextFormat("transport.name=" + transportArg),
+                     "--transport=" + transportArg,
+                     false,
+                     false);
+    }
+    if (!pfcArg.empty())
+    {
+        loader.Merge("topology { pfc: " + pfcArg + " }", "--pfc=" + pfcArg, false, false);
+    }
+    if (!stopArg.empty())
+    {
+        loader.Merge("stop_time_ms: " + stopArg, "--stop-ms=" + stopArg, false, false);
+    }
+    if (!lossArg.empty())
+    {
+        pb::Loss& l = *loader.Get().mutable_loss();
+        const std::string label = "--loss=" + lossArg;
+        l.clear_gilbert_elliott();
+        l.set_bernoulli(0);
+        if (lossArg.rfind("ge:", 0) == 0)
+        {
+            std::string csv = lossArg.substr(3);
+            std::replace(csv.begin(), csv.end(), ',', ' ');
+            std::istringstream in(csv);
+            double p;
+            double r;
+            double hg;
+            double hb;
+            std::string rest;
+            if (!(in >> p >> r >> hg >> hb) || (in >> rest))
+            {
+                BadInput(label + ": expected ge:p,r,h_g,h_b");
+            }
+            loader.Merge("loss { gilbert_elliott { p: " + Fixed(p, 12) + " r: " + Fixed(r, 12) +
+                             " h_g: " + Fixed(hg, 12) + " h_b: " + Fixed(hb, 12) + " } }",
+                         label,
+                         false,
+                         false);
+        }
+        else if (lossArg != "none" && lossArg != "0")
+        {
+            loader.Merge("loss { bernoulli: " + lossArg + " }", label, false, false);
+        }
+    }
+    for (const std::string& s : sets)
+    {
+        const std::string text = SetToTextFormat(s);
+        loader.Merge(text, "--set '" + s + "'", false, text == s);
+    }
+
+    Ptr<MetaRoceNic> defaults = CreateObject<MetaRoceNic>();
+    metaroce::ConnectionConfig cfg = defaults->GetDefaultConnectionConfig();
+    Complete(loader, cfg);
+    const pb::Scenario& sc = loader.Get();
+    if (printScenario)
+    {
+        std::string text;
+        gp::TextFormat::PrintToString(sc, &text);
+        std::cout << text;
+        return 0;
+    }
+
+    // ---- Build
+    RngSeedManager::SetSeed(static_cast<uint32_t>(std::max<uint64_t>(1, sc.seed() % 4294967295u)));
+    RngSeedManager::SetRun(1);
+    const pb::Topology& t = sc.topology();
+    MetaRoceTopologyHelper topo;
+    topo.SetHostLinkRate(DataRate(static_cast<uint64_t>(std::llround(t.link_rate_gbps() * 1e9))));
+    topo.SetFabricLinkRate(
+        DataRate(static_cast<uint64_t>(std::llround(t.fabric_rate_gbps() * 1e9))));
+    topo.SetLinkDelay(NanoSeconds(static_cast<int64_t>(std::llround(t.link_delay_ns()))));
+    topo.SetPlaneCount(t.planes());
+    topo.SetBuffer(t.buffer() == pb::Topology::DEEP ? MetaRoceSwitch::DEEP
+                                                    : MetaRoceSwitch::SHALLOW,
+                   t.buffer_bytes());
+    if (t.has_ecn())
+    {
+        const pb::Ecn& e = t.ecn();
+        if (e.has_enabled())
+        {
+            topo.SetSwitchAttribute("EcnEnabled", BooleanValue(e.enabled()));
+        }
+        if (e.kmin_bytes())
+        {
+            topo.SetSwitchAttribute("EcnKmin", UintegerValue(e.kmin_bytes()));
+        }
+        if (e.kmax_bytes())
+        {
+            topo.SetSwitchAttribute("EcnKmax", UintegerValue(e.kmax_bytes()));
+        }
+        if (e.pmax() > 0)
+        {
+            topo.SetSwitchAttribute("EcnPmax", DoubleValue(e.pmax()));
+        }
+    }
+    topo.SetPfc(t.pfc());
+    for (const pb::Attribute& a : t.switch_attributes())
+    {
+        topo.SetSwitchAttribute(a.name(), StringValue(a.value()));
+    }
+    Ptr<MetaRoceFabric> fabric;
+    switch (t.kind())
+    {
+    case pb::Topology::FAT_TREE:
+        fabric = topo.BuildFatTree(t.k(), t.tiers());
+        break;
+    case pb::Topology::SINGLE_SWITCH:
+        fabric = topo.BuildSingleSwitch(t.hosts());
+        break;
+    default:
+        fabric = topo.BuildLeafSpine(t.leaves(), t.hosts_per_leaf(), t.oversubscription());
+        break;
+    }
+    const uint32_t hosts = fabric->GetHostCount();
+    const NodeNames names(fabric);
+
+    MetaRoceStackHelper stack;
+    stack.SetNicAttribute("Transport", StringValue(sc.transport().name()));
+    for (const pb::Attribute& a : sc.transport().nic_attributes())
+    {
+        stack.SetNicAttribute(a.name(), StringValue(a.value()));
+    }
+    std::vector<Ptr<MetaRoceNic>> nics = stack.Install(fabric);
+    const int64_t streams = MetaRoceStackHelper::AssignStreams(nics, 0);
+
+    // Random loss, then the fabric's streams (the error models exist now).
+    const pb::Loss& loss = sc.loss();
+    const bool ge = loss.has_gilbert_elliott() && loss.gilbert_elliott().p() > 0;
+    if (loss.bernoulli() > 0 || ge)
+    {
+        for (const MetaRoceLink& link : fabric->GetLinks())
+        {
+            const bool hostLink =
+                link.portA == MetaRoceSwitch::NO_PORT || link.portB == MetaRoceSwitch::NO_PORT;
+            if ((loss.scope() == pb::Loss::FABRIC_LINKS && hostLink) ||
+                (loss.scope() == pb::Loss::HOST_LINKS && !hostLink))
+            {
+                continue;
+            }
+            if (ge)
+            {
+                const pb::GilbertElliott& g = loss.gilbert_elliott();
+                fabric->SetGilbertElliottLoss(link.channel, g.p(), g.r(), g.h_g(), g.h_b());
+            }
+            else
+            {
+                fabric->SetBernoulliLoss(link.channel, loss.bernoulli());
+            }
+        }
+    }
+    fabric->AssignStreams(streams + 1000);
+
+    auto stopOf = [](double stopUs) { return stopUs == 0 ? Time::Max() : FromUs(stopUs); };
+    for (int kind = 0; kind < 2; ++kind)
+    {
+        const auto& events = kind == 0 ? loss.fail_link() : loss.degrade_link();
+        const std::string field = kind == 0 ? "loss.fail_link" : "loss.degrade_link";
+        for (int i = 0; i < events.size(); ++i)
+        {
+            const pb::LinkEvent& e = events.Get(i);
+            const std::string at = field + "[" + std::to_string(i) + "]";
+            Ptr<Node> a = names.Find(e.a());
+            Ptr<Node> b = names.Find(e.b());
+            if (!a || !b)
+            {
+                loader.Invalid(at + (a ? ".b" : ".a"),
+                               "no node '" + (a ? e.b() : e.a()) + "' (hosts h0..h" +
+                                   std::to_string(hosts - 1) + ", switches s0..s" +
+                                   std::to_string(fabric->GetSwitchCount() - 1) + ")");
+            }
+            Ptr<MetaRoceChannel> ch = fabric->GetChannel(a, b);
+            if (!ch)
+            {
+                loader.Invalid(at + ".a", "no link between " + e.a() + " and " + e.b());
+            }
+            if (kind == 0)
+            {
+                fabric->FailLink(ch, FromUs(e.start_us()), stopOf(e.stop_us()));
+            }
+            else
+            {
+                fabric->DegradeLink(ch, e.fraction(), FromUs(e.start_us()), stopOf(e.stop_us()));
+            }
+        }
+    }
+    for (const pb::PlaneEvent& e : loss.fail_plane())
+    {
+        fabric->FailPlane(e.plane(), FromUs(e.start_us()), stopOf(e.stop_us()));
+    }
+
+    // Workload.
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(fabric, nics);
+    load->SetStopWhenDone(true);
+    load->SetConnectionConfig(cfg);
+    const pb::Workload& w = sc.workload();
+    const Time start = FromUs(w.start_us());
+    std::vector<uint32_t> first;
+    for (uint32_t h = 0; h < (w.hosts() ? w.hosts() : hosts); ++h)
+    {
+        first.push_back(h);
+    }
+    switch (w.kind())
+    {
+    case pb::Workload::INCAST: {
+        std::vector<uint32_t> senders;
+        for (uint32_t h = 0; h < hosts && senders.size() < w.senders(); ++h)
+        {
+            if (h != w.receiver())
+            {
+                senders.push_back(h);
+            }
+        }
+        load->AddIncast(senders, w.receiver(), w.flow_bytes(), start);
+        break;
+    }
+    case pb::Workload::PERMUTATION:
+        load->AddPermutation(w.flow_bytes(), start, sc.seed());
+        break;
+    case pb::Workload::ALL_TO_ALL:
+        load->AddAllToAll(first, w.flow_bytes(), start);
+        break;
+    case pb::Workload::RING_ALLREDUCE:
+        load->AddRingAllReduce(first, w.flow_bytes(), w.channels(), start);
+        break;
+    case pb::Workload::HTSIM_FILE: {
+        std::filesystem::path file(w.file());
+        if (file.is_relative())
+        {
+            file = scenarioDir / file;
+        }
+        std::ifstream in(file);
+        if (!in)
+        {
+            loader.Invalid("workload.file", "cannot open " + file.string());
+        }
+        MetaRoceHtsimMatrix matrix;
+        std::string error;
+        if (!MetaRoceWorkloadHelper::ParseHtsimConnectionMatrix(in, matrix, error))
+        {
+            BadInput(file.string() + ": " + error);
+        }
+        for (const MetaRoceHtsimFlow& f : matrix.flows)
+        {
+            if ((f.bytes + cfg.maxMessageSize - 1) / cfg.maxMessageSize > cfg.maxOutstandingWrs)
+            {
+                BadInput(file.string() + ": line " + std::to_string(f.line) +
+                         ": flow needs more messages than MaxOutstandingWrs");
+            }
+        }
+        if (!load->AddHtsimConnectionMatrix(matrix, error))
+        {
+            BadInput(file.string() + ": " + error);
+        }
+        break;
+    }
+    default:
+        loader.Invalid("workload.kind", "unknown kind");
+    }
+
+    // Goodput rows for every receiving host.
+    std::vector<bool> receives(hosts, false);
+    for (const MetaRoceFlow& f : load->GetFlows())
+    {
+        receives[f.dst] = true;
+    }
+    for (const MetaRoceCollective& c : load->GetCollectives())
+    {
+        for (uint32_t r : c.ranks)
+        {
+            receives[r] = true;
+        }
+    }
+    std::vector<uint32_t> tracked;
+    for (uint32_t h = 0; h < hosts && sc.output().per_host_goodput(); ++h)
+    {
+        if (receives[h])
+        {
+            tracked.push_back(h);
+        }
+    }
+    GoodputSampler goodput(nics, tracked, FromUs(sc.output().goodput_interval_us()));
+
+    // ---- Run
+    Simulator::Stop(MicroSeconds(static_cast<int64_t>(std::llround(sc.stop_time_ms() * 1e3))));
+    Simulator::Run();
+    goodput.Finish();
+    const Time end = Simulator::Now();
+    const uint64_t events = Simulator::GetEventCount();
+
+    // ---- Collect
+    std::vector<pb::ResultRecord> records;
+    std::map<std::pair<uint32_t, uint32_t>, int32_t> flowOfConnection;
+    std::vector<pb::FlowRecord> flows;
+    for (const MetaRoceFlow& f : load->GetFlows())
+    {
+        pb::FlowRecord r;
+        r.set_flow_id(f.id);
+        r.set_src(f.src);
+        r.set_dst(f.dst);
+        r.set_bytes(f.bytes);
+        r.set_start_us(ToUs(f.start));
+        r.set_ideal_fct_us(ToUs(f.idealFct));
+        r.set_completed(f.done);
+        r.set_failed(f.failed);
+        r.set_finish_us(f.done ? ToUs(f.finish) : -1);
+        r.set_fct_us(f.done ? ToUs(f.Fct()) : -1);
+        r.set_slowdown(f.done ? f.Slowdown() : -1);
+        if (f.srcQpn)
+        {
+            flowOfConnection[{f.src, f.srcQpn}] = static_cast<int32_t>(f.id);
+            const metaroce::TransportConnection* c =
+                nics[f.src]->GetEndpoint().GetConnection(f.srcQpn);
+            if (c)
+            {
+                r.set_retransmissions(c->Counters().Get(metaroce::Counter::TX_RETRANSMIT));
+                r.set_timeouts(c->Counters().Get(metaroce::Counter::RTO));
+            }
+        }
+        flows.push_back(r);
+    }
+    std::vector<pb::CollectiveRecord> collectives;
+    for (size_t i = 0; i < load->GetCollectives().size(); ++i)
+    {
+        const MetaRoceCollective& c = load->GetCollectives()[i];
+        pb::CollectiveRecord r;
+        r.set_collective_id(static_cast<uint32_t>(i));
+        r.set_ranks(static_cast<uint32_t>(c.ranks.size()));
+        r.set_bytes_per_rank(c.bytesPerRank);
+        r.set_channels(c.channels);
+        r.set_chunk_bytes(c.chunkBytes);
+        r.set_start_us(ToUs(c.start));
+        r.set_completed(c.done);
+        r.set_finish_us(c.done ? ToUs(c.finish) : -1);
+        r.set_duration_us(c.done ? ToUs(c.finish - c.start) : -1);
+        r.set_algbw_gbps(c.done ? c.AlgorithmBandwidth() / 1e9 : 0);
+        r.set_busbw_gbps(c.done ? c.BusBandwidth() / 1e9 : 0);
+        collectives.push_back(r);
+    }
+
+    // Paths of every connection that sent data.
+    std::vector<pb::PathCounters> paths;
+    for (uint32_t h = 0; h < hosts; ++h)
+    {
+        metaroce::Endpoint& ep = nics[h]->GetEndpoint();
+        // The workload never destroys connections, so the QPNs are consecutive from the
+        // engine's first QPN (which this scan does not assume).
+        const size_t count = ep.ConnectionCount();
+        size_t found = 0;
+        for (uint32_t qpn = 0; found < count && qpn < count + 64; ++qpn)
+        {
+            const metaroce::TransportConnection* c = ep.GetConnection(qpn);
+            found += c != nullptr;
+            if (!c || c->Counters().Get(metaroce::Counter::TX_DATA) == 0)
+            {
+                continue;
+            }
+            pb::PathCounters base;
+            base.set_host(h);
+            base.set_qpn(qpn);
+            const int64_t peer = fabric->FindHost(c->RemoteIp());
+            base.set_peer(peer < 0 ? 0 : static_cast<uint32_t>(peer));
+            auto it = flowOfConnection.find({h, qpn});
+            base.set_flow_id(it == flowOfConnection.end() ? -1 : it->second);
+            if (c->PathCount() == 0)
+            {
+                const metaroce::CounterSet& k = c->Counters();
+                pb::PathCounters r = base;
+                r.set_path(-1);
+                r.set_packets_sent(k.Get(metaroce::Counter::TX_DATA) +
+                                   k.Get(metaroce::Counter::TX_RETRANSMIT));
+                r.set_retransmissions(k.Get(metaroce::Counter::TX_RETRANSMIT));
+                r.set_timeouts(k.Get(metaroce::Counter::RTO));
+                r.set_ecn_echoes(k.Get(metaroce::Counter::RX_CNP));
+                r.set_cwnd_packets(-1);
+                r.set_srtt_us(-1);
+                r.set_min_rtt_us(-1);
+                paths.push_back(r);
+                continue;
+            }
+            for (size_t i = 0; i < c->PathCount(); ++i)
+            {
+                const metaroce::PathState* p = c->Path(i);
+                if (!p)
+                {
+                    continue;
+                }
+                pb::PathCounters r = base;
+                r.set_path(p->id);
+                r.set_source_port(p->sourcePort);
+                std::string status = metaroce::PathStatusName(p->status);
+                std::transform(status.begin(), status.end(), status.begin(), ::tolower);
+                r.set_status(status);
+                r.set_packets_sent(p->packetsSent);
+                r.set_retransmissions(p->retransmissions);
+                r.set_timeouts(p->timeouts);
+                r.set_ecn_echoes(p->ecnEchoes);
+                r.set_packets_acked(p->packetsAcked);
+                r.set_cwnd_packets(p->cwnd);
+                r.set_srtt_us(p->hasRtt ? p->srtt / 1e6 : -1);
+                r.set_min_rtt_us(p->hasRtt ? p->minRtt / 1e6 : -1);
+                paths.push_back(r);
+            }
+        }
+    }
+
+    // Switches: a total row, then one row per port.
+    const std::vector<uint32_t> tiers = SwitchTiers(fabric);
+    std::vector<pb::SwitchCounters> switches;
+    uint64_t channelDrops = 0;
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        for (const Ptr<MetaRoceNetDevice>& d : {link.deviceA, link.deviceB})
+        {
+            channelDrops +=
+                d->GetCounters().drops[static_cast<uint32_t>(MetaRoceDropReason::CHANNEL_LOSS)];
+        }
+    }
+    std::map<std::pair<uint32_t, uint32_t>, std::string> portPeer;
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        portPeer[{link.nodeA->GetId(), link.portA}] = names.Name(link.nodeB);
+        portPeer[{link.nodeB->GetId(), link.portB}] = names.Name(link.nodeA);
+    }
+    uint64_t switchDrops = 0;
+    uint64_t ecnMarked = 0;
+    uint64_t pfcPauses = 0;
+    for (uint32_t j = 0; j < fabric->GetSwitchCount(); ++j)
+    {
+        Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(j);
+        pb::SwitchCounters s;
+        MetaRoceNetDevice::Counters devices;
+        for (uint32_t p = 0; p < sw->GetNPorts(); ++p)
+        {
+            const MetaRoceNetDevice::Counters& d = sw->GetPort(p)->GetCounters();
+            for (uint32_t r = 0; r < METAROCE_DROP_REASON_COUNT; ++r)
+            {
+                devices.drops[r] += d.drops[r];
+            }
+            pb::PortCounters& row = *s.add_ports();
+            row.set_switch_id(j);
+            row.set_port(static_cast<int32_t>(p));
+            row.set_plane(fabric->GetSwitchPlane(j));
+            row.set_tier(tiers[j]);
+            row.set_peer(portPeer[{fabric->GetSwitchNode(j)->GetId(), p}]);
+            FillPortCounters(row, sw->GetPortCounters(p), d);
+        }
+        pb::PortCounters& total = *s.mutable_total();
+        total.set_switch_id(j);
+        total.set_port(-1);
+        total.set_plane(fabric->GetSwitchPlane(j));
+        total.set_tier(tiers[j]);
+        FillPortCounters(total, sw->GetCounters(), devices);
+        switchDrops += total.drops_total() - total.drops_channel_loss();
+        ecnMarked += total.ecn_marked();
+        pfcPauses += total.pfc_pause_sent();
+        switches.push_back(s);
+    }
+
+    // Summary.
+    pb::RunSummary sum;
+    sum.set_scenario(sc.name());
+    sum.set_transport(sc.transport().name());
+    sum.set_pfc(t.pfc());
+    sum.set_seed(sc.seed());
+    sum.set_hosts(hosts);
+    sum.set_switches(fabric->GetSwitchCount());
+    sum.set_links(static_cast<uint32_t>(fabric->GetLinks().size()));
+    sum.set_flows(static_cast<uint32_t>(flows.size()));
+    std::vector<double> fcts;
+    std::vector<double> slowdowns;
+    uint64_t bytesTotal = 0;
+    double firstStart = -1;
+    double lastFinish = 0;
+    uint32_t failed = 0;
+    for (const pb::FlowRecord& f : flows)
+    {
+        bytesTotal += f.bytes();
+        failed += f.failed();
+        if (f.completed())
+        {
+            fcts.push_back(f.fct_us());
+            slowdowns.push_back(f.slowdown());
+            lastFinish = std::max(lastFinish, f.finish_us());
+            firstStart = firstStart < 0 ? f.start_us() : std::min(firstStart, f.start_us());
+        }
+    }
+    sum.set_flows_completed(static_cast<uint32_t>(fcts.size()));
+    sum.set_flows_failed(failed);
+    sum.set_bytes_total(bytesTotal);
+    if (!fcts.empty())
+    {
+        double fctSum = 0;
+        double sdSum = 0;
+        for (size_t i = 0; i < fcts.size(); ++i)
+        {
+            fctSum += fcts[i];
+            sdSum += slowdowns[i];
+        }
+        sum.set_fct_mean_us(fctSum / fcts.size());
+        sum.set_slowdown_mean(sdSum / slowdowns.size());
+        sum.set_fct_p50_us(Quantile(fcts, 0.5));
+        sum.set_fct_p99_us(Quantile(fcts, 0.99));
+        sum.set_fct_max_us(fcts.back());
+        sum.set_slowdown_p50(Quantile(slowdowns, 0.5));
+        sum.set_slowdown_p99(Quantile(slowdowns, 0.99));
+        sum.set_slowdown_max(slowdowns.back());
+    }
+    sum.set_collectives(static_cast<uint32_t>(collectives.size()));
+    double busbw = 0;
+    uint32_t collectivesDone = 0;
+    for (const pb::CollectiveRecord& c : collectives)
+    {
+        if (c.completed())
+        {
+            ++collectivesDone;
+            busbw += c.busbw_gbps();
+            lastFinish = std::max(lastFinish, c.finish_us());
+            firstStart = firstStart < 0 ? c.start_us() : std::min(firstStart, c.start_us());
+        }
+    }
+    sum.set_collectives_completed(collectivesDone);
+    sum.set_busbw_gbps_mean(collectivesDone ? busbw / collectivesDone : 0);
+    uint64_t placed = 0;
+    uint64_t retransmissions = 0;
+    uint64_t timeouts = 0;
+    for (const Ptr<MetaRoceNic>& nic : nics)
+    {
+        const metaroce::CounterSet& k = nic->GetEngineCounters();
+        placed += k.Get(metaroce::Counter::BYTES_PLACED);
+        retransmissions += k.Get(metaroce::Counter::TX_RETRANSMIT);
+        timeouts += k.Get(metaroce::Counter::RTO);
+    }
+    sum.set_goodput_mean_gbps(lastFinish > firstStart && firstStart >= 0
+                                  ? placed * 8 / ((lastFinish - firstStart) * 1e3)
+                                  : 0);
+    sum.set_retransmissions(retransmissions);
+    sum.set_timeouts(timeouts);
+    sum.set_switch_drops(switchDrops);
+    sum.set_channel_drops(channelDrops);
+    sum.set_ecn_marked(ecnMarked);
+    sum.set_pfc_pauses(pfcPauses);
+    sum.set_sim_time_us(ToUs(end));
+    sum.set_events(events);
+    sum.set_all_completed(fcts.size() == flows.size() && collectivesDone == collectives.size());
+    sum.set_command_line(commandLine);
+    sum.set_wall_time_s(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count());
+
+    // ---- Write
+    std::filesystem::path dir =
+        outDir.empty() ? std::filesystem::path("runs") / (sc.name() + "-" + Timestamp())
+                       : std::filesystem::path(outDir);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+    {
+        std::cerr << "metaroce-run: cannot create " << dir.string() << ": " << ec.message()
+                  << std::endl;
+        return EXIT_OUTPUT;
+    }
+    {
+        std::ofstream out = OpenOutput(dir, "flows.csv");
+        out << FLOWS_HEADER << "\n";
+        for (const pb::FlowRecord& f : flows)
+        {
+            out << f.flow_id() << "," << f.src() << "," << f.dst() << "," << f.bytes() << ","
+                << Fixed(f.start_us(), 3) << "," << Fixed(f.finish_us(), 3) << ","
+                << Fixed(f.fct_us(), 3) << "," << Fixed(f.ideal_fct_us(), 3) << ","
+                << Fixed(f.slowdown(), 4) << "," << f.retransmissions() << "," << f.timeouts()
+                << "," << (f.completed() ? 1 : 0) << "\n";
+        }
+    }
+    {
+        std::ofstream out = OpenOutput(dir, "collectives.csv");
+        out << COLLECTIVES_HEADER << "\n";
+        for (const pb::CollectiveRecord& c : collectives)
+        {
+            out << c.collective_id() << "," << c.ranks() << "," << c.bytes_per_rank() << ","
+                << c.channels() << "," << c.chunk_bytes() << "," << Fixed(c.start_us(), 3) << ","
+                << Fixed(c.finish_us(), 3) << "," << Fixed(c.duration_us(), 3) << ","
+                << Fixed(c.algbw_gbps(), 3) << "," << Fixed(c.busbw_gbps(), 3) << ","
+                << (c.completed() ? 1 : 0) << "\n";
+        }
+    }
+    {
+        std::ofstream out = OpenOutput(dir, "goodput.csv");
+        out << GOODPUT_HEADER << "\n";
+        for (const pb::GoodputSample& g : goodput.Samples())
+        {
+            out << Fixed(g.time_us(), 3) << "," << Fixed(g.interval_us(), 3) << "," << g.host()
+                << "," << g.bytes() << "," << Fixed(g.goodput_gbps(), 3) << "\n";
+        }
+    }
+    {
+        std::ofstream out = OpenOutput(dir, "paths.csv");
+        out << PATHS_HEADER << "\n";
+        for (const pb::PathCounters& p : paths)
+        {
+            out << p.host() << "," << p.qpn() << "," << p.peer() << "," << p.flow_id() << ","
+                << p.path() << "," << p.source_port() << "," << p.status() << ","
+                << p.packets_sent() << "," << p.retransmissions() << "," << p.timeouts() << ","
+                << p.ecn_echoes() << "," << p.packets_acked() << "," << Fixed(p.cwnd_packets(), 2)
+                << "," << Fixed(p.srtt_us(), 3) << "," << Fixed(p.min_rtt_us(), 3) << "\n";
+        }
+    }
+    {
+        std::ofstream out = OpenOutput(dir, "switches.csv");
+        out << SWITCHES_HEADER << "\n";
+        for (const pb::SwitchCounters& s : switches)
+        {
+            out << PortLine(s.total()) << "\n";
+            for (const pb::PortCounters& p : s.ports())
+            {
+                if (sc.output().switch_ports())
+                {
+                    out << PortLine(p) << "\n";
+                }
+            }
+        }
+    }
+    {
+        std::string text;
+        gp::TextFormat::PrintToString(sc, &text);
+        OpenOutput(dir, "scenario.pb.txt") << text;
+        gp::TextFormat::PrintToString(sum, &text);
+        OpenOutput(dir, "summary.pb.txt") << text;
+    }
+    std::ostringstream human;
+    human << "scenario        " << sc.name() << " (seed " << sc.seed() << ")\n"
+          << "transport       " << sc.transport().name() << (t.pfc() ? " with PFC" : " without PFC")
+          << ", " << sc.transport().paths() << " path(s), mtu " << sc.transport().mtu() << ", cc "
+          << sc.transport().cc() << "\n"
+          << "fabric          " << hosts << " hosts, " << sum.switches() << " switches, "
+          << sum.links() << " links, " << t.planes() << " plane(s)\n"
+          << "flows           " << sum.flows_completed() << " of " << sum.flows() << " completed, "
+          << sum.flows_failed() << " failed, " << bytesTotal << " bytes\n";
+    if (!fcts.empty())
+    {
+        human << "fct (us)        mean " << Fixed(sum.fct_mean_us(), 1) << "  p50 "
+              << Fixed(sum.fct_p50_us(), 1) << "  p99 " << Fixed(sum.fct_p99_us(), 1) << "  max "
+              << Fixed(sum.fct_max_us(), 1) << "\n"
+              << "slowdown        mean " << Fixed(sum.slowdown_mean(), 3) << "  p50 "
+              << Fixed(sum.slowdown_p50(), 3) << "  p99 " << Fixed(sum.slowdown_p99(), 3)
+              << "  max " << Fixed(sum.slowdown_max(), 3) << "\n";
+    }
+    if (!collectives.empty())
+    {
+        human << "collectives     " << collectivesDone << " of " << collectives.size()
+              << " completed, bus bandwidth " << Fixed(sum.busbw_gbps_mean(), 2) << " Gb/s\n";
+    }
+    human << "goodput         " << Fixed(sum.goodput_mean_gbps(), 2)
+          << " Gb/s (all bytes placed / busy time)\n"
+          << "retransmissions " << retransmissions << " packets, " << timeouts << " timeouts\n"
+          << "switches        " << switchDrops << " drops, " << channelDrops << " link losses, "
+          << ecnMarked << " ECN marks, " << pfcPauses << " PFC pauses\n"
+          << "simulated       " << Fixed(sum.sim_time_us(), 1) << " us, " << events << " events, "
+          << Fixed(sum.wall_time_s(), 2) << " s wall\n"
+          << "all completed   " << (sum.all_completed() ? "yes" : "NO") << "\n"
+          << "run folder      " << dir.string() << "\n";
+    OpenOutput(dir, "summary.txt") << human.str();
+
+    {
+        std::ofstream out = OpenOutput(dir, "results.pb");
+        auto write = [&out](const pb::ResultRecord& r) {
+            gp::util::SerializeDelimitedToOstream(r, &out);
+        };
+        pb::ResultRecord r;
+        *r.mutable_scenario() = sc;
+        write(r);
+        for (const pb::FlowRecord& f : flows)
+        {
+            *r.mutable_flow() = f;
+            write(r);
+        }
+        for (const pb::CollectiveRecord& c : collectives)
+        {
+            *r.mutable_collective() = c;
+            write(r);
+        }
+        for (const pb::GoodputSample& g : goodput.Samples())
+        {
+            *r.mutable_goodput() = g;
+            write(r);
+        }
+        for (const pb::PathCounters& p : paths)
+        {
+            *r.mutable_path() = p;
+            write(r);
+        }
+        for (const pb::SwitchCounters& s : switches)
+        {
+            *r.mutable_switch_counters() = s;
+            write(r);
+        }
+        *r.mutable_summary() = sum;
+        write(r);
+        if (!out)
+        {
+            std::cerr << "metaroce-run: cannot write results.pb" << std::endl;
+            return EXIT_OUTPUT;
+        }
+    }
+    if (!quiet)
+    {
+        std::cout << human.str();
+    }
+    Simulator::Destroy();
+    return 0;
+}
