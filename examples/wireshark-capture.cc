@@ -17,9 +17,9 @@
  * frame, what the engine sent as the engine's own parser (metaroce::ParseDatagram) reads it,
  * so tests can compare Wireshark's view with the engine's.
  *
- * The connections get QPN 2 (--first-qpn): the engine numbers connections from 1, and
- * InfiniBand reserves QP 1 for the GSI, so Wireshark would decode the payload of every packet
- * to QP 1 as a management datagram.
+ * The connections get QPN --first-qpn (default 2, the engine's FIRST_QPN: InfiniBand reserves
+ * QP 0 and QP 1, and Wireshark decodes the payload of any packet to QP 1 as a management
+ * datagram); a larger value creates unused connections first.
  *
  * Output, in --out=DIR (default "."):
  *   metaroce.pcap, metaroce.json   the MetaRoCE run
@@ -445,14 +445,12 @@ PostWorkload(EngineNetwork& n,
 
 /**
  * Create (and never connect) placeholder connections on \p a and \p b so that the next
- * connection gets QPN \p firstQpn. The engine numbers connections from 1, but InfiniBand
- * reserves QP0 (SMI) and QP1 (GSI): Wireshark decodes the payload of any packet to QP 1 as a
- * management datagram (MAD), so a capture of QPN 1 does not show the RC payload as such.
+ * connection gets QPN \p firstQpn (the engine hands out FIRST_QPN first).
  */
 void
 SkipQpns(EngineNetwork& n, uint32_t a, uint32_t b, const ConnectionConfig& cfg, uint32_t firstQpn)
 {
-    for (uint32_t q = 1; q < firstQpn; ++q)
+    for (uint32_t q = FIRST_QPN; q < firstQpn; ++q)
     {
         uint32_t unused = 0;
         n.At(a).CreateConnection(cfg, unused);
@@ -616,12 +614,12 @@ main(int argc, char** argv)
         else if (arg.rfind("--first-qpn=", 0) == 0)
         {
             firstQpn = uint32_t(std::strtoul(arg.c_str() + 12, nullptr, 10));
-            firstQpn = firstQpn < 1 ? 1 : firstQpn > 64 ? 64 : firstQpn;
+            firstQpn = firstQpn < FIRST_QPN ? FIRST_QPN : firstQpn > 64 ? 64 : firstQpn;
         }
         else
         {
             std::fprintf(stderr,
-                         "usage: %s [--out=DIR] [--seed=N] [--first-qpn=N (1-64, default 2)]\n"
+                         "usage: %s [--out=DIR] [--seed=N] [--first-qpn=N (2-64, default 2)]\n"
                          "writes DIR/metaroce.pcap, DIR/metaroce.json, DIR/rocev2.pcap and "
                          "DIR/rocev2.json\n",
                          argv[0]);
