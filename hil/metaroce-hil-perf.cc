@@ -16,6 +16,7 @@
 #include "metaroce-hil-udp-port.h"
 #include "metaroce-hil.pb.h"
 #include "metaroce-random.h"
+#include "metaroce-results.pb.h"
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
@@ -25,7 +26,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <google/protobuf/util/delimited_message_util.h>
 #include <google/protobuf/util/json_util.h>
 #include <list>
 #include <map>
@@ -40,6 +43,24 @@ namespace
 {
 
 using boost::asio::ip::tcp;
+/// The run-record schema shared with the ns-3 scenario runner (proto/metaroce-results.proto).
+namespace rpb = ::metaroce::results;
+
+/// goodput.csv header: the scenario runner's columns (docs/outputs.md).
+constexpr const char* GOODPUT_HEADER = "time_us,interval_us,host,bytes,goodput_gbps";
+/// Host index of the client (the sender) in results records; the server is host 1.
+constexpr uint32_t CLIENT_HOST = 0;
+/// Host index of the server in results records.
+constexpr uint32_t SERVER_HOST = 1;
+
+/// \return \p value with \p decimals digits after the point (the runner's CSV format).
+std::string
+Fixed(double value, int decimals)
+{
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+    return text;
+}
 
 /// Software name sent in Hello / Accept.
 constexpr const char* SOFTWARE = "metaroce-perf 0.1.0";
@@ -170,6 +191,9 @@ class Session : public std::enable_shared_from_this<Session>
     void Teardown();
     uint64_t Retransmissions() const;
     void PrintFinal(Time now);
+    std::string RunLabel() const;
+    void WriteResultPaths();
+    void WriteResultSummary(Time now, bool pass);
     proto::TelemetryRecord Telemetry(Time now,
                                      Time interval,
                                      uint64_t bytes,
@@ -213,6 +237,7 @@ class Session : public std::enable_shared_from_this<Session>
     boost::asio::steady_timer m_finishTimer;   //!< server: waits for stragglers
     bool m_interrupted{false};                 //!< stopped by a signal
     bool m_torn{false};                        //!< Teardown() ran
+    bool m_scenarioWritten{false};             //!< results: the Scenario record went out
 };
 
 /// The program: context, signals, the engine host, the control plane and the sessions.
@@ -239,6 +264,13 @@ class PerfApp
 
     void SessionDone(Session* session, int code);
     void WriteTelemetry(const proto::TelemetryRecord& record);
+    void WriteResult(const rpb::ResultRecord& record);
+    void WriteGoodput(const rpb::GoodputSample& sample);
+
+    bool WritesResults() const
+    {
+        return m_results.is_open();
+    }
 
     std::string PortMode() const
     {
@@ -275,6 +307,8 @@ class PerfApp
     uint32_t m_localIp{0};                          //!< engine address
     std::list<std::shared_ptr<Session>> m_sessions; //!< live sessions
     std::ofstream m_telemetry;                      //!< telemetry output
+    std::ofstream m_results;                        //!< --results: results.pb
+    std::ofstream m_goodputCsv;                     //!< --results: goodput.csv
     int m_exitCode{0};                              //!< result
     bool m_stopped{false};                          //!< Stop() ran
 };
@@ -1231,10 +1265,142 @@ Session::OnReport(Time now, bool final)
         std::fflush(stdout);
     }
     m_app.WriteTelemetry(Telemetry(now, interval, bytes, messages, retx, final));
+    if (m_app.WritesResults())
+    {
+        if (!m_scenarioWritten)
+        {
+            // The stream starts with the scenario as run, as the runner's does.
+            rpb::ResultRecord r;
+            rpb::Scenario* sc = r.mutable_scenario();
+            sc->set_name(RunLabel());
+            sc->mutable_transport()->set_name(m_ccfg.transport);
+            sc->mutable_transport()->set_paths(m_ccfg.transport == "rocev2" ? 1 : m_ccfg.numPaths);
+            sc->mutable_transport()->set_mtu(m_ccfg.mtu);
+            sc->set_seed(m_opts.seed);
+            sc->mutable_output()->set_goodput_interval_us(m_opts.report * 1e6);
+            m_app.WriteResult(r);
+            m_scenarioWritten = true;
+        }
+        rpb::GoodputSample g;
+        const double intervalUs = double(interval) / 1e6;
+        g.set_time_us(double(now - m_start) / 1e6);
+        g.set_interval_us(intervalUs);
+        g.set_host(-1); // the whole node, as the runner's fabric-wide rows
+        g.set_bytes(bytes);
+        g.set_goodput_gbps(intervalUs > 0 ? double(bytes) * 8 / (intervalUs * 1e3) : 0);
+        m_app.WriteGoodput(g);
+    }
     m_lastReport = now;
     m_reportBytes = m_bytes;
     m_reportMessages = m_messages;
     m_reportRetx = retxTotal;
+}
+
+std::string
+Session::RunLabel() const
+{
+    return m_ccfg.transport + "-" + (m_write ? "write" : "send") + "-" + std::to_string(m_size);
+}
+
+void
+Session::WriteResultPaths()
+{
+    // One row per path of every sending connection, as the runner's paths.csv.
+    Endpoint& ep = m_host.GetEndpoint();
+    for (uint32_t qpn : m_qpns)
+    {
+        const TransportConnection* c = ep.GetConnection(qpn);
+        if (!c || c->Counters().Get(Counter::TX_DATA) == 0)
+        {
+            continue;
+        }
+        rpb::PathCounters base;
+        base.set_host(m_client ? CLIENT_HOST : SERVER_HOST);
+        base.set_qpn(qpn);
+        base.set_peer(m_client ? SERVER_HOST : CLIENT_HOST);
+        base.set_flow_id(int32_t(m_connIndex.at(qpn)));
+        rpb::ResultRecord r;
+        if (c->PathCount() == 0)
+        {
+            const CounterSet& k = c->Counters();
+            rpb::PathCounters* p = r.mutable_path();
+            *p = base;
+            p->set_path(-1);
+            p->set_packets_sent(k.Get(Counter::TX_DATA) + k.Get(Counter::TX_RETRANSMIT));
+            p->set_retransmissions(k.Get(Counter::TX_RETRANSMIT));
+            p->set_timeouts(k.Get(Counter::RTO));
+            p->set_ecn_echoes(k.Get(Counter::RX_CNP));
+            p->set_cwnd_packets(-1);
+            p->set_srtt_us(-1);
+            p->set_min_rtt_us(-1);
+            m_app.WriteResult(r);
+            continue;
+        }
+        for (size_t i = 0; i < c->PathCount(); ++i)
+        {
+            const PathState* ps = c->Path(i);
+            if (!ps)
+            {
+                continue;
+            }
+            rpb::PathCounters* p = r.mutable_path();
+            *p = base;
+            p->set_path(ps->id);
+            p->set_source_port(ps->sourcePort);
+            std::string status = PathStatusName(ps->status);
+            std::transform(status.begin(), status.end(), status.begin(), ::tolower);
+            p->set_status(status);
+            p->set_packets_sent(ps->packetsSent);
+            p->set_retransmissions(ps->retransmissions);
+            p->set_timeouts(ps->timeouts);
+            p->set_ecn_echoes(ps->ecnEchoes);
+            p->set_packets_acked(ps->packetsAcked);
+            p->set_cwnd_packets(ps->cwnd);
+            p->set_srtt_us(ps->hasRtt ? double(ps->srtt) / 1e6 : -1);
+            p->set_min_rtt_us(ps->hasRtt ? double(ps->minRtt) / 1e6 : -1);
+            m_app.WriteResult(r);
+        }
+    }
+}
+
+void
+Session::WriteResultSummary(Time now, bool pass)
+{
+    CounterSet sum;
+    for (uint32_t qpn : m_qpns)
+    {
+        if (const TransportConnection* c = m_host.GetEndpoint().GetConnection(qpn))
+        {
+            for (size_t i = 0; i < size_t(Counter::COUNT); ++i)
+            {
+                sum.Add(Counter(i), c->Counters().Get(Counter(i)));
+            }
+        }
+    }
+    const double seconds = std::max(1e-9, double(now - m_start) / 1e12);
+    const uint32_t flows = m_workload.connections();
+    rpb::ResultRecord r;
+    rpb::RunSummary* s = r.mutable_summary();
+    s->set_scenario(RunLabel());
+    s->set_transport(m_ccfg.transport);
+    s->set_pfc(false);
+    s->set_seed(m_opts.seed);
+    s->set_hosts(2);
+    s->set_switches(0);
+    s->set_links(1);
+    s->set_flows(flows);
+    s->set_flows_completed(pass ? flows : 0);
+    s->set_flows_failed(m_errors > 0 ? flows : 0);
+    s->set_bytes_total(m_bytes);
+    s->set_goodput_mean_gbps(double(m_bytes) * 8 / seconds / 1e9);
+    s->set_retransmissions(sum.Get(Counter::TX_RETRANSMIT));
+    s->set_timeouts(sum.Get(Counter::RTO));
+    s->set_channel_drops(m_host.Port().Counters().faultDropped);
+    s->set_sim_time_us(double(now - m_start) / 1e6);
+    s->set_wall_time_s(seconds);
+    s->set_all_completed(pass);
+    s->set_command_line(m_opts.commandLine);
+    m_app.WriteResult(r);
 }
 
 void
@@ -1343,6 +1509,11 @@ Session::PrintFinal(Time now)
                 m_errors,
                 m_host.RxDropped() + pc.rxMalformed);
     std::fflush(stdout);
+    if (m_app.WritesResults())
+    {
+        WriteResultPaths();
+        WriteResultSummary(now, pass);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1370,6 +1541,21 @@ PerfApp::Run()
             spdlog::error("cannot create {}", m_opts.telemetry);
             return 1;
         }
+    }
+    if (!m_opts.results.empty())
+    {
+        std::error_code ec;
+        std::filesystem::create_directories(m_opts.results, ec);
+        std::filesystem::path dir(m_opts.results);
+        m_results.open(dir / "results.pb", std::ios::binary | std::ios::trunc);
+        m_goodputCsv.open(dir / "goodput.csv", std::ios::trunc);
+        if (ec || !m_results || !m_goodputCsv)
+        {
+            spdlog::error("cannot write results.pb and goodput.csv in {}", m_opts.results);
+            return 1;
+        }
+        m_goodputCsv << GOODPUT_HEADER << '\n';
+        m_goodputCsv.flush();
     }
     DoSignals();
     if (m_opts.server)
@@ -1709,6 +1895,37 @@ PerfApp::WriteTelemetry(const proto::TelemetryRecord& record)
 }
 
 void
+PerfApp::WriteResult(const rpb::ResultRecord& record)
+{
+    if (!m_results.is_open())
+    {
+        return;
+    }
+    // The runner's framing: each record preceded by its length as a varint.
+    if (!google::protobuf::util::SerializeDelimitedToOstream(record, &m_results))
+    {
+        spdlog::error("cannot write {}/results.pb", m_opts.results);
+    }
+    m_results.flush();
+}
+
+void
+PerfApp::WriteGoodput(const rpb::GoodputSample& sample)
+{
+    if (!m_results.is_open())
+    {
+        return;
+    }
+    rpb::ResultRecord r;
+    *r.mutable_goodput() = sample;
+    WriteResult(r);
+    m_goodputCsv << Fixed(sample.time_us(), 3) << ',' << Fixed(sample.interval_us(), 3) << ','
+                 << sample.host() << ',' << sample.bytes() << ',' << Fixed(sample.goodput_gbps(), 3)
+                 << '\n';
+    m_goodputCsv.flush();
+}
+
+void
 PerfApp::DoReport()
 {
     m_reportTimer.expires_after(std::chrono::milliseconds(int64_t(m_opts.report * 1000)));
@@ -1848,7 +2065,10 @@ Faults on egress (seeded by --seed):
   --reorder P[,DELAY_US] hold back a datagram by DELAY_US (default 100)
 Output:
   --pcap FILE            write sent and received frames (nanosecond pcap, Ethernet)
-  --telemetry FILE       write TelemetryRecord JSON lines every report interval
+  --results DIR          write DIR/results.pb (ResultRecord stream of
+                         proto/metaroce-results.proto) and DIR/goodput.csv, as metaroce-run
+  --telemetry FILE       write TelemetryRecord JSON lines every report interval (deprecated:
+                         use --results)
   --report SECONDS       report interval (default 1)
   --port N               TCP control port (default 18515)
   --timeout SECONDS      control-plane timeout: connect, silence, stragglers (default 5)
@@ -1868,6 +2088,11 @@ ParsePerfOptions(const std::vector<std::string>& args,
 {
     opts.daemon = daemonProgram;
     opts.server = true;
+    opts.commandLine = daemonProgram ? "metaroce-hild" : "metaroce-perf";
+    for (const std::string& a : args)
+    {
+        opts.commandLine += " " + a;
+    }
     bool sizeGiven = false;
     for (size_t i = 0; i < args.size(); ++i)
     {
@@ -2118,6 +2343,10 @@ ParsePerfOptions(const std::vector<std::string>& args,
         else if (arg == "--telemetry")
         {
             opts.telemetry = v;
+        }
+        else if (arg == "--results")
+        {
+            opts.results = v;
         }
         else if (arg == "--report")
         {

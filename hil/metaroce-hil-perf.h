@@ -61,7 +61,9 @@ struct PerfOptions
     uint16_t dataPort{4791};          //!< UDP port datagrams are received on
     FaultConfig faults;               //!< egress faults
     std::string pcap;                 //!< capture file ("" = none)
-    std::string telemetry;            //!< telemetry JSON-lines file ("" = none)
+    std::string telemetry;            //!< telemetry JSON-lines file ("" = none; deprecated)
+    std::string results;              //!< folder for results.pb and goodput.csv ("" = none)
+    std::string commandLine;          //!< the arguments, for RunSummary.command_line
     double timeout{5};                //!< control-plane timeout, seconds
     double report{1};                 //!< report interval, seconds
     uint64_t seed{1};                 //!< engine, pattern and fault seed
