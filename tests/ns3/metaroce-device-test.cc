@@ -15,6 +15,7 @@
 #include "ns3/boolean.h"
 #include "ns3/metaroce-byte-order.h"
 #include "ns3/metaroce-channel.h"
+#include "ns3/metaroce-frame.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-pcap-helper.h"
 #include "ns3/metaroce-switch.h"
@@ -23,6 +24,7 @@
 #include "ns3/rng-seed-manager.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -409,3 +411,36 @@ TEST_F(MetaRoceDeviceTest, DegradedLinkRunsAtItsFraction)
 }
 
 } // namespace
+
+// MetaRoceCreateFrame carries an all-zero payload as a virtual zero area (no copy) and gives
+// the same bytes as Packet(bytes, size); a payload with real bytes is copied as is.
+TEST(MetaRoceFrameTest, ZeroPayloadFrameHasTheSameBytesAsACopy)
+{
+    std::vector<uint8_t> frame(4200, 0);
+    for (uint32_t i = 0; i < 100; ++i)
+    {
+        frame[i] = static_cast<uint8_t>(i * 7 + 1); // headers
+    }
+    for (uint32_t i = 4196; i < 4200; ++i)
+    {
+        frame[i] = static_cast<uint8_t>(0xa0 + i); // trailer (ICRC)
+    }
+    for (bool realPayload : {false, true})
+    {
+        if (realPayload)
+        {
+            frame[2000] = 0x5a;
+        }
+        Ptr<Packet> built = MetaRoceCreateFrame(frame.data(), 4200, 100, 4096);
+        ASSERT_EQ(built->GetSize(), 4200U);
+        std::vector<uint8_t> out(4200, 0xff);
+        ASSERT_EQ(built->CopyData(out.data(), 4200), 4200U);
+        EXPECT_EQ(out, frame) << "real payload " << realPayload;
+        // A switch-style header rewrite keeps the rest of the frame intact.
+        built->RemoveAtStart(42);
+        uint8_t rewritten[42] = {};
+        built->AddHeader(MetaRoceRawHeader(rewritten, 42));
+        ASSERT_EQ(built->CopyData(out.data(), 4200), 4200U);
+        EXPECT_TRUE(std::equal(out.begin() + 42, out.end(), frame.begin() + 42));
+    }
+}

@@ -97,9 +97,20 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
         return;
     }
     const uint32_t direction = source == m_devices[0] ? 0 : 1;
-    Ptr<MetaRoceNetDevice> destination = m_devices[1 - direction];
-    const uint32_t context =
-        destination->GetNode() ? destination->GetNode()->GetId() : Simulator::GetContext();
+    uint32_t context = m_context[1 - direction];
+    if (context == NO_CONTEXT)
+    {
+        // A device's node never changes once set: look it up once per end.
+        Ptr<Node> node = m_devices[1 - direction]->GetNode();
+        if (node)
+        {
+            context = m_context[1 - direction] = node->GetId();
+        }
+        else
+        {
+            context = Simulator::GetContext();
+        }
+    }
     Simulator::ScheduleWithContext(context,
                                    txTime + m_delay,
                                    &MetaRoceChannel::Deliver,

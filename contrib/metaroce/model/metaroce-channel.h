@@ -191,9 +191,12 @@ class MetaRoceChannel : public Channel
 
     std::array<Ptr<MetaRoceNetDevice>, 2> m_devices; //!< the two ends
     std::size_t m_nDevices{0};                       //!< attached devices
-    Time m_delay;                                    //!< propagation delay
-    std::array<Ptr<ErrorModel>, 2> m_errorModels;    //!< per direction
-    bool m_up{true};                                 //!< link state
+    /// Event context (node id) of each end once known (NO_CONTEXT until its node is set).
+    std::array<uint32_t, 2> m_context{NO_CONTEXT, NO_CONTEXT};
+    static constexpr uint32_t NO_CONTEXT = 0xffffffff; //!< context not yet known
+    Time m_delay;                                      //!< propagation delay
+    std::array<Ptr<ErrorModel>, 2> m_errorModels;      //!< per direction
+    bool m_up{true};                                   //!< link state
     uint64_t m_epoch{0}; //!< bumped at every state change; frames of older epochs are dropped
     std::array<uint64_t, 2> m_delivered{}; //!< per direction
     std::array<uint64_t, 2> m_dropped{};   //!< per direction

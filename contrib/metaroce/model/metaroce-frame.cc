@@ -16,6 +16,157 @@ namespace ns3
 {
 
 NS_OBJECT_ENSURE_REGISTERED(MetaRoceRawHeader);
+NS_OBJECT_ENSURE_REGISTERED(MetaRoceSpanHeader);
+NS_OBJECT_ENSURE_REGISTERED(MetaRoceSpanTrailer);
+
+namespace
+{
+
+/// \return true if the \p n bytes at \p p are all zero (stops at the first non-zero block).
+bool
+AllZero(const uint8_t* p, uint32_t n)
+{
+    static const uint8_t zeros[1024] = {};
+    while (n > 0)
+    {
+        const uint32_t chunk = std::min<uint32_t>(n, sizeof(zeros));
+        if (std::memcmp(p, zeros, chunk) != 0)
+        {
+            return false;
+        }
+        p += chunk;
+        n -= chunk;
+    }
+    return true;
+}
+
+} // namespace
+
+Ptr<Packet>
+MetaRoceCreateFrame(const uint8_t* bytes, uint32_t size, uint32_t zeroOffset, uint32_t zeroLength)
+{
+    if (zeroLength == 0 || zeroOffset > size || zeroLength > size - zeroOffset ||
+        !AllZero(bytes + zeroOffset, zeroLength))
+    {
+        return Create<Packet>(bytes, size);
+    }
+    Ptr<Packet> frame = Create<Packet>(zeroLength); // virtual zero area: no buffer, no copy
+    if (zeroOffset > 0)
+    {
+        frame->AddHeader(MetaRoceSpanHeader(bytes, zeroOffset));
+    }
+    const uint32_t tail = size - zeroOffset - zeroLength;
+    if (tail > 0)
+    {
+        frame->AddTrailer(MetaRoceSpanTrailer(bytes + zeroOffset + zeroLength, tail));
+    }
+    return frame;
+}
+
+TypeId
+MetaRoceSpanHeader::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::MetaRoceSpanHeader")
+                            .SetParent<Header>()
+                            .SetGroupName("MetaRoce")
+                            .AddConstructor<MetaRoceSpanHeader>();
+    return tid;
+}
+
+MetaRoceSpanHeader::MetaRoceSpanHeader()
+    : m_bytes(nullptr),
+      m_size(0)
+{
+}
+
+MetaRoceSpanHeader::MetaRoceSpanHeader(const uint8_t* bytes, uint32_t size)
+    : m_bytes(bytes),
+      m_size(size)
+{
+}
+
+TypeId
+MetaRoceSpanHeader::GetInstanceTypeId() const
+{
+    return GetTypeId();
+}
+
+uint32_t
+MetaRoceSpanHeader::GetSerializedSize() const
+{
+    return m_size;
+}
+
+void
+MetaRoceSpanHeader::Serialize(Buffer::Iterator start) const
+{
+    start.Write(m_bytes, m_size);
+}
+
+uint32_t
+MetaRoceSpanHeader::Deserialize(Buffer::Iterator /* start */)
+{
+    return 0; // a span has no storage to read into
+}
+
+void
+MetaRoceSpanHeader::Print(std::ostream& os) const
+{
+    os << "span " << m_size << " bytes";
+}
+
+TypeId
+MetaRoceSpanTrailer::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::MetaRoceSpanTrailer")
+                            .SetParent<Trailer>()
+                            .SetGroupName("MetaRoce")
+                            .AddConstructor<MetaRoceSpanTrailer>();
+    return tid;
+}
+
+MetaRoceSpanTrailer::MetaRoceSpanTrailer()
+    : m_bytes(nullptr),
+      m_size(0)
+{
+}
+
+MetaRoceSpanTrailer::MetaRoceSpanTrailer(const uint8_t* bytes, uint32_t size)
+    : m_bytes(bytes),
+      m_size(size)
+{
+}
+
+TypeId
+MetaRoceSpanTrailer::GetInstanceTypeId() const
+{
+    return GetTypeId();
+}
+
+uint32_t
+MetaRoceSpanTrailer::GetSerializedSize() const
+{
+    return m_size;
+}
+
+void
+MetaRoceSpanTrailer::Serialize(Buffer::Iterator end) const
+{
+    end.Prev(m_size);
+    end.Write(m_bytes, m_size);
+}
+
+uint32_t
+MetaRoceSpanTrailer::Deserialize(Buffer::Iterator /* end */)
+{
+    return 0; // a span has no storage to read into
+}
+
+void
+MetaRoceSpanTrailer::Print(std::ostream& os) const
+{
+    os << "span trailer " << m_size << " bytes";
+}
 
 const char*
 MetaRoceDropReasonName(MetaRoceDropReason reason)

@@ -12,6 +12,7 @@
 #include "ns3/header.h"
 #include "ns3/packet.h"
 #include "ns3/ptr.h"
+#include "ns3/trailer.h"
 
 #include <cstdint>
 
@@ -108,6 +109,92 @@ class MetaRoceRawHeader : public Header
   private:
     uint8_t m_bytes[METAROCE_HEADER_PEEK_SIZE]; //!< the bytes
     uint32_t m_size;                            //!< number of valid bytes
+};
+
+/**
+ * \ingroup metaroce
+ * Build the ns3::Packet of a frame held in \p bytes. When the \p zeroLength bytes at
+ * \p zeroOffset are all zero (the payload of a virtual memory region is), the packet is built
+ * from the bytes before them (a header), a virtual zero area of \p zeroLength bytes
+ * (Packet(size): no buffer, no copy) and the bytes after them (a trailer); its bytes are the
+ * same as those of Packet(bytes, size). Otherwise (real payload bytes) it is Packet(bytes, size).
+ *
+ * \param bytes the frame
+ * \param size its length
+ * \param zeroOffset where the payload starts
+ * \param zeroLength payload length (0: no payload; the frame is copied)
+ * \return the packet
+ */
+Ptr<Packet> MetaRoceCreateFrame(const uint8_t* bytes,
+                                uint32_t size,
+                                uint32_t zeroOffset,
+                                uint32_t zeroLength);
+
+/**
+ * \ingroup metaroce
+ * Leading bytes of a frame given by pointer, serialized at once by Packet::AddHeader (the
+ * pointer must stay valid until then). Used by MetaRoceCreateFrame; cannot be deserialized.
+ */
+class MetaRoceSpanHeader : public Header
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    /// Create an empty header.
+    MetaRoceSpanHeader();
+
+    /**
+     * \param bytes the bytes (not copied)
+     * \param size their number
+     */
+    MetaRoceSpanHeader(const uint8_t* bytes, uint32_t size);
+
+    TypeId GetInstanceTypeId() const override;
+    uint32_t GetSerializedSize() const override;
+    void Serialize(Buffer::Iterator start) const override;
+    uint32_t Deserialize(Buffer::Iterator start) override;
+    void Print(std::ostream& os) const override;
+
+  private:
+    const uint8_t* m_bytes; //!< the bytes
+    uint32_t m_size;        //!< their number
+};
+
+/**
+ * \ingroup metaroce
+ * Trailing bytes of a frame given by pointer (see MetaRoceSpanHeader).
+ */
+class MetaRoceSpanTrailer : public Trailer
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    /// Create an empty trailer.
+    MetaRoceSpanTrailer();
+
+    /**
+     * \param bytes the bytes (not copied)
+     * \param size their number
+     */
+    MetaRoceSpanTrailer(const uint8_t* bytes, uint32_t size);
+
+    TypeId GetInstanceTypeId() const override;
+    uint32_t GetSerializedSize() const override;
+    void Serialize(Buffer::Iterator end) const override;
+    uint32_t Deserialize(Buffer::Iterator end) override;
+    void Print(std::ostream& os) const override;
+
+  private:
+    const uint8_t* m_bytes; //!< the bytes
+    uint32_t m_size;        //!< their number
 };
 
 } // namespace ns3

@@ -7,6 +7,7 @@
 #include "metaroce-nic.h"
 
 #include "metaroce-encap.h"
+#include "metaroce-frame.h"
 #include "metaroce-net-device.h"
 #include "metaroce-wire.h"
 
@@ -1018,7 +1019,24 @@ MetaRoceNic::Pull(uint32_t index)
                                portIndex,
                                tx.meta.srcPort));
         }
-        Ptr<Packet> frame = Create<Packet>(m_txBuffer.data(), static_cast<uint32_t>(frameLen));
+        // Payload bytes of a virtual memory region are zeros: carry them as the packet's
+        // virtual zero area instead of copying them (same bytes, no 4 KiB buffer per frame).
+        uint32_t payloadOffset = 0;
+        uint32_t payloadLength = 0;
+        {
+            const uint8_t* datagram = m_txBuffer.data() + metaroce::FRAME_HEADERS_SIZE;
+            metaroce::ParsedPacket pkt;
+            if (metaroce::ParseDatagram(datagram, tx.length, pkt) == metaroce::ParseStatus::OK &&
+                pkt.payloadLength > 0)
+            {
+                payloadOffset = static_cast<uint32_t>(pkt.payload - m_txBuffer.data());
+                payloadLength = pkt.payloadLength;
+            }
+        }
+        Ptr<Packet> frame = MetaRoceCreateFrame(m_txBuffer.data(),
+                                                static_cast<uint32_t>(frameLen),
+                                                payloadOffset,
+                                                payloadLength);
         const uint8_t priority = target.device->GetPriorityForDscp(tx.meta.dscp);
         if (portIndex == index && !me.device->IsPaused(priority))
         {

@@ -1,0 +1,204 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * Issue 7, benchmark 1: simulation speed and memory on a 3-tier fat tree running a permutation
+ * of long flows. Defaults: k=16 (1,024 hosts), 100 Gb/s links, 4096-byte MTU, link delay chosen
+ * for about 12 us base RTT across the core, 2 MiB flows, MetaRoCE with 8 paths.
+ *
+ *   build/bin/metaroce-fabric-benchmark                      # spraying over 8 paths
+ *   build/bin/metaroce-fabric-benchmark --paths=1            # one path
+ *   build/bin/metaroce-fabric-benchmark --k=8 --bytes=262144 # scaled down
+ *
+ * Prints wall time, simulated time, packet-hops (every data and ACK frame put on every link,
+ * i.e. the MetaRoceNetDevice txFrames counters minus PFC frames), packet-hops per wall-second,
+ * ns-3 events executed per wall-second and the peak RSS of the process.
+ */
+
+#include "ns3/command-line.h"
+#include "ns3/metaroce-channel.h"
+#include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-net-device.h"
+#include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-stack-helper.h"
+#include "ns3/metaroce-switch.h"
+#include "ns3/metaroce-topology-helper.h"
+#include "ns3/metaroce-workload-helper.h"
+#include "ns3/nstime.h"
+#include "ns3/object-factory.h"
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <sys/resource.h>
+
+using namespace ns3;
+
+namespace
+{
+
+/// \return the peak resident set size of this process in MiB.
+double
+PeakRssMiB()
+{
+    struct rusage ru
+    {
+    };
+
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_maxrss) / 1024.0; // Linux reports KiB
+}
+
+/// \return seconds since \p t0 on a monotonic clock.
+double
+SecondsSince(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    uint32_t k = 16;
+    uint64_t bytes = 2 * 1024 * 1024;
+    uint32_t paths = 8;
+    uint32_t mtu = 4096;
+    double rateGbps = 100;
+    double delayNs = 0; // 0: choose for a ~12 us base RTT
+    double rttUs = 12;
+    double stopMs = 1000;
+    std::string transport = "metaroce";
+    std::string scheduler = "ns3::MapScheduler";
+    uint32_t seed = 1;
+    CommandLine cmd(__FILE__);
+    cmd.AddValue("k", "switch radix of the 3-tier fat tree (even); k^3/4 hosts", k);
+    cmd.AddValue("bytes", "bytes per flow", bytes);
+    cmd.AddValue("paths", "MetaRoCE paths per connection (1 = single path)", paths);
+    cmd.AddValue("transport", "metaroce or rocev2", transport);
+    cmd.AddValue("mtu", "payload bytes per packet", mtu);
+    cmd.AddValue("rate", "link rate, Gb/s", rateGbps);
+    cmd.AddValue("rtt", "target base RTT across the core, us (sets the link delay)", rttUs);
+    cmd.AddValue("delay", "link delay, ns (overrides --rtt)", delayNs);
+    cmd.AddValue("stop", "simulated time limit, ms", stopMs);
+    cmd.AddValue("seed", "run number (RngRun) for the permutation and the engines", seed);
+    cmd.AddValue("scheduler",
+                 "ns-3 event scheduler (ns3::MapScheduler is ns-3's default; "
+                 "ns3::HeapScheduler, ns3::CalendarScheduler, ...)",
+                 scheduler);
+    cmd.Parse(argc, argv);
+    if (k < 2 || k % 2 != 0 || bytes == 0 || paths == 0 || paths > 64 ||
+        (transport != "metaroce" && transport != "rocev2") || rateGbps <= 0)
+    {
+        std::fprintf(stderr,
+                     "error: need an even k >= 2, bytes > 0, 1 <= paths <= 64, "
+                     "transport metaroce or rocev2 and rate > 0\n");
+        return 2;
+    }
+    RngSeedManager::SetRun(seed);
+    ObjectFactory schedulerFactory;
+    schedulerFactory.SetTypeId(scheduler);
+    Simulator::SetScheduler(schedulerFactory);
+
+    // Base RTT between hosts in different pods: 6 links each way. A data frame (MTU payload
+    // plus ~100 bytes of headers) is serialised at each of the 6 hops out; the ACK's
+    // serialisation back is small and ignored. Pick the delay so that the sum is --rtt.
+    const double rateBps = rateGbps * 1e9;
+    const double dataSerUs = double(mtu + 100) * 8.0 / rateBps * 1e6;
+    if (delayNs <= 0)
+    {
+        delayNs = std::max(1.0, (rttUs - 6 * dataSerUs) / 12.0 * 1e3);
+    }
+    const double baseRttUs = 12 * delayNs / 1e3 + 6 * dataSerUs;
+
+    const auto tBuild = std::chrono::steady_clock::now();
+    MetaRoceTopologyHelper topo;
+    topo.SetHostLinkRate(DataRate(uint64_t(rateBps)));
+    topo.SetFabricLinkRate(DataRate(uint64_t(rateBps)));
+    topo.SetLinkDelay(NanoSeconds(int64_t(delayNs + 0.5)));
+    Ptr<MetaRoceFabric> fabric = topo.BuildFatTree(k, 3);
+    MetaRoceStackHelper stack;
+    stack.SetNicAttribute("Transport", StringValue(transport));
+    stack.SetNicAttribute("NumPaths", UintegerValue(paths));
+    stack.SetNicAttribute("Mtu", UintegerValue(mtu));
+    std::vector<Ptr<MetaRoceNic>> nics = stack.Install(fabric);
+    MetaRoceStackHelper::AssignStreams(nics, 100);
+    Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
+    load->Setup(fabric, nics);
+    load->SetStopWhenDone(true);
+    load->AddPermutation(bytes, MicroSeconds(1), seed);
+    Simulator::Stop(MilliSeconds(stopMs));
+    const double buildSeconds = SecondsSince(tBuild);
+
+    std::printf("fat tree k=%u (3 tiers, %u hosts, %u switches, %zu links), %s, %u path(s), "
+                "%lu-byte flows, %.0f Gb/s, MTU %u, link delay %.0f ns, base RTT %.2f us "
+                "(%.2f us propagation + %.2f us serialisation), %s\n",
+                k,
+                fabric->GetHostCount(),
+                fabric->GetSwitchCount(),
+                fabric->GetLinks().size(),
+                transport.c_str(),
+                paths,
+                static_cast<unsigned long>(bytes),
+                rateGbps,
+                mtu,
+                delayNs,
+                baseRttUs,
+                12 * delayNs / 1e3,
+                6 * dataSerUs,
+                scheduler.c_str());
+    std::fflush(stdout);
+
+    const uint64_t events0 = Simulator::GetEventCount();
+    const auto tRun = std::chrono::steady_clock::now();
+    Simulator::Run();
+    const double wall = SecondsSince(tRun);
+    const uint64_t events = Simulator::GetEventCount() - events0;
+    const double simulatedUs = Simulator::Now().GetSeconds() * 1e6;
+
+    uint64_t hops = 0;
+    uint64_t pfc = 0;
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        for (const Ptr<MetaRoceNetDevice>& dev : {link.deviceA, link.deviceB})
+        {
+            const MetaRoceNetDevice::Counters& c = dev->GetCounters();
+            hops += c.txFrames - c.pauseSent - c.resumeSent;
+            pfc += c.pauseSent + c.resumeSent;
+        }
+    }
+    uint64_t drops = 0;
+    for (uint32_t s = 0; s < fabric->GetSwitchCount(); ++s)
+    {
+        drops += fabric->GetSwitch(s)->GetCounters().TotalDrops();
+    }
+    const uint32_t done = load->GetFlowsDone();
+    const size_t flows = load->GetFlows().size();
+
+    std::printf("flows %u/%zu done; switch drops %lu; PFC frames %lu\n",
+                done,
+                flows,
+                static_cast<unsigned long>(drops),
+                static_cast<unsigned long>(pfc));
+    std::printf("build %.2f s; wall %.2f s; simulated %.1f us; packet-hops %lu; "
+                "packet-hops/wall-s %.0f; events %lu; events/wall-s %.0f; peak RSS %.0f MiB\n",
+                buildSeconds,
+                wall,
+                simulatedUs,
+                static_cast<unsigned long>(hops),
+                double(hops) / wall,
+                static_cast<unsigned long>(events),
+                double(events) / wall,
+                PeakRssMiB());
+    Simulator::Destroy();
+    return done == flows ? 0 : 1;
+}
