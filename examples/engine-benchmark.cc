@@ -30,6 +30,10 @@ namespace
 std::atomic<uint64_t> g_allocations{0};
 } // namespace
 
+// The replaced operator new allocates with malloc, so free is the matching release; GCC's
+// mismatch heuristic does not see that the pair is replaced together.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void*
 operator new(std::size_t n)
 {

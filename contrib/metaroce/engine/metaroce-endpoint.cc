@@ -280,6 +280,12 @@ Endpoint::Refresh(Time now, TransportConnection& conn)
         conn.inReadyList = true;
         m_ready.push_back(conn.Qpn());
     }
+    ArmTimer(conn);
+}
+
+void
+Endpoint::ArmTimer(TransportConnection& conn)
+{
     // Lazy timers: a deadline that moved later (an RTO re-armed by an ACK, the common case)
     // keeps its earlier heap entry; when that fires, the connection finds nothing due and the
     // real deadline is pushed then. Only an earlier deadline costs a heap push.
@@ -305,28 +311,15 @@ Endpoint::PollTransmit(Time now, TxDatagram& out)
         {
             continue;
         }
+        c->inReadyList = false;
         if (c->PollTransmit(now, out))
         {
-            if (c->WantsToSend(now))
-            {
-                m_ready.push_back(qpn); // round robin across connections
-            }
-            else
-            {
-                c->inReadyList = false;
-            }
-            Refresh(now, *c);
+            Refresh(now, *c); // back at the tail if it has more: round robin
             return true;
         }
-        c->inReadyList = false;
-        Refresh(now, *c);
-        if (c->inReadyList)
-        {
-            // It still wants to send but could not (e.g. the scheduler's path is full):
-            // leave it out until its next event so the pump cannot spin.
-            m_ready.pop_back();
-            c->inReadyList = false;
-        }
+        // It could not send (e.g. the scheduler's path is full): leave it out of the ready
+        // list until its next event, so the pump cannot spin; only its timer is re-armed.
+        ArmTimer(*c);
     }
     return false;
 }

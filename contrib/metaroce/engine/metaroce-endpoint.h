@@ -139,7 +139,10 @@ class Endpoint
     };
 
     TransportConnection* Find(uint32_t qpn) const;
+    /// Put \p conn on the ready list if it may send, and re-arm its timer.
     void Refresh(Time now, TransportConnection& conn);
+    /// Push \p conn's next deadline on the timer heap if it moved earlier.
+    void ArmTimer(TransportConnection& conn);
 
     EndpointShared m_shared;                                   //!< shared state
     std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by qpn - FIRST_QPN
