@@ -16,6 +16,7 @@
 
 #include "engine-network.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +47,7 @@ struct Point
 };
 
 Point
-RunPoint(const std::string& transport, double loss, uint64_t bytes, uint64_t seed)
+RunPoint(const std::string& transport, double loss, uint64_t bytes, uint64_t seed, uint32_t irnCap)
 {
     NetworkConfig net;
     net.seed = seed;
@@ -55,6 +56,13 @@ RunPoint(const std::string& transport, double loss, uint64_t bytes, uint64_t see
     uint32_t b = n.AddEndpoint();
     ConnectionConfig cfg;
     cfg.transport = transport;
+    if (transport == "rocev2-irn")
+    {
+        // The RoCEv2 baseline with IRN selective repeat (default IRN timers and window).
+        cfg.transport = "rocev2";
+        cfg.rocev2.recovery = "irn";
+        cfg.rocev2.maxInflightPackets = irnCap; // IRN's BDP cap (0: the IRN window)
+    }
     cfg.initialPathWindow = 8;
     cfg.rocev2.localAckTimeout = ROCEV2_TIMEOUT_EXPONENT;
     uint32_t qa = 0;
@@ -105,6 +113,7 @@ main(int argc, char** argv)
     std::string out;
     uint64_t bytes = 64ull << 20;
     uint64_t seed = 1;
+    uint32_t irnCap = 0;
     for (int i = 1; i < argc; ++i)
     {
         std::string arg = argv[i];
@@ -128,10 +137,15 @@ main(int argc, char** argv)
         {
             seed = std::strtoull(v, nullptr, 10);
         }
+        else if (const char* v = value("--irn-bdp-cap"))
+        {
+            irnCap = uint32_t(std::strtoul(v, nullptr, 10));
+        }
         else
         {
             std::fprintf(stderr,
-                         "usage: %s [--out=DIR] [--bytes=N (multiple of 4 MiB)] [--seed=N]\n",
+                         "usage: %s [--out=DIR] [--bytes=N (multiple of 4 MiB)] [--seed=N] "
+                         "[--irn-bdp-cap=PACKETS (0 = the IRN window)]\n",
                          argv[0]);
             return arg == "--help" ? 0 : 2;
         }
@@ -154,19 +168,23 @@ main(int argc, char** argv)
         return 1;
     }
     const double losses[] = {0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.10};
-    const char* transports[] = {"metaroce", "rocev2"};
+    const char* transports[] = {"metaroce", "rocev2", "rocev2-irn"};
     std::vector<Point> points;
-    size_t total = sizeof(losses) / sizeof(losses[0]) * 2;
+    size_t total = sizeof(losses) / sizeof(losses[0]) * (sizeof(transports) / sizeof(char*));
     size_t done = 0;
     auto wallStart = std::chrono::steady_clock::now();
     for (const char* tr : transports)
     {
         for (double loss : losses)
         {
-            std::fprintf(stderr, "\r[%zu/%zu] %-9s loss %5.1f%% ...", done + 1, total, tr,
+            std::fprintf(stderr,
+                         "\r[%zu/%zu] %-10s loss %5.1f%% ...",
+                         done + 1,
+                         total,
+                         tr,
                          loss * 100);
             std::fflush(stderr);
-            points.push_back(RunPoint(tr, loss, bytes, seed));
+            points.push_back(RunPoint(tr, loss, bytes, seed, irnCap));
             ++done;
         }
     }
@@ -185,11 +203,25 @@ main(int argc, char** argv)
     std::printf("Engine-only loss sweep: %llu MiB, 100 Gb/s, 2 us links, Bernoulli loss on every "
                 "datagram both ways, seed %llu (%.1f s wall)\n"
                 "MetaRoCE: 8 paths; RoCEv2: go-back-N + DCQCN, no PFC, local ACK timeout "
-                "%.0f us\n\n",
-                (unsigned long long)(bytes >> 20), (unsigned long long)seed, wall,
-                4.096 * double(1u << ROCEV2_TIMEOUT_EXPONENT));
-    std::printf("%-9s %7s %12s %11s %8s %9s %6s\n", "transport", "loss%", "goodput Gb/s",
-                "normalized", "1-p", "retransmit", "RTOs");
+                "%.0f us; rocev2-irn: IRN selective repeat + DCQCN, RTO_low/high %.0f/%.0f us, "
+                "window %u, BDP cap %u packets\n\n",
+                (unsigned long long)(bytes >> 20),
+                (unsigned long long)seed,
+                wall,
+                4.096 * double(1u << ROCEV2_TIMEOUT_EXPONENT),
+                double(ConnectionConfig().rocev2.irnRtoLow) / 1e6,
+                double(ConnectionConfig().rocev2.irnRtoHigh) / 1e6,
+                ConnectionConfig().rocev2.irnWindow,
+                irnCap > 0 ? std::min(irnCap, ConnectionConfig().rocev2.irnWindow)
+                           : ConnectionConfig().rocev2.irnWindow);
+    std::printf("%-10s %7s %12s %11s %8s %9s %6s\n",
+                "transport",
+                "loss%",
+                "goodput Gb/s",
+                "normalized",
+                "1-p",
+                "retransmit",
+                "RTOs");
     for (const Point& p : points)
     {
         double base = 0;
@@ -202,14 +234,21 @@ main(int argc, char** argv)
         }
         if (base == 0)
         {
-            std::printf("%-9s %7.1f %12s (transport not available in this build)\n",
-                        p.transport.c_str(), p.loss * 100, "-");
+            std::printf("%-10s %7.1f %12s (transport not available in this build)\n",
+                        p.transport.c_str(),
+                        p.loss * 100,
+                        "-");
             continue;
         }
         double norm = p.goodputGbps / base;
-        std::printf("%-9s %7.1f %12.2f %11.3f %8.3f %9llu %6llu%s\n", p.transport.c_str(),
-                    p.loss * 100, p.goodputGbps, norm, 1 - p.loss,
-                    (unsigned long long)p.retransmissions, (unsigned long long)p.timeouts,
+        std::printf("%-10s %7.1f %12.2f %11.3f %8.3f %9llu %6llu%s\n",
+                    p.transport.c_str(),
+                    p.loss * 100,
+                    p.goodputGbps,
+                    norm,
+                    1 - p.loss,
+                    (unsigned long long)p.retransmissions,
+                    (unsigned long long)p.timeouts,
                     p.complete ? "" : "  INCOMPLETE");
         std::fprintf(f, "%s,%g,%.4f,%.4f,%.4f,%llu,%llu,%d\n", p.transport.c_str(), p.loss,
                      p.goodputGbps, norm, 1 - p.loss, (unsigned long long)p.retransmissions,

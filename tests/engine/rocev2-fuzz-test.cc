@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace metaroce
@@ -35,7 +36,7 @@ struct Sample
 /// A requester A and a responder B with one RoCEv2 connection, memory and receives.
 struct Pair
 {
-    explicit Pair(uint64_t seed)
+    Pair(uint64_t seed, const std::string& recovery)
         : src(64 * 1024),
           dst(64 * 1024)
     {
@@ -53,6 +54,8 @@ struct Pair
         cfg.maxPostedRecvs = 64;
         cfg.rocev2.localAckTimeout = 3;
         cfg.rocev2.rnrRetry = 7;
+        cfg.rocev2.recovery = recovery;
+        cfg.rocev2.irnWindow = 64; // small: the bitmaps wrap often
         a->CreateConnection(cfg, qa);
         b->CreateConnection(cfg, qb);
         a->Connect(qa, IP_B, qb);
@@ -136,9 +139,9 @@ Drain(Endpoint& ep, Time now, std::vector<Sample>* out, bool toB)
 
 /// Run a lossy transfer and record every datagram on the wire as the corpus.
 std::vector<Sample>
-Corpus()
+Corpus(const std::string& recovery)
 {
-    Pair p(7);
+    Pair p(7, recovery);
     Rng rng(99);
     std::vector<Sample> wire;
     Time now = 0;
@@ -177,9 +180,18 @@ Corpus()
     return wire;
 }
 
-TEST(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
+/// The fuzz test runs once per recovery mode ("gbn", "irn": IRN opcodes and NACKs).
+class RoceV2Fuzz : public ::testing::TestWithParam<const char*>
 {
-    std::vector<Sample> corpus = Corpus();
+};
+
+TEST_P(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
+{
+    const std::string recovery = GetParam();
+    const bool irn = recovery == "irn";
+    // Opcodes of this mode's data packets: RC_x, or IRN_x = 0xE0 | RC_x.
+    const uint8_t family = irn ? uint8_t(IRN_OPCODE_BASE) : uint8_t(0);
+    std::vector<Sample> corpus = Corpus(recovery);
     ASSERT_GT(corpus.size(), 100u);
     size_t kinds[256] = {};
     for (const Sample& s : corpus)
@@ -188,10 +200,14 @@ TEST(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
     }
     EXPECT_GT(kinds[RC_ACKNOWLEDGE], 0u);
     EXPECT_GT(kinds[ROCE_CNP], 0u);
-    EXPECT_GT(kinds[RC_SEND_FIRST] + kinds[RC_WRITE_FIRST], 0u);
+    EXPECT_GT(kinds[family | RC_SEND_FIRST] + kinds[family | RC_WRITE_FIRST], 0u);
+    if (irn)
+    {
+        EXPECT_GT(kinds[IRN_NACK], 0u) << "5% loss: out-of-order arrivals are NACKed";
+    }
 
     Rng rng(2026);
-    auto pair = std::make_unique<Pair>(1);
+    auto pair = std::make_unique<Pair>(1, recovery);
     constexpr uint64_t ITERATIONS = 120000;
     uint64_t fed = 0;
     uint64_t accepted = 0;
@@ -215,7 +231,7 @@ TEST(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
             }
             if (!bytes.empty() && rng.Below(2))
             {
-                bytes[0] = uint8_t(rng.Below(0x12)); // an RC opcode
+                bytes[0] = uint8_t(family | rng.Below(0x12)); // an RC / IRN opcode
             }
             toB = rng.Below(2);
         }
@@ -231,7 +247,8 @@ TEST(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
                     bytes[rng.Below(bytes.size())] ^= uint8_t(1u << rng.Below(8));
                     break;
                 case 1: // opcode swap
-                    bytes[0] = uint8_t(rng.Below(2) ? rng.Below(0x12) : rng.Next());
+                    bytes[0] = uint8_t(rng.Below(2) ? (rng.Below(4) ? family : 0) | rng.Below(0x12)
+                                                    : rng.Next());
                     break;
                 case 2: // PSN near the current sequence
                     bytes[Bth::PSN + 2] = uint8_t(bytes[Bth::PSN + 2] + rng.Below(5) - 2);
@@ -287,7 +304,7 @@ TEST(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
         }
         if (pair->InError() && rng.Below(32) == 0)
         {
-            pair = std::make_unique<Pair>(i);
+            pair = std::make_unique<Pair>(i, recovery);
             ++rebuilt;
         }
     }
@@ -305,13 +322,20 @@ TEST(RoceV2Fuzz, RandomAndMutatedDatagramsNeverCrashAndAreCounted)
     EXPECT_GT(statusCount[size_t(RxStatus::WRONG_TRANSPORT)], 0u);
     EXPECT_GT(accepted, fed / 10) << "mutations must reach the transport, not only the parser";
     EXPECT_GT(rebuilt, 0u) << "some mutations must drive a queue pair into the error state";
-    std::cout << "[ figures  ] fuzz: " << fed << " datagrams, " << accepted << " accepted, "
-              << statusCount[size_t(RxStatus::MALFORMED)] << " malformed, "
+    std::cout << "[ figures  ] fuzz (" << recovery << "): " << fed << " datagrams, " << accepted
+              << " accepted, " << statusCount[size_t(RxStatus::MALFORMED)] << " malformed, "
               << statusCount[size_t(RxStatus::BAD_ICRC)] << " bad ICRC, "
               << statusCount[size_t(RxStatus::UNKNOWN_CONNECTION)] << " unknown QP, "
               << statusCount[size_t(RxStatus::WRONG_TRANSPORT)] << " wrong transport; " << rebuilt
               << " queue pairs rebuilt after errors\n";
 }
+
+INSTANTIATE_TEST_SUITE_P(Recovery,
+                         RoceV2Fuzz,
+                         ::testing::Values("gbn", "irn"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                             return std::string(info.param);
+                         });
 
 } // namespace
 } // namespace metaroce

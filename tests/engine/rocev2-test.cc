@@ -5,7 +5,8 @@
  */
 
 // The RoCEv2 baseline engine: wire vectors built outside this code base, go-back-N,
-// coalesced ACKs, timeouts, RNR, remote errors, DCQCN, and a seeded data-integrity property.
+// coalesced ACKs, timeouts, RNR, remote errors, DCQCN, IRN selective repeat, and a seeded
+// data-integrity property run in both recovery modes.
 
 #include "engine-network.h"
 #include "metaroce-dcqcn.h"
@@ -839,6 +840,370 @@ TEST(RoceV2Pair2, SameSeedSameRun)
 }
 
 // ---------------------------------------------------------------------------------------------
+// IRN selective repeat (rocev2.recovery = "irn")
+// ---------------------------------------------------------------------------------------------
+
+/// The RoCEv2 test configuration in IRN mode.
+ConnectionConfig
+IrnConfig()
+{
+    ConnectionConfig cfg = RoceConfig();
+    cfg.rocev2.recovery = "irn";
+    return cfg;
+}
+
+/// \return how often endpoint \p src sent data PSN \p psn, per the transmission log.
+uint32_t
+SendsOf(const EngineNetwork& n, uint32_t src, uint32_t psn)
+{
+    uint32_t sends = 0;
+    for (const TxRecord& r : n.TxLog())
+    {
+        sends += r.src == src && r.psn == psn && LookupOpcode(r.opcode).kind == PacketKind::DATA;
+    }
+    return sends;
+}
+
+TEST(RoceV2IrnWire, ConfigIsValidated)
+{
+    std::string why;
+    ConnectionConfig cfg = IrnConfig();
+    EXPECT_TRUE(cfg.Validate(why)) << why;
+    cfg.rocev2.recovery = "sack";
+    EXPECT_FALSE(cfg.Validate(why));
+    EXPECT_NE(why.find("recovery"), std::string::npos);
+    cfg = IrnConfig();
+    cfg.rocev2.irnWindow = 1000;
+    EXPECT_FALSE(cfg.Validate(why)) << "not a power of two";
+    cfg.rocev2.irnWindow = 1u << 17;
+    EXPECT_FALSE(cfg.Validate(why)) << "larger than the bitmap limit";
+    cfg = IrnConfig();
+    cfg.rocev2.irnRtoHigh = cfg.rocev2.irnRtoLow - 1;
+    EXPECT_FALSE(cfg.Validate(why));
+    cfg = IrnConfig();
+    cfg.rocev2.irnRtoLow = 0;
+    EXPECT_FALSE(cfg.Validate(why));
+}
+
+TEST(RoceV2IrnWire, NackAndRequestHeadersLayout)
+{
+    // IRN NACK: BTH (PSN = expected PSN), AETH (NAK, PSN sequence error), ISH (SACK PSN).
+    ParsedPacket nack;
+    nack.info = &LookupOpcode(IRN_NACK);
+    nack.bth.opcode = IRN_NACK;
+    nack.bth.destQp = 0x000102;
+    nack.bth.psn = 0x123456;
+    nack.aeth.syndrome = Aeth::TYPE_NAK | Aeth::NAK_PSN_SEQUENCE_ERROR;
+    nack.aeth.msn = 7;
+    nack.ish.sackPsn = 0xABCDEF;
+    uint8_t buf[128];
+    size_t len = WriteDatagram(buf, sizeof(buf), nack, nullptr, 0);
+    ASSERT_EQ(len, Bth::SIZE + Aeth::SIZE + Ish::SIZE + ICRC_SIZE);
+    EXPECT_EQ(buf[0], 0xF1);
+    const uint8_t tail[] = {0x60, 0x00, 0x00, 0x07, 0x00, 0xAB, 0xCD, 0xEF};
+    EXPECT_TRUE(std::equal(tail, tail + sizeof(tail), buf + Bth::SIZE));
+    ParsedPacket back;
+    ASSERT_EQ(ParseDatagram(buf, len, back), ParseStatus::OK);
+    EXPECT_EQ(back.bth.psn, 0x123456u);
+    EXPECT_EQ(back.ish.sackPsn, 0xABCDEFu);
+    EXPECT_EQ(back.info->kind, PacketKind::ACK);
+    // IRN WRITE Middle: BTH, RETH, IRH (offset, receive WQE number), payload.
+    ParsedPacket mid;
+    mid.info = &LookupOpcode(IRN_WRITE_MIDDLE);
+    mid.bth.opcode = IRN_WRITE_MIDDLE;
+    mid.reth.va = 0x1122334455667788ull;
+    mid.reth.rkey = 0x99;
+    mid.reth.dmaLength = 8192;
+    mid.irh.offset = 4096;
+    mid.irh.recvWqeSn = 0x01020304;
+    uint8_t payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    len = WriteDatagram(buf, sizeof(buf), mid, payload, sizeof(payload));
+    ASSERT_EQ(len, Bth::SIZE + Reth::SIZE + Irh::SIZE + sizeof(payload) + ICRC_SIZE);
+    const uint8_t irh[] = {0x00, 0x00, 0x10, 0x00, 0x01, 0x02, 0x03, 0x04};
+    EXPECT_TRUE(std::equal(irh, irh + sizeof(irh), buf + Bth::SIZE + Reth::SIZE));
+    ASSERT_EQ(ParseDatagram(buf, len, back), ParseStatus::OK);
+    EXPECT_EQ(back.reth.va, 0x1122334455667788ull);
+    EXPECT_EQ(back.irh.offset, 4096u);
+    EXPECT_EQ(back.irh.recvWqeSn, 0x01020304u);
+    EXPECT_EQ(back.payloadLength, sizeof(payload));
+}
+
+TEST_F(RoceV2Pair, IrnOneLostPacketCostsExactlyOneRetransmission)
+{
+    Build(IrnConfig(), 1 << 20);
+    m_net->EnableTxLog(true);
+    constexpr uint32_t LOST = 50;
+    int dropsLeft = 1;
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        if (LookupOpcode(w.opcode).kind == PacketKind::DATA && w.psn == LOST && dropsLeft > 0)
+        {
+            --dropsLeft;
+            return true;
+        }
+        return false;
+    };
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u) << "only the hole";
+    EXPECT_EQ(SendsOf(*m_net, m_a, LOST), 2u);
+    EXPECT_EQ(CounterA(Counter::GO_BACK_N), 0u);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::LOSS_DETECTED), 1u);
+    // Every packet that overtook the hole was placed and NACKed with its PSN as the SACK.
+    uint64_t ahead = CounterB(Counter::RX_OUT_OF_SEQUENCE);
+    EXPECT_GT(ahead, 1u);
+    EXPECT_EQ(CounterB(Counter::TX_NAK), ahead);
+    EXPECT_EQ(CounterA(Counter::RX_NAK), ahead);
+    EXPECT_EQ(CounterB(Counter::RX_DUPLICATE), 0u);
+    EXPECT_EQ(CounterB(Counter::BYTES_PLACED), m_src.size()) << "placed exactly once";
+    // IRN opcodes on the wire: self-describing data, SACK-carrying NACKs, standard ACKs.
+    size_t irnData = 0;
+    size_t nacks = 0;
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        irnData += (r.opcode & 0xE0) == IRN_OPCODE_BASE && r.opcode != IRN_NACK;
+        nacks += r.opcode == IRN_NACK;
+        EXPECT_TRUE(r.opcode == RC_ACKNOWLEDGE || (r.opcode & 0xE0) == IRN_OPCODE_BASE)
+            << int(r.opcode);
+    }
+    EXPECT_EQ(irnData, m_src.size() / m_cfg.mtu + 1);
+    EXPECT_EQ(nacks, ahead);
+    std::cout << "[ figures  ] one loss at 100 Gb/s, 2 us links: IRN resent 1 packet, " << ahead
+              << " packets placed out of order meanwhile\n";
+}
+
+TEST_F(RoceV2Pair, IrnRandomLossKeepsDataByteExactAndBeatsGoBackN)
+{
+    for (double loss : {0.01, 0.05, 0.10})
+    {
+        double gbps[2] = {0, 0};
+        for (int irn = 0; irn < 2; ++irn)
+        {
+            NetworkConfig net;
+            net.seed = 11;
+            Build(irn ? IrnConfig() : RoceConfig(), 8 << 20, net);
+            m_net->Link(m_a, m_b).loss = loss;
+            m_net->Link(m_b, m_a).loss = loss;
+            Write(1, 0, uint32_t(m_src.size()));
+            m_net->RunUntilIdle(MilliSeconds(2000));
+            ASSERT_EQ(m_net->Completions(m_a).size(), 1u) << "loss " << loss << " irn " << irn;
+            EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+            EXPECT_EQ(m_src, m_dst) << "loss " << loss << " irn " << irn;
+            EXPECT_EQ(CounterB(Counter::BYTES_PLACED), m_src.size());
+            gbps[irn] = Goodput(m_src.size());
+            if (irn)
+            {
+                EXPECT_EQ(CounterA(Counter::GO_BACK_N), 0u);
+                std::cout << "[ figures  ] 8 MiB WRITE, loss " << loss * 100 << "% both ways: IRN "
+                          << gbps[1] << " Gb/s (" << CounterA(Counter::TX_RETRANSMIT)
+                          << " resent for " << CounterA(Counter::TX_DATA) << ", "
+                          << CounterA(Counter::RTO) << " timeouts) vs go-back-N " << gbps[0]
+                          << " Gb/s\n";
+            }
+        }
+        EXPECT_GT(gbps[1], gbps[0]) << "loss " << loss;
+    }
+}
+
+TEST_F(RoceV2Pair, IrnToleratesReorderingWithoutGoBackOrTimeouts)
+{
+    for (int irn = 0; irn < 2; ++irn)
+    {
+        NetworkConfig net;
+        net.seed = 5;
+        Build(irn ? IrnConfig() : RoceConfig(), 4 << 20, net);
+        m_net->EnableTxLog(true);
+        m_net->Link(m_a, m_b).reorder = 0.02; // 3 us extra: overtaken by ~9 packets
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntilIdle(MilliSeconds(100));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+        EXPECT_EQ(m_src, m_dst);
+        EXPECT_EQ(CounterB(Counter::BYTES_PLACED), m_src.size());
+        if (!irn)
+        {
+            EXPECT_GT(CounterA(Counter::GO_BACK_N), 0u) << "go-back-N treats it as loss";
+            std::cout << "[ figures  ] 2% reordering, 4 MiB: go-back-N resent "
+                      << CounterA(Counter::TX_RETRANSMIT) << " packets\n";
+            continue;
+        }
+        // IRN has no reordering threshold: an overtaken packet is resent once when a later
+        // PSN is SACKed (the model), and nothing else happens.
+        EXPECT_EQ(CounterA(Counter::GO_BACK_N), 0u);
+        EXPECT_EQ(CounterA(Counter::RTO), 0u);
+        uint64_t resent = CounterA(Counter::TX_RETRANSMIT);
+        EXPECT_GT(resent, 0u);
+        EXPECT_EQ(CounterB(Counter::RX_DUPLICATE), resent) << "every resend was spurious";
+        EXPECT_LE(resent, CounterB(Counter::RX_OUT_OF_SEQUENCE));
+        for (uint32_t psn = 0; psn < m_src.size() / m_cfg.mtu; ++psn)
+        {
+            ASSERT_LE(SendsOf(*m_net, m_a, psn), 2u) << "psn " << psn;
+        }
+        std::cout << "[ figures  ] 2% reordering, 4 MiB: IRN resent " << resent << " packets\n";
+    }
+}
+
+TEST_F(RoceV2Pair, IrnLostTailAndItsRetransmissionAreRecoveredByRtoLow)
+{
+    Build(IrnConfig(), 64 * 1024);
+    m_net->EnableTxLog(true);
+    int drops = 2;
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        return w.opcode == IRN_WRITE_LAST && drops-- > 0;
+    };
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(CounterA(Counter::RTO), 2u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 2u) << "only the tail, twice";
+    EXPECT_EQ(m_src, m_dst);
+    // One packet outstanding (<= irnLowThreshold): both timeouts are RTO_low.
+    EXPECT_NEAR(double(m_lastCompletion),
+                double(2 * m_cfg.rocev2.irnRtoLow),
+                double(MicroSeconds(20)));
+}
+
+TEST_F(RoceV2Pair, IrnLostRetransmissionWaitsForRtoHighAndResendsOnlyTheHole)
+{
+    Build(IrnConfig(), 1 << 20);
+    m_net->EnableTxLog(true);
+    constexpr uint32_t LOST = 50;
+    int drops = 2; // the packet and its first retransmission
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        return LookupOpcode(w.opcode).kind == PacketKind::DATA && w.psn == LOST && drops-- > 0;
+    };
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::RTO), 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 2u)
+        << "the hole on SACK evidence, then once more on the timeout; SACKed PSNs never";
+    EXPECT_EQ(SendsOf(*m_net, m_a, LOST), 3u);
+    // Many packets were outstanding when the timer was last restarted: RTO_high.
+    EXPECT_GT(m_lastCompletion, m_cfg.rocev2.irnRtoHigh);
+    EXPECT_LT(m_lastCompletion, m_cfg.rocev2.irnRtoHigh + MicroSeconds(100));
+}
+
+TEST_F(RoceV2Pair, IrnCompletesReceivesInOrderAfterTheHoleFills)
+{
+    ConnectionConfig cfg = IrnConfig();
+    cfg.mtu = 1024;
+    Build(cfg, 64 * 1024);
+    m_net->EnableTxLog(true);
+    std::vector<std::pair<Time, Completion>> recvs;
+    m_net->onCompletion = [&](uint32_t ep, const Completion& c) {
+        m_lastCompletion = m_net->Now();
+        if (ep == m_b)
+        {
+            recvs.emplace_back(m_net->Now(), c);
+        }
+    };
+    // Four messages of 3000 bytes (3 packets each): SEND with imm, WRITE with imm, SEND,
+    // WRITE with imm. The first packet of the first one is lost.
+    const WrOpcode ops[] = {WrOpcode::SEND_WITH_IMM,
+                            WrOpcode::RDMA_WRITE_WITH_IMM,
+                            WrOpcode::SEND,
+                            WrOpcode::RDMA_WRITE_WITH_IMM};
+    for (uint32_t i = 0; i < 4; ++i)
+    {
+        RecvWr rw;
+        rw.wrId = 100 + i;
+        rw.sge = {m_dstMr.addr + 32768 + i * 4096, 4096, m_dstMr.lkey};
+        ASSERT_EQ(B().PostRecv(0, m_qb, rw), PostStatus::OK);
+    }
+    int drops = 1;
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        return w.psn == 0 && LookupOpcode(w.opcode).kind == PacketKind::DATA && drops-- > 0;
+    };
+    for (uint32_t i = 0; i < 4; ++i)
+    {
+        SendWr wr;
+        wr.wrId = i;
+        wr.opcode = ops[i];
+        wr.sge = {m_srcMr.addr + i * 4096, 3000, m_srcMr.lkey};
+        wr.remoteAddr = m_dstMr.addr + i * 4096;
+        wr.rkey = m_dstMr.rkey;
+        wr.immData = 0x1000 + i;
+        ASSERT_EQ(A().PostSend(0, m_qa, wr), PostStatus::OK);
+    }
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 4u);
+    ASSERT_EQ(recvs.size(), 4u);
+    Time resent = TIME_INFINITE;
+    int sends = 0;
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.psn == 0 && ++sends == 2)
+        {
+            resent = r.time;
+        }
+    }
+    ASSERT_NE(resent, TIME_INFINITE);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u);
+    EXPECT_GT(CounterB(Counter::RX_OUT_OF_SEQUENCE), 0u) << "later messages arrived first";
+    for (uint32_t i = 0; i < 4; ++i)
+    {
+        const Completion& c = recvs[i].second;
+        EXPECT_EQ(m_net->Completions(m_a)[i].wrId, i);
+        EXPECT_EQ(m_net->Completions(m_a)[i].status, WcStatus::SUCCESS);
+        EXPECT_EQ(c.wrId, 100u + i) << "receives complete in order";
+        EXPECT_EQ(c.status, WcStatus::SUCCESS);
+        EXPECT_EQ(c.byteLen, 3000u);
+        EXPECT_EQ(c.hasImm, ops[i] != WrOpcode::SEND);
+        if (c.hasImm)
+        {
+            EXPECT_EQ(c.immData, 0x1000u + i);
+        }
+        EXPECT_GT(recvs[i].first, resent) << "nothing completes before the hole fills";
+        bool send = ops[i] != WrOpcode::RDMA_WRITE_WITH_IMM;
+        size_t at = send ? 32768 + i * 4096 : i * 4096;
+        EXPECT_TRUE(std::equal(m_src.begin() + i * 4096,
+                               m_src.begin() + i * 4096 + 3000,
+                               m_dst.begin() + at))
+            << i;
+    }
+    EXPECT_EQ(ConnB().Msn(), 4u);
+}
+
+TEST(RoceV2IrnWire, IrnAndGoBackNEndsDisagreeingIsAnInvalidRequest)
+{
+    // Either way round, the responder rejects the other mode's packets when they are due.
+    for (int irnRequester = 0; irnRequester < 2; ++irnRequester)
+    {
+        EngineNetwork n;
+        uint32_t a = n.AddEndpoint();
+        uint32_t b = n.AddEndpoint();
+        uint32_t qa = 0;
+        uint32_t qb = 0;
+        ASSERT_EQ(n.At(a).CreateConnection(irnRequester ? IrnConfig() : RoceConfig(), qa),
+                  PostStatus::OK);
+        ASSERT_EQ(n.At(b).CreateConnection(irnRequester ? RoceConfig() : IrnConfig(), qb),
+                  PostStatus::OK);
+        n.At(a).Connect(qa, EngineNetwork::AddressOf(b), qb);
+        n.At(b).Connect(qb, EngineNetwork::AddressOf(a), qa);
+        MemoryRegion src = n.At(a).RegisterMemory(nullptr, 8192, 0, 0x1000);
+        MemoryRegion dst = n.At(b).RegisterMemory(nullptr, 8192, ACCESS_REMOTE_WRITE, 0x1000);
+        SendWr wr;
+        wr.sge = {src.addr, 8192, src.lkey};
+        wr.remoteAddr = dst.addr;
+        wr.rkey = dst.rkey;
+        ASSERT_EQ(n.At(a).PostSend(0, qa, wr), PostStatus::OK);
+        n.Kick(a);
+        n.RunUntilIdle(MilliSeconds(5));
+        ASSERT_EQ(n.Completions(a).size(), 1u) << irnRequester;
+        EXPECT_EQ(n.Completions(a)[0].status, WcStatus::REM_INV_REQ_ERR) << irnRequester;
+        EXPECT_EQ(n.At(b).Counters().Get(Counter::BYTES_PLACED), 0u);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Property: every byte delivered exactly once into the right place, completions in order.
 // ---------------------------------------------------------------------------------------------
 
@@ -853,17 +1218,34 @@ struct Message
 };
 
 /// Run schedule \p seed; \return an empty string on success, else what went wrong.
+/// Counters summed over the schedules of a property run.
+struct ScheduleStats
+{
+    uint64_t outOfSequence{0}; //!< responder: packets ahead of the expected PSN
+    uint64_t retransmits{0};   //!< requester: packets resent
+    uint64_t goBackN{0};       //!< requester: go-back-N rounds
+};
+
 std::string
-RunSchedule(uint64_t seed)
+RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
 {
     Rng r(seed * 104729 + 3);
     ConnectionConfig cfg = RoceConfig();
+    cfg.rocev2.recovery = recovery;
     const uint32_t mtus[] = {256, 1024, 4096};
     cfg.mtu = mtus[r.Below(3)];
     cfg.rocev2.ackEveryPackets = 1 + uint32_t(r.Below(8));
     cfg.rocev2.ackDelay = MicroSeconds(int64_t(r.Below(4)));
     cfg.rocev2.localAckTimeout = uint8_t(5 + r.Below(3)); // 131 us .. 524 us
     cfg.rocev2.maxInflightPackets = r.Below(3) == 0 ? uint32_t(4 + r.Below(60)) : 0;
+    if (recovery == "irn")
+    {
+        // Small windows exercise the bitmap wrap and the BDP cap; short RTOs the timer path.
+        cfg.rocev2.irnWindow = 16u << (2 * r.Below(4)); // 16 .. 1024
+        cfg.rocev2.irnRtoLow = MicroSeconds(int64_t(20 + r.Below(80)));
+        cfg.rocev2.irnRtoHigh = cfg.rocev2.irnRtoLow + MicroSeconds(int64_t(r.Below(300)));
+        cfg.rocev2.irnLowThreshold = uint32_t(r.Below(8));
+    }
     NetworkConfig net;
     net.seed = seed + 1;
     EngineNetwork n(net);
@@ -887,10 +1269,10 @@ RunSchedule(uint64_t seed)
     rev.duplicate = fwd.duplicate;
     fwd.ceMark = r.Below(3) == 0 ? r.Uniform() * 0.05 : 0;
     std::ostringstream d;
-    d << "seed " << seed << ": mtu " << cfg.mtu << " ackEvery " << cfg.rocev2.ackEveryPackets
-      << " cap " << cfg.rocev2.maxInflightPackets << " loss " << fwd.loss << "/" << rev.loss
-      << " burst " << fwd.burstStart << " reorder " << fwd.reorder << " dup " << fwd.duplicate
-      << " ce " << fwd.ceMark;
+    d << recovery << " seed " << seed << ": window " << cfg.rocev2.irnWindow << " mtu " << cfg.mtu
+      << " ackEvery " << cfg.rocev2.ackEveryPackets << " cap " << cfg.rocev2.maxInflightPackets
+      << " loss " << fwd.loss << "/" << rev.loss << " burst " << fwd.burstStart << " reorder "
+      << fwd.reorder << " dup " << fwd.duplicate << " ce " << fwd.ceMark;
     std::string description = d.str();
 
     uint32_t count = 1 + uint32_t(r.Below(24));
@@ -1008,6 +1390,9 @@ RunSchedule(uint64_t seed)
             return description + ": payload misplaced";
         }
     }
+    stats.outOfSequence += n.At(b).Counters().Get(Counter::RX_OUT_OF_SEQUENCE);
+    stats.retransmits += n.At(a).Counters().Get(Counter::TX_RETRANSMIT);
+    stats.goBackN += n.At(a).Counters().Get(Counter::GO_BACK_N);
     if (n.At(b).Counters().Get(Counter::BYTES_PLACED) != srcSize)
     {
         return description + ": bytes placed " +
@@ -1017,12 +1402,18 @@ RunSchedule(uint64_t seed)
     return "";
 }
 
-TEST(RoceV2Property, EveryByteExactlyOnceInPlaceCompletionsInOrder)
+/// Property: every byte exactly once, completions in order, for one recovery mode.
+class RoceV2Property : public ::testing::TestWithParam<const char*>
+{
+};
+
+TEST_P(RoceV2Property, EveryByteExactlyOnceInPlaceCompletionsInOrder)
 {
     int failures = 0;
+    ScheduleStats stats;
     for (uint64_t seed = 1; seed <= 300; ++seed)
     {
-        std::string err = RunSchedule(seed);
+        std::string err = RunSchedule(seed, GetParam(), stats);
         if (!err.empty())
         {
             ADD_FAILURE() << err;
@@ -1032,7 +1423,26 @@ TEST(RoceV2Property, EveryByteExactlyOnceInPlaceCompletionsInOrder)
             }
         }
     }
+    // The schedules do exercise recovery: losses, resends and, for IRN, out-of-order
+    // placement instead of go-back-N rounds.
+    EXPECT_GT(stats.retransmits, 0u);
+    EXPECT_GT(stats.outOfSequence, 0u);
+    if (std::string(GetParam()) == "irn")
+    {
+        EXPECT_EQ(stats.goBackN, 0u);
+    }
+    else
+    {
+        EXPECT_GT(stats.goBackN, 0u);
+    }
 }
+
+INSTANTIATE_TEST_SUITE_P(Recovery,
+                         RoceV2Property,
+                         ::testing::Values("gbn", "irn"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                             return std::string(info.param);
+                         });
 
 } // namespace
 } // namespace test

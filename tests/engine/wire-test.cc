@@ -172,9 +172,27 @@ TEST(WireTest, OpcodeTableIsConsistent)
                 EXPECT_TRUE(info.headers & HDR_MDH) << "self-describing: every one has MDH";
             }
         }
-        if (info.transport == Transport::ROCEV2)
+        bool irn = (info.headers & (HDR_IRH | HDR_ISH)) != 0;
+        if (info.transport == Transport::ROCEV2 && !irn)
         {
             EXPECT_LT(op, 0x20) << "RC opcodes are 000xxxxx";
+        }
+        if (irn)
+        {
+            // IRN_x = 0xE0 | RC_x: the RC row's semantics plus the headers for placement.
+            EXPECT_EQ(info.transport, Transport::ROCEV2);
+            EXPECT_EQ(op & 0xE0, int(IRN_OPCODE_BASE)) << "IRN opcodes: manufacturer range";
+            const OpcodeInfo& rc = LookupOpcode(uint8_t(op & 0x1F));
+            ASSERT_NE(rc.name, nullptr);
+            EXPECT_EQ(info.kind, rc.kind);
+            EXPECT_EQ(info.position, rc.position);
+            EXPECT_EQ(info.write, rc.write);
+            EXPECT_EQ(info.consumesRecv, rc.consumesRecv);
+            EXPECT_EQ(bool(info.headers & HDR_IRH), info.kind == PacketKind::DATA);
+            EXPECT_EQ(bool(info.headers & HDR_ISH), info.kind == PacketKind::ACK);
+            EXPECT_EQ(bool(info.headers & HDR_RETH), info.write) << "IRN: RETH on every WRITE";
+            EXPECT_EQ(info.headers & ~uint32_t(HDR_IRH | HDR_ISH | HDR_RETH),
+                      rc.headers & ~uint32_t(HDR_RETH));
         }
         EXPECT_EQ(bool(info.headers & HDR_IMMDT), info.immediate);
         if (info.write && info.transport == Transport::METAROCE)
@@ -193,7 +211,7 @@ TEST(WireTest, OpcodeTableIsConsistent)
         {
             EXPECT_EQ(bool(info.headers & HDR_RETH), info.write) << "RoCEv2 RETH on first/only";
         }
-        if (info.position == MessagePosition::MIDDLE)
+        if (info.position == MessagePosition::MIDDLE && !irn)
         {
             EXPECT_EQ(info.headers & (HDR_RETH | HDR_IMMDT), 0u);
         }

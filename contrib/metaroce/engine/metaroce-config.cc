@@ -102,6 +102,21 @@ ConnectionConfig::ValidateRoceV2(std::string& why) const
         why = "rocev2: ackEveryPackets must be at least 1, delays non-negative";
         return false;
     }
+    if (r.recovery != "gbn" && r.recovery != "irn")
+    {
+        why = "rocev2: recovery must be \"gbn\" or \"irn\", not \"" + r.recovery + "\"";
+        return false;
+    }
+    if (r.irnRtoLow <= 0 || r.irnRtoHigh < r.irnRtoLow)
+    {
+        why = "rocev2: need 0 < irnRtoLow <= irnRtoHigh";
+        return false;
+    }
+    if (r.irnWindow < 1 || r.irnWindow > (1u << 16) || (r.irnWindow & (r.irnWindow - 1)) != 0)
+    {
+        why = "rocev2: irnWindow must be a power of two in [1, 65536]";
+        return false;
+    }
     if (r.dscp > 63 || r.cnpDscp > 63)
     {
         why = "rocev2: DSCP values must be <= 63";

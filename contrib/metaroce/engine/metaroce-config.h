@@ -117,6 +117,22 @@ struct ConnectionConfig
         /// Cap on unacknowledged packets (0 = none beyond the PSN space): IB RC has no
         /// window for WRITE/SEND; a cap models a NIC's limit (or IRN's BDP-FC).
         uint32_t maxInflightPackets{0};
+
+        // Loss recovery
+        /// "gbn": go-back-N, as IB RC; "irn": IRN-style selective repeat (Mittal et al.,
+        /// "Revisiting Network Support for RDMA", SIGCOMM 2018). Both ends must agree.
+        std::string recovery{"gbn"};
+        /// IRN: retransmission timeout while at most irnLowThreshold packets are
+        /// outstanding (the IRN paper's RTO_low). Replaces localAckTimeout.
+        Time irnRtoLow{MicroSeconds(100)};
+        /// IRN: retransmission timeout otherwise (the IRN paper's RTO_high).
+        Time irnRtoHigh{MicroSeconds(320)};
+        uint32_t irnLowThreshold{3}; //!< IRN: the paper's N, packets outstanding for RTO_low
+        /// IRN: PSNs the responder tracks past its expected PSN (its out-of-order bitmap) and
+        /// the sender's SACK bitmap; a power of two. It also bounds the BDP cap: the sender
+        /// keeps at most min(maxInflightPackets, irnWindow) PSNs outstanding (0 = irnWindow).
+        uint32_t irnWindow{1024};
+
         uint8_t dscp{26};    //!< DSCP of data and ACK packets (NVIDIA's RoCE default)
         uint8_t cnpDscp{48}; //!< DSCP of CNPs (NVIDIA's CNP default)
 

@@ -58,6 +58,21 @@ StatusForNak(uint8_t code)
     }
 }
 
+/// \return bit \p i of the bitmap \p words.
+bool
+TestBit(const std::vector<uint64_t>& words, uint32_t i)
+{
+    return (words[i >> 6] >> (i & 63)) & 1;
+}
+
+/// Set bit \p i of \p words to \p on.
+void
+AssignBit(std::vector<uint64_t>& words, uint32_t i, bool on)
+{
+    uint64_t mask = uint64_t(1) << (i & 63);
+    words[i >> 6] = on ? (words[i >> 6] | mask) : (words[i >> 6] & ~mask);
+}
+
 } // namespace
 
 Time
@@ -84,14 +99,27 @@ RoceV2Connection::RoceV2Connection(EndpointShared& ep, uint32_t qpn, const Conne
       m_maxRate(cfg.lineRateBps > 0 ? cfg.lineRateBps : ep.Config().lineRateBps),
       m_srcPort(cfg.sourcePortBase != 0 ? cfg.sourcePortBase
                                         : uint16_t(EPHEMERAL_PORT_BASE + ep.rng.Below(16384))),
+      m_irn(cfg.rocev2.recovery == "irn"),
+      m_irnMask(cfg.rocev2.irnWindow - 1),
       m_np(cfg.rocev2.cnpInterval)
 {
+    if (m_irn)
+    {
+        // The bitmaps, slots and NACK ring are sized once: nothing grows per packet.
+        size_t words = (size_t(cfg.rocev2.irnWindow) + 63) / 64;
+        m_sacked.assign(words, 0);
+        m_placed.assign(words, 0);
+        m_slots.resize(cfg.rocev2.irnWindow);
+        m_nackQueue.resize(cfg.rocev2.irnWindow);
+    }
 }
 
 size_t
 RoceV2Connection::StateBytes() const
 {
-    return sizeof(*this) + m_sq.size() * sizeof(SendWqe) + m_rq.size() * sizeof(PostedRecv);
+    return sizeof(*this) + m_sq.size() * sizeof(SendWqe) + m_rq.size() * sizeof(PostedRecv) +
+           (m_sacked.size() + m_placed.size()) * sizeof(uint64_t) +
+           m_slots.size() * sizeof(IrnSlot) + m_nackQueue.size() * sizeof(uint32_t);
 }
 
 double
@@ -131,8 +159,17 @@ RoceV2Connection::PostSend(Time now, const SendWr& wr, const uint8_t* localPtr)
     w.localPtr = localPtr;
     w.firstPsn = m_nextPostPsn;
     w.numPackets = packets;
+    if (IsSend(wr.opcode) || HasImm(wr.opcode))
+    {
+        w.recvWqeSn = m_nextRecvSn++;
+    }
     m_sq.push_back(w);
     m_nextPostPsn = PsnAdd(m_nextPostPsn, packets);
+    if (m_irn)
+    {
+        IrnUpdateState();
+        return PostStatus::OK;
+    }
     if (m_reqState == RequesterState::IDLE || m_reqState == RequesterState::WAITING_ACK)
     {
         m_reqState =
@@ -158,6 +195,11 @@ RoceV2Connection::MayTransmitData(Time now) const
     {
         return false;
     }
+    if (m_irn)
+    {
+        // Holes first; a new PSN only under the BDP cap.
+        return IrnHolePending() || (m_maxSentPsn != m_nextPostPsn && InflightPackets() < IrnCap());
+    }
     if (m_sendPsn == m_maxSentPsn)
     {
         // A new PSN: respect the in-flight caps.
@@ -182,7 +224,7 @@ RoceV2Connection::WantsToSend(Time now) const
     {
         return false;
     }
-    return m_cnpNow || m_ackNow || MayTransmitData(now);
+    return m_cnpNow || m_ackNow || m_nackCount > 0 || MayTransmitData(now);
 }
 
 bool
@@ -206,6 +248,23 @@ RoceV2Connection::PollTransmit(Time now, TxDatagram& out)
     {
         m_cnpNow = false;
         return SendCnp(out);
+    }
+    while (m_nackCount > 0)
+    {
+        uint32_t sackPsn = m_nackQueue[m_nackHead];
+        m_nackHead = (m_nackHead + 1) & m_irnMask;
+        --m_nackCount;
+        if (PsnDiff(sackPsn, m_ePsn) < 0)
+        {
+            m_ackNow = true; // the hole below it filled meanwhile: a plain ACK says more
+            continue;
+        }
+        // The NACK's PSN (ePSN) acknowledges everything before it, as an ACK would.
+        m_ackNow = false;
+        m_unackedCount = 0;
+        m_ackDeadline = TIME_INFINITE;
+        Count(Counter::TX_NAK);
+        return SendIrnNack(out, sackPsn);
     }
     if (m_ackNow)
     {
@@ -256,12 +315,23 @@ RoceV2Connection::OpcodeOf(const SendWqe& w, uint32_t packet) const
 bool
 RoceV2Connection::SendDataPacket(Time now, TxDatagram& out)
 {
+    if (m_irn)
+    {
+        IrnSelectPsn();
+    }
     const SendWqe& w = m_sq[m_sendWqe];
     uint32_t packet = m_sendPacket;
     uint32_t offset = packet * m_cfg.mtu;
     uint32_t length = std::min(m_cfg.mtu, w.wr.sge.length - offset);
     ParsedPacket pkt;
     pkt.bth.opcode = OpcodeOf(w, packet);
+    if (m_irn)
+    {
+        // Self-describing: the IRN opcode adds the IRH (and the RETH on every WRITE packet).
+        pkt.bth.opcode |= IRN_OPCODE_BASE;
+        pkt.irh.offset = offset;
+        pkt.irh.recvWqeSn = w.recvWqeSn;
+    }
     pkt.info = &LookupOpcode(pkt.bth.opcode);
     pkt.bth.destQp = m_remoteQpn;
     pkt.bth.psn = m_sendPsn;
@@ -298,7 +368,19 @@ RoceV2Connection::SendDataPacket(Time now, TxDatagram& out)
         ++m_sendWqe;
         m_sendPacket = 0;
     }
-    AfterSend();
+    if (m_irn)
+    {
+        if (retransmission)
+        {
+            m_retxPsn = m_sendPsn; // each hole once on SACK evidence
+            IrnSkipSacked();
+        }
+        IrnUpdateState();
+    }
+    else
+    {
+        AfterSend();
+    }
     uint64_t wireBytes = out.length + WIRE_OVERHEAD_BYTES;
     if (m_cfg.rocev2.dcqcn)
     {
@@ -397,6 +479,11 @@ RoceV2Connection::Locate(uint32_t psn)
 Time
 RoceV2Connection::RtoValue() const
 {
+    if (m_irn)
+    {
+        return InflightPackets() <= m_cfg.rocev2.irnLowThreshold ? m_cfg.rocev2.irnRtoLow
+                                                                 : m_cfg.rocev2.irnRtoHigh;
+    }
     return LocalAckTimeout(m_cfg.rocev2.localAckTimeout);
 }
 
@@ -430,6 +517,14 @@ RoceV2Connection::Complete(const SendWqe& w, WcStatus status)
 void
 RoceV2Connection::Progress(Time now, uint32_t newUnacked)
 {
+    if (m_irn)
+    {
+        // Forget the SACK bits of the PSNs now acknowledged cumulatively.
+        for (uint32_t p = m_unackedPsn; p != newUnacked; p = PsnAdd(p, 1))
+        {
+            AssignBit(m_sacked, p & m_irnMask, false);
+        }
+    }
     m_unackedPsn = newUnacked;
     size_t done = 0;
     while (!m_sq.empty() &&
@@ -443,7 +538,7 @@ RoceV2Connection::Progress(Time now, uint32_t newUnacked)
     if (PsnDiff(m_sendPsn, newUnacked) < 0)
     {
         Locate(newUnacked);
-        if (!waiting)
+        if (!waiting && !m_irn)
         {
             AfterSend();
         }
@@ -466,11 +561,21 @@ RoceV2Connection::Progress(Time now, uint32_t newUnacked)
     {
         m_reqState = RequesterState::IDLE;
     }
+    if (m_irn)
+    {
+        IrnSkipSacked();
+        IrnUpdateState();
+    }
 }
 
 void
 RoceV2Connection::GoBack(Time now, uint32_t psn)
 {
+    if (m_irn)
+    {
+        IrnRestart(now, psn);
+        return;
+    }
     Count(Counter::GO_BACK_N);
     Locate(psn);
     m_reqState = psn == m_nextPostPsn  ? RequesterState::WAITING_ACK
@@ -486,6 +591,16 @@ RoceV2Connection::GoBack(Time now, uint32_t psn)
 void
 RoceV2Connection::HandleAck(Time now, const ParsedPacket& pkt)
 {
+    if (pkt.bth.opcode == IRN_NACK)
+    {
+        if (!m_irn)
+        {
+            Count(Counter::RX_INVALID); // the peer runs IRN, this QP go-back-N
+            return;
+        }
+        HandleIrnNack(now, pkt);
+        return;
+    }
     const Aeth& aeth = pkt.aeth;
     uint32_t psn = pkt.bth.psn;
     uint8_t type = aeth.syndrome & Aeth::TYPE_MASK;
@@ -622,6 +737,11 @@ RoceV2Connection::HandleData(Time now, const DatagramMeta& meta, const ParsedPac
         }
     }
     m_ep.NoteDataArrival(now, *this);
+    if (m_irn)
+    {
+        HandleIrnData(now, pkt);
+        return;
+    }
     int32_t d = PsnDiff(pkt.bth.psn, m_ePsn);
     if (d < 0)
     {
@@ -645,7 +765,8 @@ RoceV2Connection::HandleData(Time now, const DatagramMeta& meta, const ParsedPac
     {
         m_nakPending = false; // the missing packet arrived before the NAK left
     }
-    Exec result = Execute(pkt);
+    // An IRN packet at a go-back-N responder: the two ends disagree on the recovery mode.
+    Exec result = (pkt.info->headers & HDR_IRH) ? Exec::INVALID : Execute(pkt);
     switch (result)
     {
     case Exec::OK: {
@@ -890,6 +1011,427 @@ RoceV2Connection::SendCnp(TxDatagram& out)
 }
 
 // ---------------------------------------------------------------------------------------------
+// IRN selective repeat (rocev2.recovery = "irn")
+// ---------------------------------------------------------------------------------------------
+
+uint32_t
+RoceV2Connection::IrnCap() const
+{
+    uint32_t cap = m_cfg.rocev2.maxInflightPackets;
+    uint32_t window = m_irnMask + 1;
+    return (cap == 0 || cap > window) ? window : cap;
+}
+
+bool
+RoceV2Connection::IrnSacked(uint32_t psn) const
+{
+    return TestBit(m_sacked, psn & m_irnMask);
+}
+
+bool
+RoceV2Connection::IrnHolePending() const
+{
+    // IrnSkipSacked keeps m_retxPsn on an unSACKed, unacknowledged PSN (or at the bound).
+    return PsnDiff(m_retxPsn, m_lossBound) < 0;
+}
+
+void
+RoceV2Connection::IrnSkipSacked()
+{
+    if (PsnDiff(m_retxPsn, m_unackedPsn) < 0)
+    {
+        m_retxPsn = m_unackedPsn;
+    }
+    if (PsnDiff(m_lossBound, m_unackedPsn) < 0)
+    {
+        m_lossBound = m_unackedPsn;
+    }
+    while (PsnDiff(m_retxPsn, m_lossBound) < 0 && IrnSacked(m_retxPsn))
+    {
+        m_retxPsn = PsnAdd(m_retxPsn, 1);
+    }
+}
+
+void
+RoceV2Connection::IrnSelectPsn()
+{
+    uint32_t psn = IrnHolePending() ? m_retxPsn : m_maxSentPsn;
+    if (psn != m_sendPsn)
+    {
+        Locate(psn);
+    }
+}
+
+void
+RoceV2Connection::IrnRestart(Time now, uint32_t psn)
+{
+    // Timeout (or the end of an RNR wait): every unSACKed PSN from psn up to the highest
+    // sent is presumed lost and resent once more; SACKed ones are not.
+    m_retxPsn = psn;
+    m_lossBound = m_maxSentPsn;
+    IrnSkipSacked();
+    ArmRto(now);
+    IrnUpdateState();
+}
+
+void
+RoceV2Connection::IrnUpdateState()
+{
+    if (m_reqState == RequesterState::ERROR || m_reqState == RequesterState::RNR_WAIT)
+    {
+        return;
+    }
+    if (m_unackedPsn == m_nextPostPsn)
+    {
+        m_reqState = RequesterState::IDLE;
+    }
+    else if (IrnHolePending())
+    {
+        m_reqState = RequesterState::RETRANSMITTING;
+    }
+    else if (m_maxSentPsn != m_nextPostPsn)
+    {
+        m_reqState = RequesterState::SENDING;
+    }
+    else
+    {
+        m_reqState = RequesterState::WAITING_ACK;
+    }
+}
+
+void
+RoceV2Connection::HandleIrnNack(Time now, const ParsedPacket& pkt)
+{
+    Count(Counter::RX_NAK);
+    uint32_t cum = pkt.bth.psn;
+    uint32_t sack = pkt.ish.sackPsn;
+    // Distances from the oldest unacknowledged PSN, so that PSNs far outside the
+    // outstanding range cannot pass as inside it through the modular comparison.
+    uint32_t outstanding = InflightPackets();
+    uint32_t cumAhead = (cum - m_unackedPsn) & PSN_MASK;
+    uint32_t sackAhead = (sack - m_unackedPsn) & PSN_MASK;
+    bool cumOld = cumAhead > outstanding && PsnDiff(cum, m_unackedPsn) < 0;
+    // The SACKed PSN arrived ahead of the cumulative one, and both were sent. An older NACK
+    // (cum below the oldest unacknowledged PSN) still carries a useful SACK.
+    if (pkt.aeth.syndrome != (Aeth::TYPE_NAK | Aeth::NAK_PSN_SEQUENCE_ERROR) ||
+        PsnDiff(sack, cum) <= 0 || (cumAhead > outstanding && !cumOld) ||
+        (sackAhead >= outstanding && PsnDiff(sack, m_unackedPsn) >= 0))
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    if (!cumOld && cumAhead > 0)
+    {
+        Progress(now, cum);
+    }
+    if (PsnDiff(sack, m_unackedPsn) < 0 || m_reqState == RequesterState::ERROR)
+    {
+        return; // acknowledged meanwhile
+    }
+    AssignBit(m_sacked, sack & m_irnMask, true);
+    if (PsnDiff(sack, m_lossBound) > 0)
+    {
+        // Every unSACKed PSN below the highest SACKed one is lost (IRN's rule): count the
+        // newly revealed ones; they go out before any new PSN.
+        uint32_t from = PsnDiff(m_retxPsn, m_lossBound) > 0 ? m_retxPsn : m_lossBound;
+        for (uint32_t p = from; PsnDiff(p, sack) < 0; p = PsnAdd(p, 1))
+        {
+            if (!IrnSacked(p))
+            {
+                Count(Counter::LOSS_DETECTED);
+            }
+        }
+        m_lossBound = sack;
+    }
+    IrnSkipSacked();
+    IrnUpdateState();
+}
+
+bool
+RoceV2Connection::SendIrnNack(TxDatagram& out, uint32_t sackPsn)
+{
+    ParsedPacket pkt;
+    pkt.bth.opcode = IRN_NACK;
+    pkt.info = &LookupOpcode(IRN_NACK);
+    pkt.bth.destQp = m_remoteQpn;
+    pkt.bth.psn = m_ePsn;
+    pkt.aeth.syndrome = Aeth::TYPE_NAK | Aeth::NAK_PSN_SEQUENCE_ERROR;
+    pkt.aeth.msn = m_msn;
+    pkt.ish.sackPsn = sackPsn;
+    if (!EmitDatagram(out, pkt, nullptr, 0, Ecn::NOT_ECT, m_srcPort))
+    {
+        return false;
+    }
+    out.meta.dscp = m_cfg.rocev2.dscp;
+    return true;
+}
+
+void
+RoceV2Connection::IrnQueueNack(uint32_t sackPsn)
+{
+    if (m_nackCount > m_irnMask)
+    {
+        return; // ring full (a window of NACKs not yet sent): the SACK is only advisory
+    }
+    m_nackQueue[(m_nackHead + m_nackCount) & m_irnMask] = sackPsn;
+    ++m_nackCount;
+}
+
+void
+RoceV2Connection::NakFor(Exec result, uint32_t psn)
+{
+    switch (result)
+    {
+    case Exec::OK:
+        return;
+    case Exec::RNR:
+        Count(Counter::RX_RNR);
+        QueueNak(Aeth::TYPE_RNR_NAK | (m_cfg.rocev2.minRnrTimer & Aeth::VALUE_MASK), psn);
+        return;
+    case Exec::ACCESS:
+        Count(Counter::RX_ACCESS_ERROR);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_REMOTE_ACCESS_ERROR, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
+        return;
+    case Exec::LENGTH:
+        Count(Counter::RX_INVALID);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::LOC_LEN_ERR);
+        return;
+    case Exec::INVALID:
+        Count(Counter::RX_INVALID);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
+        return;
+    }
+}
+
+void
+RoceV2Connection::HandleIrnData(Time now, const ParsedPacket& pkt)
+{
+    uint32_t psn = pkt.bth.psn;
+    int32_t d = PsnDiff(psn, m_ePsn);
+    if (d < 0)
+    {
+        Count(Counter::RX_DUPLICATE); // already delivered: acknowledge again, at once
+        ScheduleAck(now, true);
+        return;
+    }
+    if ((pkt.info->headers & HDR_IRH) == 0 || uint32_t(d) > m_irnMask)
+    {
+        // A go-back-N packet (the ends disagree on the mode): invalid when it is due. Past
+        // the bitmap: dropped unSACKed; the sender never gets that far ahead (BDP cap).
+        if (d == 0)
+        {
+            NakFor(Exec::INVALID, psn);
+        }
+        else
+        {
+            Count(Counter::RX_OUT_OF_SEQUENCE);
+        }
+        return;
+    }
+    uint32_t index = psn & m_irnMask;
+    if (d > 0 && TestBit(m_placed, index))
+    {
+        Count(Counter::RX_DUPLICATE); // placed already: SACK it again
+        IrnQueueNack(psn);
+        return;
+    }
+    Exec result = IrnPlace(pkt);
+    if (result != Exec::OK)
+    {
+        if (d > 0)
+        {
+            // Not placed and not SACKed: judged again when it is the expected PSN.
+            Count(Counter::RX_OUT_OF_SEQUENCE);
+            return;
+        }
+        NakFor(result, psn);
+        return;
+    }
+    Count(Counter::RX_DATA);
+    IrnSlot& slot = m_slots[index];
+    slot.opcode = pkt.bth.opcode;
+    slot.ackReq = pkt.bth.ackReq;
+    slot.recvWqeSn = pkt.irh.recvWqeSn;
+    slot.endOffset = pkt.irh.offset + pkt.payloadLength;
+    slot.dmaLength = pkt.reth.dmaLength;
+    slot.immDt = pkt.immDt;
+    AssignBit(m_placed, index, true);
+    if (d > 0)
+    {
+        Count(Counter::RX_OUT_OF_SEQUENCE);
+        IrnQueueNack(psn);
+        return;
+    }
+    // In order: deliver the run of placed PSNs from ePSN on, completing messages in order.
+    uint32_t advanced = 0;
+    bool ackReq = false;
+    while (TestBit(m_placed, m_ePsn & m_irnMask))
+    {
+        uint32_t i = m_ePsn & m_irnMask;
+        AssignBit(m_placed, i, false);
+        Exec e = IrnDeliver(m_slots[i]);
+        if (e != Exec::OK)
+        {
+            NakFor(e, m_ePsn);
+            return;
+        }
+        ackReq = ackReq || m_slots[i].ackReq;
+        m_ePsn = PsnAdd(m_ePsn, 1);
+        ++advanced;
+        ++m_unackedCount;
+    }
+    // A filled hole is acknowledged at once: the sender is waiting on it.
+    ScheduleAck(now, ackReq || advanced > 1 || m_unackedCount >= m_cfg.rocev2.ackEveryPackets);
+}
+
+RoceV2Connection::Exec
+RoceV2Connection::IrnPlace(const ParsedPacket& pkt)
+{
+    const OpcodeInfo& info = *pkt.info;
+    MessagePosition pos = info.position;
+    bool first = pos == MessagePosition::FIRST || pos == MessagePosition::ONLY;
+    bool last = pos == MessagePosition::LAST || pos == MessagePosition::ONLY;
+    uint32_t len = pkt.payloadLength;
+    uint32_t offset = pkt.irh.offset;
+    uint64_t end = uint64_t(offset) + len;
+    // The packet describes its own place: First/Only at offset 0, others on a PMTU boundary;
+    // lengths as in go-back-N (First and Middle one PMTU, Last 1..PMTU).
+    if (len > m_cfg.mtu || (!last && len != m_cfg.mtu) ||
+        (pos == MessagePosition::LAST && len == 0) || first != (offset == 0) ||
+        (offset % m_cfg.mtu) != 0 || end > m_cfg.maxMessageSize)
+    {
+        return Exec::INVALID;
+    }
+    if (info.write)
+    {
+        const Reth& reth = pkt.reth;
+        if (reth.dmaLength > m_cfg.maxMessageSize ||
+            (last ? end != reth.dmaLength : end >= reth.dmaLength))
+        {
+            return Exec::INVALID;
+        }
+        uint8_t* dst = nullptr;
+        if (first && reth.dmaLength > 0 &&
+            m_ep.memory.Check(reth.rkey, reth.va, reth.dmaLength, ACCESS_REMOTE_WRITE, &dst) !=
+                PostStatus::OK)
+        {
+            return Exec::ACCESS; // as go-back-N: the whole message is checked on its First
+        }
+        if (info.consumesRecv && pkt.irh.recvWqeSn - m_rqBaseSn >= m_rq.size())
+        {
+            return Exec::RNR;
+        }
+        if (len > 0)
+        {
+            if (m_ep.memory.Check(reth.rkey, reth.va + offset, len, ACCESS_REMOTE_WRITE, &dst) !=
+                PostStatus::OK)
+            {
+                return Exec::ACCESS;
+            }
+            if (dst != nullptr)
+            {
+                std::memcpy(dst, pkt.payload, len);
+            }
+            Count(Counter::BYTES_PLACED, len);
+        }
+        return Exec::OK;
+    }
+    // SEND: into the receive WQE the packet names (receives are consumed in order).
+    uint32_t k = pkt.irh.recvWqeSn - m_rqBaseSn;
+    if (k >= m_rq.size())
+    {
+        return first ? Exec::RNR : Exec::INVALID;
+    }
+    PostedRecv& recv = m_rq[k];
+    if (end > recv.wr.sge.length)
+    {
+        return Exec::LENGTH;
+    }
+    if (len > 0)
+    {
+        if (recv.ptr != nullptr)
+        {
+            std::memcpy(recv.ptr + offset, pkt.payload, len);
+        }
+        Count(Counter::BYTES_PLACED, len);
+    }
+    return Exec::OK;
+}
+
+RoceV2Connection::Exec
+RoceV2Connection::IrnDeliver(const IrnSlot& slot)
+{
+    const OpcodeInfo& info = LookupOpcode(slot.opcode);
+    MessagePosition pos = info.position;
+    bool first = pos == MessagePosition::FIRST || pos == MessagePosition::ONLY;
+    bool last = pos == MessagePosition::LAST || pos == MessagePosition::ONLY;
+    // The opcode sequence is checked in PSN order, as go-back-N checks it on arrival.
+    switch (m_respState)
+    {
+    case ResponderState::IDLE:
+        if (!first)
+        {
+            return Exec::INVALID;
+        }
+        break;
+    case ResponderState::IN_WRITE:
+        if (first || !info.write)
+        {
+            return Exec::INVALID;
+        }
+        break;
+    case ResponderState::IN_SEND:
+        if (first || info.write)
+        {
+            return Exec::INVALID;
+        }
+        break;
+    case ResponderState::ERROR:
+        return Exec::INVALID;
+    }
+    if (!info.write)
+    {
+        if (first)
+        {
+            m_irnMsgSn = slot.recvWqeSn;
+        }
+        else if (slot.recvWqeSn != m_irnMsgSn)
+        {
+            return Exec::INVALID; // one SEND, one receive
+        }
+    }
+    if (!last)
+    {
+        m_respState = info.write ? ResponderState::IN_WRITE : ResponderState::IN_SEND;
+        return Exec::OK;
+    }
+    m_respState = ResponderState::IDLE;
+    if (info.consumesRecv && (m_rq.empty() || slot.recvWqeSn != m_rqBaseSn))
+    {
+        return Exec::INVALID; // receives complete in post order
+    }
+    m_msn = PsnAdd(m_msn, 1);
+    Count(Counter::MESSAGES_RECEIVED);
+    if (info.consumesRecv)
+    {
+        Completion c;
+        c.wrId = m_rq.front().wr.wrId;
+        c.opcode = info.write ? WcOpcode::RECV_RDMA_WITH_IMM : WcOpcode::RECV;
+        c.connectionId = m_qpn;
+        c.byteLen = info.write ? slot.dmaLength : slot.endOffset;
+        c.hasImm = info.immediate;
+        c.immData = info.immediate ? slot.immDt : 0;
+        m_rq.pop_front();
+        ++m_rqBaseSn;
+        m_ep.PushCompletion(c);
+    }
+    return Exec::OK;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Errors and timers
 // ---------------------------------------------------------------------------------------------
 
@@ -925,6 +1467,7 @@ RoceV2Connection::EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus r
     m_ackDeadline = TIME_INFINITE;
     m_ackNow = false;
     m_cnpNow = false;
+    m_nackCount = 0;
 }
 
 Time

@@ -11,6 +11,7 @@
 #include "metaroce-transport.h"
 
 #include <deque>
+#include <vector>
 
 /**
  * \file
@@ -41,6 +42,15 @@ namespace metaroce
  * ackEveryPackets packets, on AckReq (last packet of a message) or after ackDelay; the AETH
  * carries the MSN (count of completed inbound messages, modulo 2^24). The DCQCN notification
  * point sends at most one CNP per cnpInterval while CE-marked packets arrive.
+ *
+ * IRN mode (rocev2.recovery = "irn", Mittal et al., SIGCOMM 2018): data packets use the
+ * IRN_* opcodes (an IRH with the payload offset and receive WQE number, and the RETH on every
+ * WRITE packet), so the responder places packets up to irnWindow PSNs ahead of its expected
+ * PSN, tracks them in a bitmap, completes messages in PSN order and answers each
+ * out-of-order packet with an IRN NACK (cumulative PSN + the PSN that arrived). The
+ * requester keeps the SACKed PSNs in a bitmap and resends only the holes below the highest
+ * SACKed PSN, each once on SACK evidence; the RTO_low/RTO_high timer resends every
+ * unSACKed PSN. New PSNs are capped at the BDP cap. docs/engine-rocev2.md has the model.
  */
 class RoceV2Connection : public TransportConnection
 {
@@ -135,6 +145,18 @@ class RoceV2Connection : public TransportConnection
         const uint8_t* localPtr{nullptr}; //!< source bytes (nullptr: virtual, zeros)
         uint32_t firstPsn{0};             //!< PSN of its first packet
         uint32_t numPackets{1};           //!< packets in the message
+        uint32_t recvWqeSn{0}; //!< IRN: receive WQE it consumes (SEND, WRITE with immediate)
+    };
+
+    /// IRN responder: what the in-order pass needs of a packet placed ahead of ePSN.
+    struct IrnSlot
+    {
+        uint8_t opcode{0};     //!< BTH opcode
+        bool ackReq{false};    //!< BTH AckReq
+        uint32_t recvWqeSn{0}; //!< IRH RecvWqeSn
+        uint32_t endOffset{0}; //!< offset + length of its payload in the message
+        uint32_t dmaLength{0}; //!< WRITE: RETH DMA length
+        uint32_t immDt{0};     //!< immediate data
     };
 
     /// A posted receive work request.
@@ -176,6 +198,24 @@ class RoceV2Connection : public TransportConnection
     bool SendAck(TxDatagram& out, uint8_t syndrome, uint32_t psn);
     bool SendCnp(TxDatagram& out);
 
+    // IRN requester
+    bool IrnSacked(uint32_t psn) const;
+    bool IrnHolePending() const;
+    void IrnSkipSacked();
+    void IrnSelectPsn();
+    void IrnRestart(Time now, uint32_t psn);
+    void IrnUpdateState();
+    void HandleIrnNack(Time now, const ParsedPacket& pkt);
+    uint32_t IrnCap() const;
+
+    // IRN responder
+    void HandleIrnData(Time now, const ParsedPacket& pkt);
+    Exec IrnPlace(const ParsedPacket& pkt);
+    Exec IrnDeliver(const IrnSlot& slot);
+    void IrnQueueNack(uint32_t sackPsn);
+    bool SendIrnNack(TxDatagram& out, uint32_t sackPsn);
+    void NakFor(Exec result, uint32_t psn);
+
     // Both
     void EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus recvStatus);
     void Complete(const SendWqe& w, WcStatus status);
@@ -199,6 +239,21 @@ class RoceV2Connection : public TransportConnection
     double m_notifiedRate{-1};         //!< rate last reported to the observer
     Time m_nextSendTime{0};            //!< pacing: earliest next data packet
     uint16_t m_srcPort;                //!< the QP's UDP source port
+    uint32_t m_nextRecvSn{0};          //!< IRN: RecvWqeSn of the next receive-consuming WR
+
+    // IRN (empty vectors in go-back-N mode)
+    bool m_irn;                        //!< recovery == "irn"
+    uint32_t m_irnMask;                //!< irnWindow - 1 (bitmap index of a PSN)
+    std::vector<uint64_t> m_sacked;    //!< requester: SACKed PSNs in [unacked, unacked+window)
+    uint32_t m_retxPsn{0};             //!< requester: next PSN to consider for retransmission
+    uint32_t m_lossBound{0};           //!< requester: unSACKed PSNs below this are lost
+    std::vector<uint64_t> m_placed;    //!< responder: PSNs placed in (ePSN, ePSN+window)
+    std::vector<IrnSlot> m_slots;      //!< responder: per-PSN info of placed packets
+    std::vector<uint32_t> m_nackQueue; //!< responder: ring of SACK PSNs of NACKs to send
+    uint32_t m_nackHead{0};            //!< first entry of m_nackQueue
+    uint32_t m_nackCount{0};           //!< entries in m_nackQueue
+    uint32_t m_rqBaseSn{0};            //!< responder: RecvWqeSn of m_rq.front()
+    uint32_t m_irnMsgSn{0};            //!< responder: RecvWqeSn of the SEND being delivered
 
     // Responder state
     ResponderState m_respState{ResponderState::IDLE}; //!< responder state

@@ -194,6 +194,37 @@ Mnh::Write(uint8_t* p) const
     WriteU24(p + PSN, psn);
 }
 
+Irh
+Irh::Read(const uint8_t* p)
+{
+    Irh h;
+    h.offset = ReadU32(p + OFFSET);
+    h.recvWqeSn = ReadU32(p + RECV_WQE_SN);
+    return h;
+}
+
+void
+Irh::Write(uint8_t* p) const
+{
+    WriteU32(p + OFFSET, offset);
+    WriteU32(p + RECV_WQE_SN, recvWqeSn);
+}
+
+Ish
+Ish::Read(const uint8_t* p)
+{
+    Ish h;
+    h.sackPsn = ReadU24(p + SACK_PSN);
+    return h;
+}
+
+void
+Ish::Write(uint8_t* p) const
+{
+    p[0] = 0; // reserved
+    WriteU24(p + SACK_PSN, sackPsn);
+}
+
 namespace
 {
 
@@ -214,6 +245,16 @@ struct OpcodeTable
              bool immediate)
     {
         rows[op] = OpcodeInfo{name, t, k, pos, headers, payload, write, consumesRecv, immediate};
+    }
+
+    /// Add the IRN row of RC data opcode \p rc (defined earlier): same semantics, plus IRH,
+    /// and RETH on every WRITE packet.
+    void Irn(uint8_t rc, const char* name)
+    {
+        OpcodeInfo info = rows[rc];
+        info.name = name;
+        info.headers |= HDR_IRH | (info.write ? uint32_t(HDR_RETH) : 0u);
+        rows[IRN_OPCODE_BASE | rc] = info;
     }
 
     OpcodeTable()
@@ -263,6 +304,30 @@ struct OpcodeTable
             HDR_RETH | HDR_IMMDT, true, true, true, true);
         Row(RC_ACKNOWLEDGE, "RC_ACKNOWLEDGE", T::ROCEV2, K::ACK, P::NONE, HDR_AETH, false, false,
             false, false);
+        // IRN mode of the RoCEv2 baseline: each RC data opcode again in the manufacturer range,
+        // self-describing (IRH; WRITE: RETH on every packet), and the SACK-carrying NACK.
+        Irn(RC_SEND_FIRST, "IRN_SEND_FIRST");
+        Irn(RC_SEND_MIDDLE, "IRN_SEND_MIDDLE");
+        Irn(RC_SEND_LAST, "IRN_SEND_LAST");
+        Irn(RC_SEND_LAST_IMM, "IRN_SEND_LAST_IMM");
+        Irn(RC_SEND_ONLY, "IRN_SEND_ONLY");
+        Irn(RC_SEND_ONLY_IMM, "IRN_SEND_ONLY_IMM");
+        Irn(RC_WRITE_FIRST, "IRN_WRITE_FIRST");
+        Irn(RC_WRITE_MIDDLE, "IRN_WRITE_MIDDLE");
+        Irn(RC_WRITE_LAST, "IRN_WRITE_LAST");
+        Irn(RC_WRITE_LAST_IMM, "IRN_WRITE_LAST_IMM");
+        Irn(RC_WRITE_ONLY, "IRN_WRITE_ONLY");
+        Irn(RC_WRITE_ONLY_IMM, "IRN_WRITE_ONLY_IMM");
+        Row(IRN_NACK,
+            "IRN_NACK",
+            T::ROCEV2,
+            K::ACK,
+            P::NONE,
+            HDR_AETH | HDR_ISH,
+            false,
+            false,
+            false,
+            false);
         // Annex A17: BTH (BECN set by convention), 16 reserved bytes, ICRC; no payload.
         Row(ROCE_CNP, "ROCE_CNP", T::CNP, K::CNP, P::NONE, HDR_CNP_PAD, false, false, false,
             false);
@@ -276,7 +341,7 @@ Table()
     return table;
 }
 
-/// Header sizes in wire order; indexes match the HeaderBit order.
+/// Header sizes, in wire order.
 constexpr struct
 {
     uint32_t bit;
@@ -284,9 +349,11 @@ constexpr struct
 } HEADER_ORDER[] = {
     {HDR_MDH, Mdh::SIZE},
     {HDR_RETH, Reth::SIZE},
+    {HDR_IRH, Irh::SIZE},
     {HDR_RSH, Rsh::SIZE},
     {HDR_IMMDT, ImmDt::SIZE},
     {HDR_AETH, Aeth::SIZE},
+    {HDR_ISH, Ish::SIZE},
     {HDR_MAH, Mah::SIZE},
     {HDR_MNH, Mnh::SIZE},
     {HDR_CNP_PAD, CnpPad::SIZE},
@@ -371,6 +438,11 @@ ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
         out.reth = Reth::Read(p);
         p += Reth::SIZE;
     }
+    if (info.headers & HDR_IRH)
+    {
+        out.irh = Irh::Read(p);
+        p += Irh::SIZE;
+    }
     if (info.headers & HDR_RSH)
     {
         out.rsh = Rsh::Read(p);
@@ -385,6 +457,11 @@ ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
     {
         out.aeth = Aeth::Read(p);
         p += Aeth::SIZE;
+    }
+    if (info.headers & HDR_ISH)
+    {
+        out.ish = Ish::Read(p);
+        p += Ish::SIZE;
     }
     if (info.headers & HDR_MAH)
     {
@@ -447,6 +524,11 @@ WriteDatagram(uint8_t* out,
         pkt.reth.Write(p);
         p += Reth::SIZE;
     }
+    if (info.headers & HDR_IRH)
+    {
+        pkt.irh.Write(p);
+        p += Irh::SIZE;
+    }
     if (info.headers & HDR_RSH)
     {
         pkt.rsh.Write(p);
@@ -461,6 +543,11 @@ WriteDatagram(uint8_t* out,
     {
         pkt.aeth.Write(p);
         p += Aeth::SIZE;
+    }
+    if (info.headers & HDR_ISH)
+    {
+        pkt.ish.Write(p);
+        p += Ish::SIZE;
     }
     if (info.headers & HDR_MAH)
     {

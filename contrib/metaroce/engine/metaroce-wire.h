@@ -360,6 +360,62 @@ struct Mnh
 };
 
 /**
+ * IRN Request Header (8 bytes), in every data packet of the RoCEv2 baseline's IRN recovery
+ * mode (IRN_* opcodes): what a responder needs to place a packet that arrives out of order
+ * (Mittal et al., SIGCOMM 2018, section 5: packet offset and receive WQE sequence number).
+ * IRN WRITE packets also carry the message's RETH on every packet. Our encoding: IRN's
+ * wire format is not standardised.
+ *
+ * \verbatim
+  0                   1                   2                   3
+  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ +---------------------------------------------------------------+
+ |               Offset of the payload in the message            |
+ +---------------------------------------------------------------+
+ |   RecvWqeSn: receive WQE this message consumes (SEND, imm)    |
+ +---------------------------------------------------------------+
+ \endverbatim
+ */
+struct Irh
+{
+    static constexpr size_t SIZE = 8;        //!< header length
+    static constexpr size_t OFFSET = 0;      //!< offset of Offset
+    static constexpr size_t RECV_WQE_SN = 4; //!< offset of RecvWqeSn
+
+    uint32_t offset{0};    //!< byte offset of this payload within the message
+    uint32_t recvWqeSn{0}; //!< sequence number of the receive WQE the message consumes
+
+    /// \return the header parsed from \p p.
+    static Irh Read(const uint8_t* p);
+    /// Write the header to \p p.
+    void Write(uint8_t* p) const;
+};
+
+/**
+ * IRN SACK Header (4 bytes), after the AETH of an IRN NACK (opcode IRN_NACK): the PSN whose
+ * out-of-order arrival triggered the NACK. The BTH PSN is the responder's expected PSN (the
+ * cumulative acknowledgement), as in a PSN sequence error NAK.
+ *
+ * \verbatim
+ +---------------+-----------------------------------------------+
+ |   Reserved    |        SackPsn (24): PSN received out of order|
+ +---------------+-----------------------------------------------+
+ \endverbatim
+ */
+struct Ish
+{
+    static constexpr size_t SIZE = 4;     //!< header length
+    static constexpr size_t SACK_PSN = 1; //!< offset of the 24-bit SackPsn
+
+    uint32_t sackPsn{0}; //!< PSN that arrived out of order and was placed
+
+    /// \return the header parsed from \p p.
+    static Ish Read(const uint8_t* p);
+    /// Write the header to \p p.
+    void Write(uint8_t* p) const;
+};
+
+/**
  * The 16 reserved bytes that follow the BTH of a RoCEv2 Congestion Notification Packet
  * (InfiniBand Architecture Specification, Annex A17 "RoCEv2", CNP format). Senders write
  * zeros; receivers ignore the contents.
@@ -386,6 +442,8 @@ enum HeaderBit : uint32_t
     HDR_MAH = 1u << 5,   //!< MetaRoCE ACK header
     HDR_MNH = 1u << 6,   //!< MetaRoCE NAK header
     HDR_CNP_PAD = 1u << 7, //!< the 16 reserved bytes after the BTH of a RoCEv2 CNP
+    HDR_IRH = 1u << 8,     //!< IRN request header (after RETH)
+    HDR_ISH = 1u << 9,     //!< IRN SACK header (after AETH)
 };
 
 /// Which transport an opcode belongs to.
@@ -461,6 +519,29 @@ enum RoceOpcode : uint8_t
     ROCE_CNP = 0x81,                //!< RoCEv2 Congestion Notification Packet
 };
 
+/**
+ * Opcodes of the RoCEv2 baseline's IRN recovery mode, in the manufacturer-specific range:
+ * IRN_x = 0xE0 | RC_x, each carrying an IRH (and, for WRITE, a RETH on every packet), and
+ * the IRN NACK (AETH + ISH). Go-back-N never sends them.
+ */
+enum IrnOpcode : uint8_t
+{
+    IRN_OPCODE_BASE = 0xE0,                                   //!< IRN_x = IRN_OPCODE_BASE | RC_x
+    IRN_SEND_FIRST = IRN_OPCODE_BASE | RC_SEND_FIRST,         //!< SEND First
+    IRN_SEND_MIDDLE = IRN_OPCODE_BASE | RC_SEND_MIDDLE,       //!< SEND Middle
+    IRN_SEND_LAST = IRN_OPCODE_BASE | RC_SEND_LAST,           //!< SEND Last
+    IRN_SEND_LAST_IMM = IRN_OPCODE_BASE | RC_SEND_LAST_IMM,   //!< SEND Last with Immediate
+    IRN_SEND_ONLY = IRN_OPCODE_BASE | RC_SEND_ONLY,           //!< SEND Only
+    IRN_SEND_ONLY_IMM = IRN_OPCODE_BASE | RC_SEND_ONLY_IMM,   //!< SEND Only with Immediate
+    IRN_WRITE_FIRST = IRN_OPCODE_BASE | RC_WRITE_FIRST,       //!< RDMA WRITE First
+    IRN_WRITE_MIDDLE = IRN_OPCODE_BASE | RC_WRITE_MIDDLE,     //!< RDMA WRITE Middle
+    IRN_WRITE_LAST = IRN_OPCODE_BASE | RC_WRITE_LAST,         //!< RDMA WRITE Last
+    IRN_WRITE_LAST_IMM = IRN_OPCODE_BASE | RC_WRITE_LAST_IMM, //!< WRITE Last with Immediate
+    IRN_WRITE_ONLY = IRN_OPCODE_BASE | RC_WRITE_ONLY,         //!< RDMA WRITE Only
+    IRN_WRITE_ONLY_IMM = IRN_OPCODE_BASE | RC_WRITE_ONLY_IMM, //!< WRITE Only with Immediate
+    IRN_NACK = IRN_OPCODE_BASE | RC_ACKNOWLEDGE, //!< NACK with SACK information (AETH + ISH)
+};
+
 /// \return the table row for \p opcode (row.name == nullptr if the opcode is unknown).
 const OpcodeInfo& LookupOpcode(uint8_t opcode);
 
@@ -494,6 +575,8 @@ struct ParsedPacket
     Aeth aeth;                          //!< valid if info->headers & HDR_AETH
     Mah mah;                            //!< valid if info->headers & HDR_MAH
     Mnh mnh;                            //!< valid if info->headers & HDR_MNH
+    Irh irh;                            //!< valid if info->headers & HDR_IRH
+    Ish ish;                            //!< valid if info->headers & HDR_ISH
     const uint8_t* payload{nullptr};    //!< payload bytes (not copied)
     uint32_t payloadLength{0};          //!< payload length without pad
 };

@@ -463,10 +463,40 @@ MetaRoceNic::GetTypeId()
                           MakeFieldAccessor<TimeValue>(METAROCE_ROCE(ackDelay)),
                           MakeTimeChecker())
             .AddAttribute("RoceMaxInflightPackets",
-                          "Cap on unacknowledged RoCEv2 packets (0 = none).",
+                          "Cap on unacknowledged RoCEv2 packets (0 = none); with RoceRecovery "
+                          "irn, IRN's BDP cap (0 = RoceIrnWindow).",
                           UintegerValue(cc.rocev2.maxInflightPackets),
                           MakeFieldAccessor<UintegerValue>(METAROCE_ROCE(maxInflightPackets)),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("RoceRecovery",
+                          "RoCEv2 loss recovery: \"gbn\" (go-back-N, IB RC) or \"irn\" "
+                          "(IRN selective repeat, Mittal et al. SIGCOMM 2018). Both ends must "
+                          "agree.",
+                          StringValue(cc.rocev2.recovery),
+                          MakeFieldAccessor<StringValue>(METAROCE_ROCE(recovery)),
+                          MakeStringChecker())
+            .AddAttribute("RoceIrnRtoLow",
+                          "IRN: retransmission timeout while at most RoceIrnLowThreshold "
+                          "packets are outstanding (RTO_low).",
+                          TimeValue(PicoSeconds(cc.rocev2.irnRtoLow)),
+                          MakeFieldAccessor<TimeValue>(METAROCE_ROCE(irnRtoLow)),
+                          MakeTimeChecker())
+            .AddAttribute("RoceIrnRtoHigh",
+                          "IRN: retransmission timeout otherwise (RTO_high).",
+                          TimeValue(PicoSeconds(cc.rocev2.irnRtoHigh)),
+                          MakeFieldAccessor<TimeValue>(METAROCE_ROCE(irnRtoHigh)),
+                          MakeTimeChecker())
+            .AddAttribute("RoceIrnLowThreshold",
+                          "IRN: outstanding packets up to which RTO_low applies (the paper's N).",
+                          UintegerValue(cc.rocev2.irnLowThreshold),
+                          MakeFieldAccessor<UintegerValue>(METAROCE_ROCE(irnLowThreshold)),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("RoceIrnWindow",
+                          "IRN: PSNs tracked out of order by the responder and SACKed at the "
+                          "sender (a power of two up to 65536); bounds the BDP cap.",
+                          UintegerValue(cc.rocev2.irnWindow),
+                          MakeFieldAccessor<UintegerValue>(METAROCE_ROCE(irnWindow)),
+                          MakeUintegerChecker<uint32_t>(1, 1u << 16))
             .AddAttribute("RoceDscp",
                           "DSCP of RoCEv2 data and ACK packets.",
                           UintegerValue(cc.rocev2.dscp),
