@@ -13,6 +13,8 @@
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-pcap.h"
 #include "metaroce-hil-raw-port.h"
+#include "metaroce-hil-tap-port.h"
+#include "metaroce-hil-tap.h"
 #include "metaroce-hil-udp-port.h"
 #include "metaroce-hil.pb.h"
 #include "metaroce-random.h"
@@ -23,6 +25,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +36,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 namespace metaroce
@@ -1557,12 +1561,41 @@ PerfApp::Run()
         m_goodputCsv << GOODPUT_HEADER << '\n';
         m_goodputCsv.flush();
     }
+    if (m_opts.rtPriority > 0)
+    {
+        sched_param param{};
+        param.sched_priority = m_opts.rtPriority;
+        if (sched_setscheduler(0, SCHED_FIFO, &param) != 0)
+        {
+            int err = errno;
+            spdlog::error("--rt-priority {}: sched_setscheduler: {}{}",
+                          m_opts.rtPriority,
+                          std::strerror(err),
+                          err == EPERM ? " (needs CAP_SYS_NICE: run as root, or `sudo setcap "
+                                         "cap_sys_nice+ep <program>`)"
+                                       : "");
+            return 1;
+        }
+        spdlog::info("running under SCHED_FIFO priority {}", m_opts.rtPriority);
+    }
     DoSignals();
+    if (m_opts.portMode == "tap")
+    {
+        // The TAP device is the engine's network: create it now, so that the kernel routes to
+        // the engine before a peer connects and a missing privilege is reported at once.
+        std::string why;
+        if (!EnsureHost(0, why))
+        {
+            spdlog::error("{}", why);
+            return 1;
+        }
+    }
     if (m_opts.server)
     {
         boost::system::error_code ec;
         uint32_t bindIp = 0;
-        if (!m_opts.localIp.empty())
+        // In TAP mode --local-ip is the engine's address behind the TAP, not the kernel's.
+        if (!m_opts.localIp.empty() && m_opts.portMode != "tap")
         {
             ParseIpv4(m_opts.localIp, bindIp);
         }
@@ -1694,6 +1727,28 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         }
         localIp = raw->LocalIp();
         port = std::move(raw);
+    }
+    else if (m_opts.portMode == "tap")
+    {
+        TapPortConfig tc;
+        tc.device = m_opts.device;
+        tc.localIp = localIp;
+        tc.dataPort = m_opts.dataPort;
+        if (!m_opts.peerMac.empty())
+        {
+            tc.staticPeerMac = ParseMac(m_opts.peerMac, tc.peerMac);
+        }
+        if (!m_opts.tapAddress.empty())
+        {
+            ParseIpv4Prefix(m_opts.tapAddress, tc.kernelIp, tc.kernelPrefixLength);
+        }
+        tc.minMtu = uint32_t(Endpoint::MaxDatagramSize(m_opts.mtu) + IPV4_UDP_HEADERS_SIZE);
+        auto tap = TapFramePort::Open(m_io, m_clock, tc, why);
+        if (!tap)
+        {
+            return nullptr;
+        }
+        port = std::move(tap);
     }
     else
     {
@@ -2049,14 +2104,18 @@ Connection settings (must match on both sides):
   --max-wrs N            outstanding work requests per connection (default 1024)
   --no-icrc              do not compute or check the ICRC
 Frames:
-  --port-mode udp|raw    UDP sockets (no privileges) or AF_PACKET (CAP_NET_RAW) (default udp)
-  --dev IFACE            raw mode: the interface
+  --port-mode udp|raw|tap  UDP sockets (no privileges), AF_PACKET (CAP_NET_RAW) or a TAP
+                         device (CAP_NET_ADMIN) (default udp)
+  --dev IFACE            raw mode: the interface; tap mode: the TAP device (created if needed)
+  --tap-addr A.B.C.D/N   tap mode: give the kernel side of the TAP this address (the gateway)
   --local-ip A.B.C.D     engine address (default: the control connection's / interface's)
   --peer-mac MAC         raw mode: destination MAC (default: kernel neighbour table)
   --data-port N          UDP port datagrams are received on (default 4791)
   --sport-base N         UDP source port of path 0 (default client 50000, server 56000)
   --rate GBPS            pacing ceiling per connection (default: unpaced)
   --rto-min-us US        MetaRoCE RTO floor (default 1000; initial RTO is twice it)
+  --rt-priority N        run under SCHED_FIFO priority N (1-99; needs CAP_SYS_NICE): avoids
+                         spurious timeouts when the machine is busy (docs/hil.md)
   --conn-timeout-ms MS   MetaRoCE: fail when nothing is acknowledged this long (default 2000)
 Faults on egress (seeded by --seed):
   --loss P               drop probability
@@ -2243,6 +2302,16 @@ ParsePerfOptions(const std::vector<std::string>& args,
                 return bad(v);
             }
         }
+        else if (arg == "--rt-priority")
+        {
+            double priority = 0;
+            if (!ParseNumber(v, priority) || priority < 1 || priority > 99 ||
+                priority != double(int(priority)))
+            {
+                return bad(v);
+            }
+            opts.rtPriority = int(priority);
+        }
         else if (arg == "--rto-min-us")
         {
             if (!ParseNumber(v, opts.rtoMinUs) || opts.rtoMinUs < 1)
@@ -2259,7 +2328,7 @@ ParsePerfOptions(const std::vector<std::string>& args,
         }
         else if (arg == "--port-mode")
         {
-            if (v != "udp" && v != "raw")
+            if (v != "udp" && v != "raw" && v != "tap")
             {
                 return bad(v);
             }
@@ -2268,6 +2337,16 @@ ParsePerfOptions(const std::vector<std::string>& args,
         else if (arg == "--dev")
         {
             opts.device = v;
+        }
+        else if (arg == "--tap-addr")
+        {
+            uint32_t ip;
+            uint32_t prefix;
+            if (!ParseIpv4Prefix(v, ip, prefix))
+            {
+                return bad(v);
+            }
+            opts.tapAddress = v;
         }
         else if (arg == "--local-ip")
         {
@@ -2396,6 +2475,12 @@ ParsePerfOptions(const std::vector<std::string>& args,
     if (opts.portMode == "raw" && opts.device.empty())
     {
         error = "--port-mode raw needs --dev IFACE";
+        return false;
+    }
+    if (opts.portMode == "tap" && (opts.device.empty() || opts.localIp.empty()))
+    {
+        error = "--port-mode tap needs --dev TAPNAME and --local-ip (the engine's address "
+                "behind the TAP)";
         return false;
     }
     if (opts.transport == "rocev2" && opts.streams != 1)

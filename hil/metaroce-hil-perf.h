@@ -54,8 +54,10 @@ struct PerfOptions
     /// HIL default is ten times the engine's datacenter default (100 us).
     double rtoMinUs{1000};
     double connectionTimeoutMs{2000}; //!< give up on a peer that acknowledges nothing this long
-    std::string portMode{"udp"};      //!< "udp" or "raw"
-    std::string device;               //!< raw mode: interface
+    int rtPriority{0};                //!< SCHED_FIFO priority (0: normal scheduling)
+    std::string portMode{"udp"};      //!< "udp", "raw" or "tap"
+    std::string device;               //!< raw mode: interface; tap mode: TAP device
+    std::string tapAddress;           //!< tap mode: kernel-side address "A.B.C.D/N" ("": none)
     std::string localIp;              //!< engine address (default: from the control connection)
     std::string peerMac;              //!< raw mode: static destination MAC
     uint16_t dataPort{4791};          //!< UDP port datagrams are received on

@@ -202,6 +202,27 @@ Process::Output() const
     return ss.str();
 }
 
+int
+RunQuiet(const std::string& cmd)
+{
+    return Shell(cmd);
+}
+
+bool
+WaitForOutput(const Process& process, const std::string& text, std::chrono::milliseconds timeout)
+{
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (process.Output().find(text) == std::string::npos)
+    {
+        if (std::chrono::steady_clock::now() >= deadline)
+        {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
 std::vector<std::string>
 InNetns(const std::string& ns, std::vector<std::string> argv)
 {

@@ -96,6 +96,14 @@ class Process
     int m_status{-1};  //!< exit status once known
 };
 
+/// Run a shell command quietly. \return its exit status.
+int RunQuiet(const std::string& cmd);
+
+/// Wait up to \p timeout until \p process has printed \p text. \return true if it did.
+bool WaitForOutput(const Process& process,
+                   const std::string& text,
+                   std::chrono::milliseconds timeout);
+
 /// \return "prog args... in namespace ns" as an argv for `ip netns exec`.
 std::vector<std::string> InNetns(const std::string& ns, std::vector<std::string> argv);
 

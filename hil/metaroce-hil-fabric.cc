@@ -1,0 +1,770 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * metaroce-hil-fabric: a mixed run. A simulated leaf-spine fabric (MetaRoceTopologyHelper:
+ * MetaRoceSwitch ECMP, ECN marking, shared buffers, link loss and failures) runs in ns-3's
+ * real-time simulator, and TAP devices take the place of some of its hosts, so that real
+ * daemons (metaroce-perf / metaroce-hild in network namespaces) exchange frames through the
+ * simulated switches. See docs/hil.md, "Mixed runs".
+ *
+ * Each TAP device is created by this program (inside a named network namespace if asked)
+ * with the identity of one simulated host: its IPv4 address and its MAC address. The
+ * descriptor goes to an ns3::FdNetDevice, and a TapBridge joins that FdNetDevice to the host's
+ * MetaRoceNetDevice port:
+ *  - RoCE datagrams (IPv4/UDP to the data port) from the TAP enter the fabric unchanged
+ *    (byte-exact frames, ECN bits included) and frames the fabric delivers to the host go to
+ *    the TAP unchanged (with the CE marks the switches set);
+ *  - ARP requests from the TAP are answered by the bridge (proxy ARP: every other address is
+ *    behind the leaf switch's port);
+ *  - other IPv4 traffic between TAP hosts (the TCP control plane, ping) bypasses the fabric:
+ *    the switches forward only RoCE datagrams.
+ */
+
+#include "metaroce-hil-tap.h"
+
+#include "ns3/core-module.h"
+#include "ns3/fd-net-device.h"
+#include "ns3/metaroce-channel.h"
+#include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-frame.h"
+#include "ns3/metaroce-net-device.h"
+#include "ns3/metaroce-switch.h"
+#include "ns3/metaroce-topology-helper.h"
+#include "ns3/network-module.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// Set by SIGINT/SIGTERM; polled by a simulation event.
+volatile std::sig_atomic_t g_stopRequested = 0;
+
+void
+OnSignal(int)
+{
+    g_stopRequested = 1;
+}
+
+/// \return "a.b.c.d".
+std::string
+Ipv4Text(uint32_t ip)
+{
+    return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
+           std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+}
+
+/// \return "aa:bb:..".
+std::string
+MacText(const metaroce::MacAddress& mac)
+{
+    char text[18];
+    std::snprintf(text,
+                  sizeof(text),
+                  "%02x:%02x:%02x:%02x:%02x:%02x",
+                  mac.bytes[0],
+                  mac.bytes[1],
+                  mac.bytes[2],
+                  mac.bytes[3],
+                  mac.bytes[4],
+                  mac.bytes[5]);
+    return text;
+}
+
+/// \return \p mac as an engine MacAddress.
+metaroce::MacAddress
+ToEngineMac(Mac48Address mac)
+{
+    metaroce::MacAddress m;
+    mac.CopyTo(m.bytes);
+    return m;
+}
+
+/// \return \p mac as an ns-3 address.
+Mac48Address
+ToNs3Mac(const metaroce::MacAddress& mac)
+{
+    Mac48Address m;
+    m.CopyFrom(mac.bytes);
+    return m;
+}
+
+/// \return \p text split at \p separator (empty fields kept).
+std::vector<std::string>
+Split(const std::string& text, char separator)
+{
+    std::vector<std::string> fields;
+    std::string field;
+    std::istringstream in(text);
+    while (std::getline(in, field, separator))
+    {
+        fields.push_back(field);
+    }
+    if (!text.empty() && text.back() == separator)
+    {
+        fields.emplace_back();
+    }
+    return fields;
+}
+
+/// \return true with \p value if \p text is a whole number.
+bool
+ParseUnsigned(const std::string& text, uint32_t& value)
+{
+    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != text.npos)
+    {
+        return false;
+    }
+    value = uint32_t(std::stoul(text));
+    return true;
+}
+
+/// \return true with \p value if \p text is a non-negative number.
+bool
+ParseSeconds(const std::string& text, double& value)
+{
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    return !text.empty() && end && *end == '\0' && value >= 0 && value < 1e6;
+}
+
+class TapBridge;
+
+/// The TAP hosts by address, for the control-plane bypass.
+std::map<uint32_t, TapBridge*> g_bridgeByIp;
+
+/**
+ * Joins one TAP device (through an FdNetDevice) to the MetaRoceNetDevice port of one
+ * simulated host, whose IPv4 and MAC addresses the TAP's kernel interface carries.
+ */
+class TapBridge
+{
+  public:
+    /// What a bridge counts.
+    struct Counters
+    {
+        uint64_t fromTapFrames{0};  //!< frames read from the TAP
+        uint64_t toFabricFrames{0}; //!< RoCE frames handed to the fabric
+        uint64_t toFabricBytes{0};  //!< their bytes
+        uint64_t hostQueueDrops{0}; //!< RoCE frames dropped: host port queue full
+        uint64_t toTapFrames{0};    //!< frames the fabric delivered, written to the TAP
+        uint64_t toTapBytes{0};     //!< their bytes
+        uint64_t toTapCe{0};        //!< ... of them carrying CE
+        uint64_t bypassFrames{0};   //!< non-RoCE IPv4 frames passed to another TAP host
+        uint64_t arpReplies{0};     //!< ARP requests answered
+        uint64_t ignored{0};        //!< frames dropped: IPv6, no TAP host at the address, ...
+    };
+
+    /**
+     * \param port the host's fabric port
+     * \param fd the FdNetDevice on the TAP descriptor
+     * \param ip the host address
+     * \param dataPort UDP port of RoCE datagrams
+     * \param queueLimit bytes the host port may queue before frames from the TAP are dropped
+     */
+    TapBridge(Ptr<MetaRoceNetDevice> port,
+              Ptr<FdNetDevice> fd,
+              uint32_t ip,
+              uint16_t dataPort,
+              uint64_t queueLimit)
+        : m_port(port),
+          m_fd(fd),
+          m_ip(ip),
+          m_dataPort(dataPort),
+          m_queueLimit(queueLimit),
+          m_hostMac(ToEngineMac(Mac48Address::ConvertFrom(port->GetAddress()))),
+          m_gatewayMac(ToEngineMac(port->GetPeerMac()))
+    {
+        m_port->SetFrameReceiveCallback(MakeCallback(&TapBridge::FromFabric, this));
+        m_fd->SetPromiscReceiveCallback(MakeCallback(&TapBridge::FromTap, this));
+        m_fd->SetReceiveCallback(MakeCallback(&TapBridge::Ignore));
+        g_bridgeByIp[ip] = this;
+    }
+
+    /// \return the counters.
+    const Counters& GetCounters() const
+    {
+        return m_counters;
+    }
+
+    /// \return the host address.
+    uint32_t GetIp() const
+    {
+        return m_ip;
+    }
+
+    /// Write \p frame (with its Ethernet header) to the TAP.
+    void ToTap(const uint8_t* frame, uint32_t size)
+    {
+        if (size < metaroce::ETHERNET_HEADER_SIZE)
+        {
+            return;
+        }
+        metaroce::MacAddress dst;
+        metaroce::MacAddress src;
+        std::memcpy(dst.bytes, frame + metaroce::ETHERNET_DST_OFFSET, metaroce::MAC_ADDRESS_SIZE);
+        std::memcpy(src.bytes, frame + metaroce::ETHERNET_SRC_OFFSET, metaroce::MAC_ADDRESS_SIZE);
+        uint16_t type = uint16_t(frame[metaroce::ETHERNET_TYPE_OFFSET] << 8 |
+                                 frame[metaroce::ETHERNET_TYPE_OFFSET + 1]);
+        Ptr<Packet> payload = Create<Packet>(frame + metaroce::ETHERNET_HEADER_SIZE,
+                                             size - metaroce::ETHERNET_HEADER_SIZE);
+        m_fd->SendFrom(payload, ToNs3Mac(src), ToNs3Mac(dst), type);
+    }
+
+    /// Deliver a bypassed IPv4 frame from another TAP host to this one.
+    void Bypass(uint8_t* frame, uint32_t size)
+    {
+        std::memcpy(frame + metaroce::ETHERNET_DST_OFFSET, m_hostMac.bytes, 6);
+        std::memcpy(frame + metaroce::ETHERNET_SRC_OFFSET, m_gatewayMac.bytes, 6);
+        ++m_counters.bypassFrames;
+        ToTap(frame, size);
+    }
+
+  private:
+    static bool Ignore(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&)
+    {
+        return true;
+    }
+
+    /// A frame the fabric delivered to the host: to the TAP, unchanged.
+    void FromFabric(Ptr<MetaRoceNetDevice>, Ptr<Packet> frame)
+    {
+        const uint32_t size = frame->GetSize();
+        m_buffer.resize(size);
+        frame->CopyData(m_buffer.data(), size);
+        metaroce::ParsedFrame parsed;
+        if (metaroce::ParseFrame(m_buffer.data(), size, parsed) == metaroce::FrameStatus::OK &&
+            parsed.meta.ecn == metaroce::Ecn::CE)
+        {
+            ++m_counters.toTapCe;
+        }
+        ++m_counters.toTapFrames;
+        m_counters.toTapBytes += size;
+        ToTap(m_buffer.data(), size);
+    }
+
+    /// A frame from the TAP (Ethernet header removed by the FdNetDevice).
+    bool FromTap(Ptr<NetDevice>,
+                 Ptr<const Packet> packet,
+                 uint16_t protocol,
+                 const Address& from,
+                 const Address& to,
+                 NetDevice::PacketType)
+    {
+        ++m_counters.fromTapFrames;
+        const uint32_t size = packet->GetSize() + metaroce::ETHERNET_HEADER_SIZE;
+        m_buffer.resize(size);
+        Mac48Address::ConvertFrom(to).CopyTo(m_buffer.data() + metaroce::ETHERNET_DST_OFFSET);
+        Mac48Address::ConvertFrom(from).CopyTo(m_buffer.data() + metaroce::ETHERNET_SRC_OFFSET);
+        m_buffer[metaroce::ETHERNET_TYPE_OFFSET] = uint8_t(protocol >> 8);
+        m_buffer[metaroce::ETHERNET_TYPE_OFFSET + 1] = uint8_t(protocol);
+        packet->CopyData(m_buffer.data() + metaroce::ETHERNET_HEADER_SIZE, packet->GetSize());
+        const uint8_t* frame = m_buffer.data();
+
+        metaroce::MacAddress senderMac;
+        uint32_t senderIp = 0;
+        uint32_t targetIp = 0;
+        if (metaroce::hil::ParseArpRequest(frame, size, senderMac, senderIp, targetIp))
+        {
+            if (targetIp != m_ip && senderIp == m_ip)
+            {
+                uint8_t reply[metaroce::hil::ARP_FRAME_SIZE];
+                metaroce::hil::BuildArpReply(reply, m_gatewayMac, targetIp, senderMac, senderIp);
+                ++m_counters.arpReplies;
+                ToTap(reply, sizeof(reply));
+            }
+            return true;
+        }
+        if (protocol != metaroce::ETHERTYPE_IPV4)
+        {
+            ++m_counters.ignored;
+            return true;
+        }
+        metaroce::ParsedFrame parsed;
+        metaroce::FrameStatus st = metaroce::ParseFrame(frame, size, parsed);
+        if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort)
+        {
+            Ptr<Packet> fabricFrame = MetaRoceCreateFrame(frame, size, 0, 0);
+            const uint8_t priority = m_port->ClassifyFrame(fabricFrame);
+            if (m_port->GetQueueBytes() + size > m_queueLimit)
+            {
+                ++m_counters.hostQueueDrops;
+                return true;
+            }
+            if (m_port->Enqueue(fabricFrame, priority))
+            {
+                ++m_counters.toFabricFrames;
+                m_counters.toFabricBytes += size;
+            }
+            else
+            {
+                ++m_counters.hostQueueDrops; // link down or too large: the device counted it
+            }
+            return true;
+        }
+        // Not a RoCE datagram: the control plane (TCP), ping, ... between TAP hosts.
+        if (size >= metaroce::ETHERNET_HEADER_SIZE + metaroce::IPV4_HEADER_SIZE)
+        {
+            const uint8_t* ip = frame + metaroce::ETHERNET_HEADER_SIZE;
+            uint32_t dst =
+                uint32_t(ip[16]) << 24 | uint32_t(ip[17]) << 16 | uint32_t(ip[18]) << 8 | ip[19];
+            auto it = g_bridgeByIp.find(dst);
+            if (it != g_bridgeByIp.end() && it->second != this)
+            {
+                it->second->Bypass(m_buffer.data(), size);
+                return true;
+            }
+        }
+        ++m_counters.ignored;
+        return true;
+    }
+
+    Ptr<MetaRoceNetDevice> m_port;     //!< the host's fabric port
+    Ptr<FdNetDevice> m_fd;             //!< the TAP
+    uint32_t m_ip;                     //!< host address
+    uint16_t m_dataPort;               //!< RoCE UDP port
+    uint64_t m_queueLimit;             //!< host port queue limit, bytes
+    metaroce::MacAddress m_hostMac;    //!< the host's (and the TAP's) MAC
+    metaroce::MacAddress m_gatewayMac; //!< the leaf switch port's MAC
+    std::vector<uint8_t> m_buffer;     //!< one frame
+    Counters m_counters;               //!< counters
+};
+
+/// Real-time lag statistics, sampled by Watch().
+struct LagStats
+{
+    std::chrono::steady_clock::time_point origin; //!< wall clock at simulation time 0
+    double maxUs{0};                              //!< largest lag seen
+    double sumUs{0};                              //!< sum of samples
+    uint64_t samples{0};                          //!< samples
+};
+
+LagStats g_lag;
+
+/// Every \p period: sample the real-time lag and stop on a signal.
+void
+Watch(Time period)
+{
+    const double wallUs =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - g_lag.origin)
+            .count();
+    const double lagUs = wallUs - Simulator::Now().GetMicroSeconds();
+    g_lag.maxUs = std::max(g_lag.maxUs, lagUs);
+    g_lag.sumUs += lagUs;
+    ++g_lag.samples;
+    if (g_stopRequested)
+    {
+        Simulator::Stop();
+        return;
+    }
+    Simulator::Schedule(period, &Watch, period);
+}
+
+/// Start the lag clock at simulation time 0.
+void
+StartClock()
+{
+    g_lag.origin = std::chrono::steady_clock::now();
+}
+
+/// Frames a failed link had carried (both directions) when it failed.
+std::vector<uint64_t> g_framesBeforeFailure;
+
+/// Record what link \p link had carried, as failure \p index.
+void
+SnapshotLink(size_t index, MetaRoceLink link)
+{
+    g_framesBeforeFailure[index] =
+        link.deviceA->GetCounters().txFrames + link.deviceB->GetCounters().txFrames;
+}
+
+/// One --taps entry.
+struct TapSpec
+{
+    std::string netns; //!< namespace ("" = this one)
+    std::string name;  //!< interface name
+};
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    std::string taps;
+    uint32_t leaves = 2;
+    uint32_t hostsPerLeaf = 2;
+    double oversubscription = 1.0;
+    std::string hostRate = "10Gbps";
+    std::string fabricRate = "10Gbps";
+    std::string linkDelay = "1us";
+    double loss = 0;
+    std::string failLinks;
+    bool ecn = true;
+    uint32_t ecnKmin = 100000;
+    uint32_t ecnKmax = 400000;
+    double ecnPmax = 0.2;
+    uint32_t dataPort = metaroce::ROCE_UDP_PORT;
+    uint32_t prefixLength = 16;
+    uint32_t hostQueueKb = 2048;
+    double duration = 0;
+    uint32_t seed = 1;
+    std::string pcap;
+
+    CommandLine cmd(__FILE__);
+    cmd.Usage("A simulated leaf-spine fabric in real time with TAP devices as host ports: real "
+              "daemons in network namespaces talk through simulated switches (docs/hil.md).\n"
+              "Example: metaroce-hil-fabric --taps=ns-a:mr0,ns-b:mr1 --loss=0.01 "
+              "--failLink=0:0:2");
+    cmd.AddValue("taps",
+                 "TAP devices NETNS:NAME[,...] (NETNS empty: this namespace); the i-th takes the "
+                 "place of host i/leaves under leaf i%leaves",
+                 taps);
+    cmd.AddValue("leaves", "leaf switches", leaves);
+    cmd.AddValue("hostsPerLeaf", "hosts per leaf", hostsPerLeaf);
+    cmd.AddValue("oversubscription",
+                 "leaf oversubscription; spines = ceil(hostsPerLeaf x hostRate / "
+                 "(oversubscription x fabricRate))",
+                 oversubscription);
+    cmd.AddValue("hostRate", "host link rate", hostRate);
+    cmd.AddValue("fabricRate", "leaf-spine link rate", fabricRate);
+    cmd.AddValue("delay", "link propagation delay", linkDelay);
+    cmd.AddValue("loss",
+                 "Bernoulli loss per frame on every leaf-spine link, each direction (a "
+                 "leaf-to-leaf crossing passes two links)",
+                 loss);
+    cmd.AddValue("failLink",
+                 "fail links LEAF:SPINE:START_S[:STOP_S][,...] (STOP omitted: for good)",
+                 failLinks);
+    cmd.AddValue("ecn", "ECN marking on switch egress queues", ecn);
+    cmd.AddValue("ecnKmin", "ECN Kmin, bytes", ecnKmin);
+    cmd.AddValue("ecnKmax", "ECN Kmax, bytes", ecnKmax);
+    cmd.AddValue("ecnPmax", "ECN marking probability at Kmax", ecnPmax);
+    cmd.AddValue("dataPort", "UDP port of RoCE datagrams (the rest bypasses the fabric)", dataPort);
+    cmd.AddValue("prefixLength", "prefix length of the TAP addresses", prefixLength);
+    cmd.AddValue("hostQueueKb", "KiB a TAP host's port queues before dropping", hostQueueKb);
+    cmd.AddValue("duration", "seconds to run (0: until SIGINT/SIGTERM)", duration);
+    cmd.AddValue("seed", "ns-3 run number (loss and ECN draws)", seed);
+    cmd.AddValue("pcap", "write pcap files PREFIX-<node>-<device>.pcap of the host ports", pcap);
+    cmd.Parse(argc, argv);
+
+    auto usageError = [](const std::string& what) {
+        std::fprintf(stderr, "metaroce-hil-fabric: %s (see --help)\n", what.c_str());
+        return 64;
+    };
+    if (leaves == 0 || leaves > 256 || hostsPerLeaf == 0 || hostsPerLeaf > 254)
+    {
+        return usageError("--leaves must be 1..256 and --hostsPerLeaf 1..254");
+    }
+    if (loss < 0 || loss >= 1 || ecnPmax < 0 || ecnPmax > 1 || ecnKmin > ecnKmax ||
+        oversubscription <= 0 || dataPort == 0 || dataPort > 65535 || prefixLength < 8 ||
+        prefixLength > 30)
+    {
+        return usageError("bad --loss, --ecn*, --oversubscription, --dataPort or --prefixLength");
+    }
+    std::vector<TapSpec> tapSpecs;
+    for (const std::string& entry : Split(taps, ','))
+    {
+        TapSpec spec;
+        size_t colon = entry.find(':');
+        spec.name = colon == std::string::npos ? entry : entry.substr(colon + 1);
+        spec.netns = colon == std::string::npos ? "" : entry.substr(0, colon);
+        if (spec.name.empty())
+        {
+            return usageError("bad --taps entry '" + entry + "'");
+        }
+        tapSpecs.push_back(spec);
+    }
+    if (tapSpecs.empty())
+    {
+        return usageError("give at least one TAP device with --taps=NETNS:NAME");
+    }
+    if (tapSpecs.size() > uint64_t(leaves) * hostsPerLeaf)
+    {
+        return usageError("more TAP devices than hosts (--leaves x --hostsPerLeaf)");
+    }
+
+    struct FailSpec
+    {
+        uint32_t leaf;
+        uint32_t spine;
+        double start;
+        double stop;
+    };
+
+    std::vector<FailSpec> failSpecs;
+    for (const std::string& entry :
+         failLinks.empty() ? std::vector<std::string>{} : Split(failLinks, ','))
+    {
+        std::vector<std::string> f = Split(entry, ':');
+        FailSpec spec{0, 0, 0, -1};
+        if ((f.size() != 3 && f.size() != 4) || !ParseUnsigned(f[0], spec.leaf) ||
+            !ParseUnsigned(f[1], spec.spine) || !ParseSeconds(f[2], spec.start) ||
+            (f.size() == 4 && (!ParseSeconds(f[3], spec.stop) || spec.stop <= spec.start)))
+        {
+            return usageError("bad --failLink entry '" + entry + "' (LEAF:SPINE:START[:STOP])");
+        }
+        failSpecs.push_back(spec);
+    }
+
+    GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::RealtimeSimulatorImpl"));
+    GlobalValue::Bind("ChecksumEnabled", BooleanValue(true));
+    RngSeedManager::SetRun(seed);
+
+    MetaRoceTopologyHelper topo;
+    topo.SetHostLinkRate(DataRate(hostRate));
+    topo.SetFabricLinkRate(DataRate(fabricRate));
+    topo.SetLinkDelay(Time(linkDelay));
+    topo.SetEcn(ecn, ecnKmin, ecnKmax, ecnPmax);
+    Ptr<MetaRoceFabric> fabric = topo.BuildLeafSpine(leaves, hostsPerLeaf, oversubscription);
+    const uint32_t switches = fabric->GetSwitchCount();
+    const uint32_t spines = switches - leaves;
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        if (loss > 0 && link.portA != MetaRoceSwitch::NO_PORT &&
+            link.portB != MetaRoceSwitch::NO_PORT)
+        {
+            fabric->SetBernoulliLoss(link.channel, loss);
+        }
+    }
+    for (const FailSpec& f : failSpecs)
+    {
+        if (f.leaf >= leaves || f.spine >= spines)
+        {
+            return usageError("--failLink " + std::to_string(f.leaf) + ":" +
+                              std::to_string(f.spine) + ": there are " + std::to_string(leaves) +
+                              " leaves and " + std::to_string(spines) + " spines");
+        }
+        Time stop = f.stop < 0 ? Time::Max() : Seconds(f.stop);
+        Ptr<Node> leafNode = fabric->GetSwitchNode(f.leaf);
+        Ptr<Node> spineNode = fabric->GetSwitchNode(leaves + f.spine);
+        topo.FailLink(leafNode, spineNode, Seconds(f.start), stop);
+        // Report whether traffic was using the link when it failed.
+        g_framesBeforeFailure.push_back(0);
+        for (const MetaRoceLink& link : fabric->GetLinks())
+        {
+            if ((link.nodeA == leafNode && link.nodeB == spineNode) ||
+                (link.nodeA == spineNode && link.nodeB == leafNode))
+            {
+                Simulator::Schedule(Seconds(f.start),
+                                    &SnapshotLink,
+                                    g_framesBeforeFailure.size() - 1,
+                                    link);
+            }
+        }
+    }
+    fabric->AssignStreams(1000);
+    if (!pcap.empty())
+    {
+        topo.EnablePcapHosts(pcap);
+    }
+
+    // TAP devices with the identity of their hosts.
+    std::vector<std::unique_ptr<TapBridge>> bridges;
+    std::vector<std::string> tapNames;
+    for (size_t i = 0; i < tapSpecs.size(); ++i)
+    {
+        const uint32_t leaf = uint32_t(i % leaves);
+        const uint32_t slot = uint32_t(i / leaves);
+        const uint32_t ip = (10u << 24) | ((leaf / 256) << 16) | ((leaf % 256) << 8) | (slot + 1);
+        const int64_t host = fabric->FindHost(ip);
+        if (host < 0)
+        {
+            std::fprintf(stderr, "metaroce-hil-fabric: no host %s\n", Ipv4Text(ip).c_str());
+            return 1;
+        }
+        Ptr<MetaRoceNetDevice> port = fabric->GetHostPorts(uint32_t(host)).at(0);
+        const metaroce::MacAddress mac = ToEngineMac(Mac48Address::ConvertFrom(port->GetAddress()));
+        const TapSpec& spec = tapSpecs[i];
+        std::string error;
+        std::string name;
+        int fd = -1;
+        {
+            metaroce::hil::NetnsScope scope(spec.netns);
+            if (!scope.Ok())
+            {
+                std::fprintf(stderr, "metaroce-hil-fabric: %s\n", scope.Why().c_str());
+                return 1;
+            }
+            fd = metaroce::hil::OpenTap(spec.name, name, error);
+            if (fd < 0 || !metaroce::hil::SetInterfaceMac(name, mac, error) ||
+                !metaroce::hil::SetInterfaceMtu(name, port->GetMtu(), error) ||
+                !metaroce::hil::SetInterfaceAddress(name, ip, prefixLength, error) ||
+                !metaroce::hil::SetInterfaceUp(name, true, error))
+            {
+                std::fprintf(stderr,
+                             "metaroce-hil-fabric: TAP %s: %s\n",
+                             spec.name.c_str(),
+                             error.c_str());
+                return 1;
+            }
+        }
+        Ptr<FdNetDevice> device = CreateObject<FdNetDevice>();
+        device->SetFileDescriptor(fd);
+        device->SetAddress(port->GetPeerMac());
+        device->SetMtu(port->GetMtu());
+        fabric->GetHost(uint32_t(host))->AddDevice(device);
+        bridges.push_back(std::make_unique<TapBridge>(port,
+                                                      device,
+                                                      ip,
+                                                      uint16_t(dataPort),
+                                                      uint64_t(hostQueueKb) * 1024));
+        tapNames.push_back((spec.netns.empty() ? "" : spec.netns + ":") + name);
+        std::printf("tap %s = host %s mac %s (leaf %u) gateway mac %s mtu %u\n",
+                    tapNames.back().c_str(),
+                    Ipv4Text(ip).c_str(),
+                    MacText(mac).c_str(),
+                    leaf,
+                    MacText(ToEngineMac(port->GetPeerMac())).c_str(),
+                    port->GetMtu());
+    }
+    std::printf("fabric: %u leaves x %u hosts, %u spines, host %s, fabric %s, delay %s, loss %g "
+                "per leaf-spine link, ECN %s (Kmin %u Kmax %u Pmax %g), %zu link failure(s)\n",
+                leaves,
+                hostsPerLeaf,
+                spines,
+                hostRate.c_str(),
+                fabricRate.c_str(),
+                linkDelay.c_str(),
+                loss,
+                ecn ? "on" : "off",
+                ecnKmin,
+                ecnKmax,
+                ecnPmax,
+                failSpecs.size());
+    std::fflush(stdout);
+
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    Simulator::ScheduleNow(&StartClock);
+    Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
+    if (duration > 0)
+    {
+        Simulator::Stop(Seconds(duration));
+    }
+    Simulator::Run();
+    const double simSeconds = Simulator::Now().GetSeconds();
+
+    std::printf("---- metaroce-hil-fabric summary: %.3f s simulated ----\n", simSeconds);
+    std::printf("real-time lag: max %.1f us, mean %.1f us over %llu samples\n",
+                g_lag.maxUs,
+                g_lag.samples ? g_lag.sumUs / double(g_lag.samples) : 0.0,
+                (unsigned long long)g_lag.samples);
+    for (size_t i = 0; i < bridges.size(); ++i)
+    {
+        const TapBridge::Counters& c = bridges[i]->GetCounters();
+        std::printf("tap %s (%s): from tap %llu frames, to fabric %llu frames %llu bytes, host "
+                    "queue drops %llu; to tap %llu frames %llu bytes, ce %llu; bypass %llu, arp "
+                    "replies %llu, ignored %llu\n",
+                    tapNames[i].c_str(),
+                    Ipv4Text(bridges[i]->GetIp()).c_str(),
+                    (unsigned long long)c.fromTapFrames,
+                    (unsigned long long)c.toFabricFrames,
+                    (unsigned long long)c.toFabricBytes,
+                    (unsigned long long)c.hostQueueDrops,
+                    (unsigned long long)c.toTapFrames,
+                    (unsigned long long)c.toTapBytes,
+                    (unsigned long long)c.toTapCe,
+                    (unsigned long long)c.bypassFrames,
+                    (unsigned long long)c.arpReplies,
+                    (unsigned long long)c.ignored);
+    }
+    uint64_t totalEcn = 0;
+    uint64_t totalDrops = 0;
+    for (uint32_t s = 0; s < switches; ++s)
+    {
+        Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(s);
+        std::string role =
+            s < leaves ? "leaf " + std::to_string(s) : "spine " + std::to_string(s - leaves);
+        for (uint32_t p = 0; p < sw->GetNPorts(); ++p)
+        {
+            const MetaRoceSwitch::Counters& c = sw->GetPortCounters(p);
+            if (c.rxFrames == 0 && c.enqueuedFrames == 0 && c.TotalDrops() == 0)
+            {
+                continue;
+            }
+            std::string drops;
+            for (uint32_t r = 0; r < METAROCE_DROP_REASON_COUNT; ++r)
+            {
+                if (c.drops[r] != 0)
+                {
+                    drops += std::string(" ") +
+                             MetaRoceDropReasonName(static_cast<MetaRoceDropReason>(r)) + " " +
+                             std::to_string(c.drops[r]);
+                }
+            }
+            std::printf("%s port %u: rx %llu frames, tx %llu frames, ecn marked %llu, drops "
+                        "%llu%s\n",
+                        role.c_str(),
+                        p,
+                        (unsigned long long)c.rxFrames,
+                        (unsigned long long)c.enqueuedFrames,
+                        (unsigned long long)c.ecnMarked,
+                        (unsigned long long)c.TotalDrops(),
+                        drops.c_str());
+        }
+        totalEcn += sw->GetCounters().ecnMarked;
+        totalDrops += sw->GetCounters().TotalDrops();
+    }
+    uint64_t linkDrops = 0;
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        for (Ptr<MetaRoceNetDevice> d : {link.deviceA, link.deviceB})
+        {
+            linkDrops += d->GetCounters().TotalDrops();
+        }
+    }
+    uint64_t tapCe = 0;
+    uint64_t toTapBytes = 0;
+    for (const auto& bridge : bridges)
+    {
+        tapCe += bridge->GetCounters().toTapCe;
+        toTapBytes += bridge->GetCounters().toTapBytes;
+    }
+    uint64_t failedLinkFrames = 0;
+    for (size_t i = 0; i < failSpecs.size(); ++i)
+    {
+        const bool happened = failSpecs[i].start <= simSeconds;
+        std::printf("failure of leaf %u - spine %u at %.3f s: %s\n",
+                    failSpecs[i].leaf,
+                    failSpecs[i].spine,
+                    failSpecs[i].start,
+                    happened ? ("the link had carried " + std::to_string(g_framesBeforeFailure[i]) +
+                                " frames")
+                                   .c_str()
+                             : "not reached");
+        failedLinkFrames += g_framesBeforeFailure[i];
+    }
+    std::printf("RESULT program=metaroce-hil-fabric sim_s=%.3f lag_max_us=%.1f "
+                "lag_mean_us=%.1f tap_bytes=%llu tap_ce=%llu ecn_marked=%llu switch_drops=%llu "
+                "device_drops=%llu failed_link_frames=%llu\n",
+                simSeconds,
+                g_lag.maxUs,
+                g_lag.samples ? g_lag.sumUs / double(g_lag.samples) : 0.0,
+                (unsigned long long)toTapBytes,
+                (unsigned long long)tapCe,
+                (unsigned long long)totalEcn,
+                (unsigned long long)totalDrops,
+                (unsigned long long)linkDrops,
+                (unsigned long long)failedLinkFrames);
+    std::fflush(stdout);
+    bridges.clear();
+    Simulator::Destroy();
+    return 0;
+}
