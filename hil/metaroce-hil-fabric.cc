@@ -25,6 +25,7 @@
  *    the switches forward only RoCE datagrams.
  */
 
+#include "metaroce-hil-sim-host.h"
 #include "metaroce-hil-tap.h"
 
 #include "ns3/core-module.h"
@@ -33,6 +34,8 @@
 #include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-frame.h"
 #include "ns3/metaroce-net-device.h"
+#include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-stack-helper.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-topology-helper.h"
 #include "ns3/network-module.h"
@@ -178,21 +181,28 @@ class TapBridge
      * \param ip the host address
      * \param dataPort UDP port of RoCE datagrams
      * \param queueLimit bytes the host port may queue before frames from the TAP are dropped
+     * \param controlOnly the host runs the engine (a MetaRoceNic owns the port): the TAP only
+     *        carries the control plane (bypassed IPv4) to the program's server, no RoCE
      */
     TapBridge(Ptr<MetaRoceNetDevice> port,
               Ptr<FdNetDevice> fd,
               uint32_t ip,
               uint16_t dataPort,
-              uint64_t queueLimit)
+              uint64_t queueLimit,
+              bool controlOnly = false)
         : m_port(port),
           m_fd(fd),
           m_ip(ip),
           m_dataPort(dataPort),
           m_queueLimit(queueLimit),
           m_hostMac(ToEngineMac(Mac48Address::ConvertFrom(port->GetAddress()))),
-          m_gatewayMac(ToEngineMac(port->GetPeerMac()))
+          m_gatewayMac(ToEngineMac(port->GetPeerMac())),
+          m_controlOnly(controlOnly)
     {
-        m_port->SetFrameReceiveCallback(MakeCallback(&TapBridge::FromFabric, this));
+        if (!controlOnly)
+        {
+            m_port->SetFrameReceiveCallback(MakeCallback(&TapBridge::FromFabric, this));
+        }
         m_fd->SetPromiscReceiveCallback(MakeCallback(&TapBridge::FromTap, this));
         m_fd->SetReceiveCallback(MakeCallback(&TapBridge::Ignore));
         g_bridgeByIp[ip] = this;
@@ -299,6 +309,11 @@ class TapBridge
         }
         metaroce::ParsedFrame parsed;
         metaroce::FrameStatus st = metaroce::ParseFrame(frame, size, parsed);
+        if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort && m_controlOnly)
+        {
+            ++m_counters.ignored; // the simulated host's RoCE traffic is its NIC's
+            return true;
+        }
         if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort)
         {
             Ptr<Packet> fabricFrame = MetaRoceCreateFrame(frame, size, 0, 0);
@@ -343,6 +358,7 @@ class TapBridge
     uint64_t m_queueLimit;             //!< host port queue limit, bytes
     metaroce::MacAddress m_hostMac;    //!< the host's (and the TAP's) MAC
     metaroce::MacAddress m_gatewayMac; //!< the leaf switch port's MAC
+    bool m_controlOnly;                //!< a control TAP of a simulated host
     std::vector<uint8_t> m_buffer;     //!< one frame
     Counters m_counters;               //!< counters
 };
@@ -426,6 +442,9 @@ main(int argc, char* argv[])
     double duration = 0;
     uint32_t seed = 1;
     std::string pcap;
+    std::string simHosts;
+    uint32_t controlPort = 18515;
+    double simTimeout = 5;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("A simulated leaf-spine fabric in real time with TAP devices as host ports: real "
@@ -462,6 +481,16 @@ main(int argc, char* argv[])
     cmd.AddValue("duration", "seconds to run (0: until SIGINT/SIGTERM)", duration);
     cmd.AddValue("seed", "ns-3 run number (loss and ECN draws)", seed);
     cmd.AddValue("pcap", "write pcap files PREFIX-<node>-<device>.pcap of the host ports", pcap);
+    cmd.AddValue("simHosts",
+                 "simulated hosts running the engine (MetaRoceNic) that serve metaroce-perf "
+                 "clients: NETNS:NAME[,...] names the control TAP that carries each one's TCP "
+                 "control plane, created in namespace NETNS (not a client's); the j-th takes the "
+                 "place after the --taps hosts (position taps+j)",
+                 simHosts);
+    cmd.AddValue("controlPort", "TCP port of the simulated hosts' control plane", controlPort);
+    cmd.AddValue("simTimeout",
+                 "simulated hosts: control-plane silence limit and wait for stragglers, seconds",
+                 simTimeout);
     cmd.Parse(argc, argv);
 
     auto usageError = [](const std::string& what) {
@@ -495,9 +524,38 @@ main(int argc, char* argv[])
     {
         return usageError("give at least one TAP device with --taps=NETNS:NAME");
     }
-    if (tapSpecs.size() > uint64_t(leaves) * hostsPerLeaf)
+    std::vector<TapSpec> simSpecs;
+    for (const std::string& entry :
+         simHosts.empty() ? std::vector<std::string>{} : Split(simHosts, ','))
     {
-        return usageError("more TAP devices than hosts (--leaves x --hostsPerLeaf)");
+        TapSpec spec;
+        size_t colon = entry.find(':');
+        if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size())
+        {
+            return usageError("bad --simHosts entry '" + entry +
+                              "' (NETNS:NAME, the namespace of the control TAP)");
+        }
+        spec.netns = entry.substr(0, colon);
+        spec.name = entry.substr(colon + 1);
+        for (const TapSpec& tap : tapSpecs)
+        {
+            if (tap.netns == spec.netns)
+            {
+                return usageError("--simHosts namespace '" + spec.netns +
+                                  "' holds a --taps device: the simulated host's address would "
+                                  "be local there; use a namespace of its own");
+            }
+        }
+        simSpecs.push_back(spec);
+    }
+    if (tapSpecs.size() + simSpecs.size() > uint64_t(leaves) * hostsPerLeaf)
+    {
+        return usageError("more --taps and --simHosts entries than hosts (--leaves x "
+                          "--hostsPerLeaf)");
+    }
+    if (controlPort == 0 || controlPort > 65535 || simTimeout <= 0 || simTimeout > 3600)
+    {
+        return usageError("bad --controlPort or --simTimeout");
     }
 
     struct FailSpec
@@ -575,11 +633,16 @@ main(int argc, char* argv[])
         topo.EnablePcapHosts(pcap);
     }
 
-    // TAP devices with the identity of their hosts.
+    // TAP devices with the identity of their hosts; then the simulated hosts, each with a
+    // control TAP that carries only its control plane.
     std::vector<std::unique_ptr<TapBridge>> bridges;
     std::vector<std::string> tapNames;
-    for (size_t i = 0; i < tapSpecs.size(); ++i)
+    std::vector<std::unique_ptr<metaroce::hil::SimHostServer>> simServers;
+    std::vector<uint32_t> simIps;
+    for (size_t i = 0; i < tapSpecs.size() + simSpecs.size(); ++i)
     {
+        const bool sim = i >= tapSpecs.size();
+        const TapSpec& spec = sim ? simSpecs[i - tapSpecs.size()] : tapSpecs[i];
         const uint32_t leaf = uint32_t(i % leaves);
         const uint32_t slot = uint32_t(i / leaves);
         const uint32_t ip = (10u << 24) | ((leaf / 256) << 16) | ((leaf % 256) << 8) | (slot + 1);
@@ -591,7 +654,6 @@ main(int argc, char* argv[])
         }
         Ptr<MetaRoceNetDevice> port = fabric->GetHostPorts(uint32_t(host)).at(0);
         const metaroce::MacAddress mac = ToEngineMac(Mac48Address::ConvertFrom(port->GetAddress()));
-        const TapSpec& spec = tapSpecs[i];
         std::string error;
         std::string name;
         int fd = -1;
@@ -615,6 +677,16 @@ main(int argc, char* argv[])
                 return 1;
             }
         }
+        Ptr<MetaRoceNic> nic;
+        if (sim)
+        {
+            // Before the FdNetDevice joins the node: the NIC drives the fabric ports only.
+            // Its peers are real daemons, which compute and check the ICRC.
+            MetaRoceStackHelper stack;
+            stack.SetNicAttribute("Icrc", BooleanValue(true));
+            nic = stack.Install(fabric, uint32_t(host));
+            MetaRoceStackHelper::AssignStreams({nic}, 2000 + int64_t(i));
+        }
         Ptr<FdNetDevice> device = CreateObject<FdNetDevice>();
         device->SetFileDescriptor(fd);
         device->SetAddress(port->GetPeerMac());
@@ -624,8 +696,30 @@ main(int argc, char* argv[])
                                                       device,
                                                       ip,
                                                       uint16_t(dataPort),
-                                                      uint64_t(hostQueueKb) * 1024));
+                                                      uint64_t(hostQueueKb) * 1024,
+                                                      sim));
         tapNames.push_back((spec.netns.empty() ? "" : spec.netns + ":") + name);
+        if (sim)
+        {
+            auto server =
+                std::make_unique<metaroce::hil::SimHostServer>(nic, uint16_t(dataPort), simTimeout);
+            if (!server->Listen(spec.netns, uint16_t(controlPort), error))
+            {
+                std::fprintf(stderr, "metaroce-hil-fabric: %s\n", error.c_str());
+                return 1;
+            }
+            simServers.push_back(std::move(server));
+            simIps.push_back(ip);
+            std::printf("sim host %s mac %s (leaf %u): engine in the simulation, control plane "
+                        "on %s:%u through control tap %s\n",
+                        Ipv4Text(ip).c_str(),
+                        MacText(mac).c_str(),
+                        leaf,
+                        Ipv4Text(ip).c_str(),
+                        controlPort,
+                        tapNames.back().c_str());
+            continue;
+        }
         std::printf("tap %s = host %s mac %s (leaf %u) gateway mac %s mtu %u\n",
                     tapNames.back().c_str(),
                     Ipv4Text(ip).c_str(),
@@ -658,8 +752,16 @@ main(int argc, char* argv[])
     {
         Simulator::Stop(Seconds(duration));
     }
+    for (auto& server : simServers)
+    {
+        server->Start();
+    }
     Simulator::Run();
     const double simSeconds = Simulator::Now().GetSeconds();
+    for (auto& server : simServers)
+    {
+        server->Stop(); // no control action reaches the simulation any more
+    }
 
     std::printf("---- metaroce-hil-fabric summary: %.3f s simulated ----\n", simSeconds);
     std::printf("real-time lag: max %.1f us, mean %.1f us over %llu samples\n",
@@ -737,6 +839,29 @@ main(int argc, char* argv[])
         tapCe += bridge->GetCounters().toTapCe;
         toTapBytes += bridge->GetCounters().toTapBytes;
     }
+    metaroce::hil::SimHostServer::Stats simTotal;
+    for (size_t i = 0; i < simServers.size(); ++i)
+    {
+        const metaroce::hil::SimHostServer::Stats st = simServers[i]->GetStats();
+        std::printf("sim host %s: sessions %llu (passed %llu, failed %llu), rejected %llu; "
+                    "verified %llu messages %llu bytes; errors %llu%s%s\n",
+                    Ipv4Text(simIps[i]).c_str(),
+                    (unsigned long long)st.sessions,
+                    (unsigned long long)st.passed,
+                    (unsigned long long)st.failed,
+                    (unsigned long long)st.rejected,
+                    (unsigned long long)st.messagesVerified,
+                    (unsigned long long)st.bytesVerified,
+                    (unsigned long long)st.errors,
+                    st.firstError.empty() ? "" : ", first: ",
+                    st.firstError.c_str());
+        simTotal.sessions += st.sessions;
+        simTotal.passed += st.passed;
+        simTotal.failed += st.failed;
+        simTotal.messagesVerified += st.messagesVerified;
+        simTotal.bytesVerified += st.bytesVerified;
+        simTotal.errors += st.errors;
+    }
     uint64_t failedLinkFrames = 0;
     for (size_t i = 0; i < failSpecs.size(); ++i)
     {
@@ -753,7 +878,8 @@ main(int argc, char* argv[])
     }
     std::printf("RESULT program=metaroce-hil-fabric sim_s=%.3f lag_max_us=%.1f "
                 "lag_mean_us=%.1f tap_bytes=%llu tap_ce=%llu ecn_marked=%llu switch_drops=%llu "
-                "device_drops=%llu failed_link_frames=%llu\n",
+                "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
+                "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
                 simSeconds,
                 g_lag.maxUs,
                 g_lag.samples ? g_lag.sumUs / double(g_lag.samples) : 0.0,
@@ -762,9 +888,17 @@ main(int argc, char* argv[])
                 (unsigned long long)totalEcn,
                 (unsigned long long)totalDrops,
                 (unsigned long long)linkDrops,
-                (unsigned long long)failedLinkFrames);
+                (unsigned long long)failedLinkFrames,
+                (unsigned long long)simTotal.sessions,
+                (unsigned long long)simTotal.passed,
+                (unsigned long long)simTotal.failed,
+                (unsigned long long)simTotal.messagesVerified,
+                (unsigned long long)simTotal.bytesVerified,
+                (unsigned long long)simTotal.errors);
     std::fflush(stdout);
     bridges.clear();
     Simulator::Destroy();
-    return 0;
+    simServers.clear();
+    // A simulated host that found a data error or lost a session fails the run.
+    return simTotal.failed == 0 && simTotal.errors == 0 ? 0 : 1;
 }

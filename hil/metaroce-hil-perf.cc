@@ -16,6 +16,7 @@
 #include "metaroce-hil-tap-port.h"
 #include "metaroce-hil-tap.h"
 #include "metaroce-hil-udp-port.h"
+#include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
 #include "metaroce-random.h"
 #include "metaroce-results.pb.h"
@@ -67,58 +68,7 @@ Fixed(double value, int decimals)
 }
 
 /// Software name sent in Hello / Accept.
-constexpr const char* SOFTWARE = "metaroce-perf 0.1.0";
-/// Message offsets into the pattern buffer are drawn from this window.
-constexpr uint64_t PATTERN_WINDOW = 65536;
-/// Largest buffer a session registers.
-constexpr uint64_t MAX_REGION_BYTES = 1ull << 30;
-/// Work-request id layout: stream index above, message number below.
-constexpr unsigned WR_SEQ_BITS = 40;
-/// Mask of the message number in a work-request id.
-constexpr uint64_t WR_SEQ_MASK = (1ull << WR_SEQ_BITS) - 1;
-/// Paths reserved per connection in the source-port plan.
-constexpr uint32_t PORTS_PER_CONNECTION = 64;
-
-/// splitmix64 finaliser.
-uint64_t
-Mix(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/**
- * The seeded content of every message: message (connection, stream, number) is the window of
- * `size` bytes at a pseudo-random offset of one random buffer, so a message that lands in the
- * wrong slot, a stale slot or a corrupted byte all show up as differences.
- */
-class DataPattern
-{
-  public:
-    DataPattern(uint64_t seed, uint64_t size)
-        : m_seed(seed),
-          m_bytes(size + PATTERN_WINDOW + 8)
-    {
-        Rng rng(seed);
-        for (size_t i = 0; i + 8 <= m_bytes.size(); i += 8)
-        {
-            uint64_t v = rng.Next();
-            std::memcpy(&m_bytes[i], &v, 8);
-        }
-    }
-
-    const uint8_t* Message(uint32_t conn, uint32_t stream, uint64_t seq) const
-    {
-        uint64_t h = Mix(m_seed ^ Mix(uint64_t(conn) << 48 ^ uint64_t(stream) << 32) ^ Mix(seq));
-        return m_bytes.data() + h % PATTERN_WINDOW;
-    }
-
-  private:
-    uint64_t m_seed;              //!< seed
-    std::vector<uint8_t> m_bytes; //!< random bytes
-};
+constexpr const char* SOFTWARE = PERF_SOFTWARE;
 
 /// \return "12.34" for \p bps in Gb/s.
 std::string
@@ -605,36 +555,7 @@ Session::OnHello(const proto::Hello& hello)
         return;
     }
     const proto::Workload& w = hello.workload();
-    std::string why;
-    if (w.op() != "write" && w.op() != "send")
-    {
-        why = "unknown op '" + w.op() + "'";
-    }
-    else if (w.message_size() == 0 || w.message_size() > m_ccfg.maxMessageSize)
-    {
-        why = "message size " + std::to_string(w.message_size()) + " outside 1.." +
-              std::to_string(m_ccfg.maxMessageSize);
-    }
-    else if (w.connections() == 0 || w.connections() > 64 ||
-             int(w.connections()) != hello.queue_pairs_size())
-    {
-        why = "bad connection count " + std::to_string(w.connections());
-    }
-    else if (w.streams() == 0 || w.streams() > m_ccfg.maxStreams ||
-             (m_ccfg.transport == "rocev2" && w.streams() != 1))
-    {
-        why = "bad stream count " + std::to_string(w.streams());
-    }
-    else if (w.depth() == 0 || uint64_t(w.depth()) * w.streams() > m_ccfg.maxOutstandingWrs ||
-             w.depth() > m_ccfg.maxPostedRecvs)
-    {
-        why = "depth " + std::to_string(w.depth()) + " x " + std::to_string(w.streams()) +
-              " streams exceeds the work-request limits";
-    }
-    else if (hello.address().ipv4() == 0)
-    {
-        why = "client sent no data address";
-    }
+    std::string why = CheckWorkload(hello, m_ccfg);
     if (!why.empty())
     {
         Reject("workload not acceptable: " + why);
@@ -916,40 +837,18 @@ Session::OnServerCompletion(const Completion& c)
     Stream& st = m_streams[s];
     uint64_t seq = st.completed;
     uint64_t slot = seq % m_depth;
-    std::string where = "connection " + std::to_string(st.conn) + " stream " +
-                        std::to_string(st.id) + " message " + std::to_string(seq);
-    if (m_write)
+    ReceivedMessage m;
+    m.write = m_write;
+    m.size = m_size;
+    m.seq = seq;
+    m.slot = slot;
+    m.got = Slot(s, slot);
+    m.want = m_pattern->Message(st.conn, st.id, seq);
+    std::string problem = CheckReceived(c, m);
+    if (!problem.empty())
     {
-        if (c.opcode != WcOpcode::RECV_RDMA_WITH_IMM || !c.hasImm)
-        {
-            VerifyFailed(where + ": expected a WRITE-with-immediate completion");
-        }
-        else if (c.immData != uint32_t(seq))
-        {
-            VerifyFailed(where + ": immediate " + std::to_string(c.immData) +
-                         " names another message (out of order or lost)");
-        }
-    }
-    else if (c.opcode != WcOpcode::RECV || c.byteLen != m_size)
-    {
-        VerifyFailed(where + ": receive completion of " + std::to_string(c.byteLen) +
-                     " bytes, expected " + std::to_string(m_size));
-    }
-    else if ((c.wrId & WR_SEQ_MASK) != slot)
-    {
-        VerifyFailed(where + ": consumed receive slot " + std::to_string(c.wrId & WR_SEQ_MASK) +
-                     ", expected " + std::to_string(slot));
-    }
-    const uint8_t* got = Slot(s, slot);
-    const uint8_t* want = m_pattern->Message(st.conn, st.id, seq);
-    if (std::memcmp(got, want, m_size) != 0)
-    {
-        uint64_t at = 0;
-        while (at < m_size && got[at] == want[at])
-        {
-            ++at;
-        }
-        VerifyFailed(where + ": data differs from byte " + std::to_string(at));
+        VerifyFailed("connection " + std::to_string(st.conn) + " stream " + std::to_string(st.id) +
+                     " message " + std::to_string(seq) + ": " + problem);
     }
     ++st.completed;
     m_bytes += m_size;

@@ -15,6 +15,7 @@
 
 #include "hil-test-util.h"
 
+#include <chrono>
 #include <csignal>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -263,6 +264,90 @@ TEST(HilMixedTest, RealToRealThroughLossyFabricWithFailedPath)
     EXPECT_GT(Number(run.fabric, "device_drops"), 0U) << all;
     // The transfer was using the link when it failed.
     EXPECT_GT(Number(run.fabric, "failed_link_frames"), 0U) << all;
+}
+
+// A real metaroce-perf client talks to a simulated host: the client (namespace B, TAP mrf0 =
+// host 10.0.0.1 under leaf 0) runs a WRITE test on raw frames and a SEND test in UDP mode
+// against host 10.0.1.1 under leaf 1, whose engine is a MetaRoceNic in the simulation and whose
+// control plane reaches the fabric program's server through a control TAP in namespace A.
+// Every byte is verified twice: by the client's completions and the verdict it receives, and
+// by the simulated host's check of its registered buffer (the fabric's summary). A client with
+// settings the host cannot serve is rejected with the reason.
+TEST(HilMixedTest, RealClientToSimulatedHost)
+{
+    MAKE_NETNS(net);
+    const auto started = std::chrono::steady_clock::now();
+    Process fabric({METAROCE_HIL_FABRIC_BIN,
+                    "--taps=" + net.B() + ":mrf0",
+                    "--simHosts=" + net.A() + ":mrc0",
+                    "--simTimeout=3"});
+    ASSERT_TRUE(WaitForOutput(fabric, "fabric:", milliseconds(10000))) << fabric.Output();
+    const std::vector<std::string> common =
+        {METAROCE_PERF_BIN, "10.0.1.1", "--size", "64K", "--iters", "300", "--paths", "4"};
+    auto runClient = [&](const std::vector<std::string>& extra, std::string& out) {
+        std::vector<std::string> argv = common;
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        Process client(InNetns(net.B(), argv));
+        int status = client.Wait(milliseconds(8000));
+        out = client.Output();
+        return status;
+    };
+    std::string writeOut;
+    std::string sendOut;
+    std::string rejectOut;
+    const int writeStatus =
+        runClient({"--op", "write", "--port-mode", "raw", "--dev", "mrf0"}, writeOut);
+    const int sendStatus = runClient({"--op", "send"}, sendOut);
+    const int rejectStatus = runClient({"--no-icrc"}, rejectOut);
+    fabric.Signal(SIGTERM);
+    const int fabricStatus = fabric.Wait(milliseconds(5000));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const std::string fabricOut = fabric.Output();
+    std::string all = "write client:\n" + writeOut + "\nsend client:\n" + sendOut +
+                      "\nrejected client:\n" + rejectOut + "\nfabric:\n" + fabricOut;
+    auto writeResult = ParseResult(writeOut);
+    auto sendResult = ParseResult(sendOut);
+    auto fabricResult = ParseResult(fabricOut);
+    // The real side: completions and the simulated receiver's verdict.
+    EXPECT_EQ(writeStatus, 0) << all;
+    EXPECT_EQ(writeResult["status"], "PASS") << all;
+    EXPECT_EQ(writeResult["verified"], "300") << all;
+    EXPECT_EQ(sendStatus, 0) << all;
+    EXPECT_EQ(sendResult["status"], "PASS") << all;
+    EXPECT_EQ(sendResult["verified"], "300") << all;
+    EXPECT_EQ(rejectStatus, 1) << all;
+    EXPECT_NE(rejectOut.find("rejected the session"), std::string::npos) << all;
+    EXPECT_NE(rejectOut.find("ICRC"), std::string::npos) << all;
+    // The simulated side: its buffer checked against the pattern, message by message.
+    EXPECT_EQ(fabricStatus, 0) << all;
+    EXPECT_EQ(fabricResult["sim_sessions"], "2") << all;
+    EXPECT_EQ(fabricResult["sim_passed"], "2") << all;
+    EXPECT_EQ(fabricResult["sim_failed"], "0") << all;
+    EXPECT_EQ(fabricResult["sim_errors"], "0") << all;
+    EXPECT_EQ(fabricResult["sim_verified_msgs"], "600") << all;
+    EXPECT_EQ(Number(fabricResult, "sim_verified_bytes"), 600U * 65536) << all;
+    EXPECT_NE(fabricOut.find("rejected 1;"), std::string::npos) << all;
+    // The data crossed the simulated fabric (RoCE frames to and from the client's TAP).
+    EXPECT_GT(Number(fabricResult, "tap_bytes"), 0U) << all;
+    EXPECT_LT(seconds, 20.0) << all;
+}
+
+// Bad --simHosts entries are usage errors with a reason, before anything is created.
+TEST(HilMixedTest, SimHostsUsageErrors)
+{
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"--taps=x:t0", "--simHosts=noColon"},
+                                               {"--taps=x:t0", "--simHosts=x:c0"},
+                                               {"--taps=x:t0", "--simHosts=y:c0,z:c1,w:c2,v:c3"}})
+    {
+        std::vector<std::string> argv = {METAROCE_HIL_FABRIC_BIN};
+        argv.insert(argv.end(), args.begin(), args.end());
+        Process fabric(argv);
+        EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << args[1] << ":\n" << fabric.Output();
+        EXPECT_NE(fabric.Output().find("simHosts"), std::string::npos) << args[1] << ":\n"
+                                                                       << fabric.Output();
+    }
 }
 
 #endif // METAROCE_HIL_FABRIC_BIN

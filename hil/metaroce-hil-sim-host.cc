@@ -1,0 +1,803 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-hil-sim-host.h"
+
+#include "metaroce-hil-clock.h"
+#include "metaroce-hil-control.h"
+#include "metaroce-hil-log.h"
+#include "metaroce-hil-tap.h"
+#include "metaroce-hil-verify.h"
+#include "metaroce-hil.pb.h"
+
+#include "ns3/event-impl.h"
+#include "ns3/metaroce-net-device.h"
+#include "ns3/metaroce-nic.h"
+#include "ns3/node.h"
+#include "ns3/simulator.h"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <thread>
+#include <vector>
+
+namespace metaroce
+{
+namespace hil
+{
+namespace
+{
+
+using boost::asio::ip::tcp;
+
+/// First UDP source port of the simulated host's connections (metaroce-perf's server default).
+constexpr uint16_t SIM_SOURCE_PORT_BASE = 56000;
+/// IPv4 + UDP + BTH + extension headers + ICRC around a payload of the engine MTU, at most.
+constexpr uint32_t DATAGRAM_OVERHEAD = 87;
+
+/// An ns-3 event that runs a std::function (ns-3.37's MakeEvent takes no lambdas).
+class FunctionEvent : public ns3::EventImpl
+{
+  public:
+    explicit FunctionEvent(std::function<void()> f)
+        : m_f(std::move(f))
+    {
+    }
+
+  protected:
+    void Notify() override
+    {
+        m_f();
+    }
+
+  private:
+    std::function<void()> m_f; //!< the work
+};
+
+/// \return "host a.b.c.d" for log lines.
+std::string
+HostName(uint32_t ip)
+{
+    return "sim host " + Ipv4ToString(ip);
+}
+
+} // namespace
+
+/// Both halves of a SimHostServer.
+class SimHostServer::Impl
+{
+  public:
+    Impl(ns3::Ptr<ns3::MetaRoceNic> nic, uint16_t dataPort, double timeoutSeconds);
+
+    bool Listen(const std::string& netns, uint16_t controlPort, std::string& error);
+    void Start();
+    void Stop();
+    Stats GetStats() const;
+
+  private:
+    /// What the simulator thread reports when a session is set up.
+    struct SetupResult
+    {
+        std::string why;            //!< "" on success
+        std::vector<uint32_t> qpns; //!< connections
+        uint64_t addr{0};           //!< region (write)
+        uint64_t length{0};         //!< ...
+        uint32_t rkey{0};           //!< ...
+    };
+
+    // ---- Asio thread ----
+    void DoAccept();
+    void OnAccept(const boost::system::error_code& error, tcp::socket socket);
+    void OnMessage(uint64_t session, const proto::ControlMessage& msg);
+    void OnChannelError(uint64_t session, const std::string& reason);
+    void OnHello(uint64_t session, const proto::Hello& hello);
+    void OnSetupDone(uint64_t session, const SetupResult& result);
+    void OnVerdict(uint64_t session, const proto::Verdict& verdict);
+    void RejectAndClose(std::shared_ptr<ControlChannel> channel, const std::string& reason);
+    /// Run \p f in the simulator thread, in the host node's context.
+    void InSimulation(std::function<void()> f);
+
+    // ---- simulator thread ----
+    void SimSetup(uint64_t session,
+                  const proto::Hello& hello,
+                  const ConnectionConfig& cfg,
+                  uint32_t peerIp);
+    void SimCompletion(ns3::Ptr<ns3::MetaRoceNic> nic, const Completion& c);
+    void SimFinish(uint64_t session, const std::vector<uint64_t>& expected);
+    void SimFinishTimeout(uint64_t session);
+    void SimAbort(uint64_t session, const std::string& reason);
+    void SimCheckDone();
+    void SimVerdict();
+    void SimPostRecv(size_t streamIndex, uint64_t slot);
+    void SimError(const std::string& what);
+    void SimTeardown();
+
+    // Set at construction, read by both threads.
+    ns3::Ptr<ns3::MetaRoceNic> m_nic; //!< the engine (simulator thread only)
+    uint32_t m_nodeId;                //!< context of the simulator events
+    uint32_t m_ip;                    //!< host address
+    uint16_t m_dataPort;              //!< UDP data port
+    double m_timeoutSeconds;          //!< control timeout
+    ConnectionConfig m_baseConfig;    //!< NIC defaults with the HIL timers
+    uint32_t m_portMtu;               //!< IP MTU of the host port
+
+    // Asio thread.
+    boost::asio::io_context m_io;              //!< context
+    HostClock m_clock;                         //!< control-plane time
+    tcp::acceptor m_acceptor;                  //!< listener
+    std::thread m_thread;                      //!< runs m_io
+    std::shared_ptr<ControlChannel> m_channel; //!< the client's channel
+    uint64_t m_session{0};                     //!< current session number
+    bool m_helloSeen{false};                   //!< the session's Hello arrived
+    bool m_running{false};                     //!< Accept sent, no verdict yet
+    uint64_t m_rejected{0};                    //!< rejected clients
+
+    // Simulator thread.
+    struct SimSession
+    {
+        uint64_t id{0};                         //!< session number (0: none)
+        bool write{true};                       //!< op
+        uint64_t size{0};                       //!< message size
+        uint32_t depth{0};                      //!< slots per stream
+        uint32_t streamsPerConnection{1};       //!< streams
+        std::unique_ptr<DataPattern> pattern;   //!< the client's pattern
+        std::vector<uint8_t> buffer;            //!< registered receive buffer (real memory)
+        MemoryRegion mr;                        //!< its registration
+        std::vector<uint32_t> qpns;             //!< connections
+        std::map<uint32_t, uint32_t> connIndex; //!< qpn -> connection index
+        std::vector<uint64_t> completed;        //!< messages received per stream
+        std::vector<uint64_t> expected;         //!< from Finish
+        bool finishReceived{false};             //!< Finish arrived
+        uint64_t messages{0};                   //!< messages received
+        uint64_t bytes{0};                      //!< their bytes
+        uint64_t errors{0};                     //!< verification errors
+        std::string firstError;                 //!< first of them
+        ns3::EventId finishTimer;               //!< wait for stragglers
+    };
+
+    SimSession m_sim; //!< the session in the simulation
+    Stats m_stats;    //!< totals (simulator thread)
+};
+
+SimHostServer::Impl::Impl(ns3::Ptr<ns3::MetaRoceNic> nic, uint16_t dataPort, double timeoutSeconds)
+    : m_nic(nic),
+      m_nodeId(nic->GetNode()->GetId()),
+      m_ip(nic->GetAddress()),
+      m_dataPort(dataPort),
+      m_timeoutSeconds(timeoutSeconds),
+      m_baseConfig(nic->GetDefaultConnectionConfig()),
+      m_portMtu(nic->GetPort(0)->GetMtu()),
+      m_acceptor(m_io)
+{
+    // The peer is a software endpoint with millisecond scheduling jitter: metaroce-perf's timers.
+    m_baseConfig.rtoMin = MilliSeconds(1);
+    m_baseConfig.rtoInitial = 2 * m_baseConfig.rtoMin;
+    m_baseConfig.rtoMax = std::max<Time>(MilliSeconds(100), 4 * m_baseConfig.rtoInitial);
+    m_baseConfig.probeInterval = m_baseConfig.rtoMin;
+    m_baseConfig.connectionTimeout = MilliSeconds(2000);
+    m_nic->SetCompletionCallback(ns3::MakeCallback(&Impl::SimCompletion, this));
+}
+
+bool
+SimHostServer::Impl::Listen(const std::string& netns, uint16_t controlPort, std::string& error)
+{
+    NetnsScope scope(netns);
+    if (!scope.Ok())
+    {
+        error = scope.Why();
+        return false;
+    }
+    boost::system::error_code ec;
+    tcp::endpoint at(boost::asio::ip::address_v4(m_ip), controlPort);
+    m_acceptor.open(at.protocol(), ec);
+    if (!ec)
+    {
+        m_acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    }
+    if (!ec)
+    {
+        m_acceptor.bind(at, ec);
+    }
+    if (!ec)
+    {
+        m_acceptor.listen(8, ec);
+    }
+    if (ec)
+    {
+        error = "control listener on " + Ipv4ToString(m_ip) + ":" + std::to_string(controlPort) +
+                (netns.empty() ? "" : " in namespace " + netns) + ": " + ec.message();
+        return false;
+    }
+    return true;
+}
+
+void
+SimHostServer::Impl::Start()
+{
+    DoAccept();
+    m_thread = std::thread([this] {
+        auto work = boost::asio::make_work_guard(m_io);
+        m_io.run();
+    });
+}
+
+void
+SimHostServer::Impl::Stop()
+{
+    if (m_thread.joinable())
+    {
+        m_io.stop();
+        m_thread.join();
+    }
+    m_stats.rejected = m_rejected;
+}
+
+SimHostServer::Stats
+SimHostServer::Impl::GetStats() const
+{
+    return m_stats;
+}
+
+void
+SimHostServer::Impl::InSimulation(std::function<void()> f)
+{
+    ns3::Simulator::ScheduleWithContext(m_nodeId, ns3::Time(0), new FunctionEvent(std::move(f)));
+}
+
+// ---- Asio thread ----------------------------------------------------------------------------
+
+void
+SimHostServer::Impl::DoAccept()
+{
+    m_acceptor.async_accept([this](const boost::system::error_code& error, tcp::socket socket) {
+        OnAccept(error, std::move(socket));
+    });
+}
+
+void
+SimHostServer::Impl::OnAccept(const boost::system::error_code& error, tcp::socket socket)
+{
+    if (error)
+    {
+        if (error != boost::asio::error::operation_aborted)
+        {
+            std::printf("%s: accept: %s\n", HostName(m_ip).c_str(), error.message().c_str());
+            DoAccept();
+        }
+        return;
+    }
+    auto channel =
+        std::make_shared<ControlChannel>(std::move(socket), m_clock, Time(m_timeoutSeconds * 1e12));
+    if (m_channel)
+    {
+        RejectAndClose(channel, "the simulated host is serving another client");
+        DoAccept();
+        return;
+    }
+    m_channel = channel;
+    const uint64_t session = ++m_session;
+    m_helloSeen = false;
+    m_running = false;
+    channel->Start([this, session](const proto::ControlMessage& msg) { OnMessage(session, msg); },
+                   [this, session](const std::string& reason) { OnChannelError(session, reason); });
+    DoAccept();
+}
+
+void
+SimHostServer::Impl::RejectAndClose(std::shared_ptr<ControlChannel> channel,
+                                    const std::string& reason)
+{
+    ++m_rejected;
+    std::printf("%s: rejected client %s: %s\n",
+                HostName(m_ip).c_str(),
+                channel->PeerName().c_str(),
+                reason.c_str());
+    std::fflush(stdout);
+    proto::ControlMessage msg;
+    msg.mutable_reject()->set_reason(reason);
+    channel->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
+    channel->Send(msg);
+    channel->CloseAfterFlush();
+}
+
+void
+SimHostServer::Impl::OnMessage(uint64_t session, const proto::ControlMessage& msg)
+{
+    if (session != m_session || !m_channel)
+    {
+        return;
+    }
+    using M = proto::ControlMessage;
+    if (msg.body_case() == M::kHello && !m_helloSeen)
+    {
+        m_helloSeen = true;
+        OnHello(session, msg.hello());
+    }
+    else if (msg.body_case() == M::kFinish && m_running)
+    {
+        std::vector<uint64_t> expected(msg.finish().messages_per_stream().begin(),
+                                       msg.finish().messages_per_stream().end());
+        InSimulation([this, session, expected] { SimFinish(session, expected); });
+    }
+    else if (msg.body_case() == M::kReject)
+    {
+        OnChannelError(session, "client rejected the session: " + msg.reject().reason());
+    }
+    else
+    {
+        std::printf("%s: ignored an unexpected control message (%d) from %s\n",
+                    HostName(m_ip).c_str(),
+                    int(msg.body_case()),
+                    m_channel->PeerName().c_str());
+    }
+}
+
+void
+SimHostServer::Impl::OnChannelError(uint64_t session, const std::string& reason)
+{
+    if (session != m_session || !m_channel)
+    {
+        return;
+    }
+    std::printf("%s: control connection from %s ended: %s\n",
+                HostName(m_ip).c_str(),
+                m_channel->PeerName().c_str(),
+                reason.c_str());
+    std::fflush(stdout);
+    m_channel->Close();
+    m_channel.reset();
+    m_running = false;
+    ++m_session; // late results of this session are dropped
+    InSimulation([this, session, reason] { SimAbort(session, reason); });
+}
+
+void
+SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
+{
+    std::shared_ptr<ControlChannel> channel = m_channel;
+    auto reject = [&](const std::string& reason) {
+        m_channel.reset();
+        ++m_session;
+        RejectAndClose(channel, reason);
+    };
+    if (hello.protocol_version() != proto::VERSION_CURRENT)
+    {
+        reject("protocol version mismatch: server speaks " +
+               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
+               ") speaks " + std::to_string(hello.protocol_version()));
+        return;
+    }
+    // The simulated host adopts the client's connection settings, within its port's limits.
+    const proto::ConnectionSettings& s = hello.settings();
+    if (s.transport() != "metaroce" && s.transport() != "rocev2")
+    {
+        reject("unknown transport '" + s.transport() + "'");
+        return;
+    }
+    if (!s.icrc())
+    {
+        reject("the simulated host computes and checks the ICRC; run the client without "
+               "--no-icrc");
+        return;
+    }
+    if (s.mtu() == 0 || uint64_t(s.mtu()) + DATAGRAM_OVERHEAD > m_portMtu)
+    {
+        reject("mtu " + std::to_string(s.mtu()) + " does not fit the simulated host port (IP MTU " +
+               std::to_string(m_portMtu) + ")");
+        return;
+    }
+    if (s.max_streams() == 0 || s.max_streams() > 65535)
+    {
+        reject("bad max_streams " + std::to_string(s.max_streams()));
+        return;
+    }
+    ConnectionConfig cfg = m_baseConfig;
+    cfg.transport = s.transport();
+    cfg.mtu = s.mtu();
+    cfg.numPaths = s.transport() == "rocev2" ? 1 : s.num_paths();
+    cfg.maxOutstandingWrs = s.max_outstanding_wrs();
+    cfg.maxMessageSize = s.max_message_size();
+    cfg.maxStreams = uint16_t(s.max_streams());
+    cfg.maxPostedRecvs = s.max_posted_recvs();
+    std::string why = CheckWorkload(hello, cfg);
+    const uint64_t bytes = RegionBytes(hello.workload());
+    if (why.empty() && (bytes == 0 || bytes > MAX_REGION_BYTES))
+    {
+        why = "buffer of " + std::to_string(bytes) + " bytes exceeds the " +
+              std::to_string(MAX_REGION_BYTES) + "-byte limit; lower --size, --depth or --streams";
+    }
+    if (!why.empty())
+    {
+        reject("workload not acceptable: " + why);
+        return;
+    }
+    const uint32_t peerIp = hello.address().ipv4();
+    InSimulation([this, session, hello, cfg, peerIp] { SimSetup(session, hello, cfg, peerIp); });
+}
+
+void
+SimHostServer::Impl::OnSetupDone(uint64_t session, const SetupResult& result)
+{
+    if (session != m_session || !m_channel)
+    {
+        return; // the client left meanwhile; the simulation tore the session down
+    }
+    if (!result.why.empty())
+    {
+        std::shared_ptr<ControlChannel> channel = m_channel;
+        m_channel.reset();
+        ++m_session;
+        RejectAndClose(channel, "simulated host cannot set up the session: " + result.why);
+        return;
+    }
+    proto::ControlMessage msg;
+    proto::Accept* accept = msg.mutable_accept();
+    accept->set_protocol_version(proto::VERSION_CURRENT);
+    accept->set_software(std::string(PERF_SOFTWARE) + " (metaroce-hil-fabric simulated host)");
+    proto::DataAddress* addr = accept->mutable_address();
+    addr->set_ipv4(m_ip);
+    addr->set_data_port(m_dataPort);
+    addr->set_port_mode("sim");
+    for (size_t i = 0; i < result.qpns.size(); ++i)
+    {
+        proto::QueuePair* qp = accept->add_queue_pairs();
+        qp->set_qpn(result.qpns[i]);
+        qp->set_source_port_base(uint32_t(SIM_SOURCE_PORT_BASE + i * PORTS_PER_CONNECTION));
+    }
+    if (result.length != 0)
+    {
+        accept->mutable_region()->set_addr(result.addr);
+        accept->mutable_region()->set_length(result.length);
+        accept->mutable_region()->set_rkey(result.rkey);
+    }
+    m_channel->Send(msg);
+    m_running = true;
+    std::printf("%s: accepted client %s\n", HostName(m_ip).c_str(), m_channel->PeerName().c_str());
+    std::fflush(stdout);
+}
+
+void
+SimHostServer::Impl::OnVerdict(uint64_t session, const proto::Verdict& verdict)
+{
+    if (session != m_session || !m_channel)
+    {
+        return;
+    }
+    proto::ControlMessage msg;
+    *msg.mutable_verdict() = verdict;
+    m_channel->Send(msg);
+    m_channel->CloseAfterFlush();
+    std::printf("%s: verdict for %s: %llu messages %llu bytes verified, %llu errors%s%s\n",
+                HostName(m_ip).c_str(),
+                m_channel->PeerName().c_str(),
+                (unsigned long long)verdict.messages_verified(),
+                (unsigned long long)verdict.bytes_verified(),
+                (unsigned long long)verdict.errors(),
+                verdict.errors() ? ": " : "",
+                verdict.first_error().c_str());
+    std::fflush(stdout);
+    m_channel.reset();
+    m_running = false;
+    ++m_session;
+}
+
+// ---- simulator thread -----------------------------------------------------------------------
+
+void
+SimHostServer::Impl::SimSetup(uint64_t session,
+                              const proto::Hello& hello,
+                              const ConnectionConfig& cfg,
+                              uint32_t peerIp)
+{
+    SimTeardown();
+    m_sim = SimSession();
+    m_sim.id = session;
+    const proto::Workload& w = hello.workload();
+    m_sim.write = w.op() == "write";
+    m_sim.size = w.message_size();
+    m_sim.depth = w.depth();
+    m_sim.streamsPerConnection = w.streams();
+    m_sim.pattern = std::make_unique<DataPattern>(w.pattern_seed(), m_sim.size);
+    SetupResult result;
+    for (uint32_t i = 0; i < w.connections() && result.why.empty(); ++i)
+    {
+        ConnectionConfig c = cfg;
+        c.sourcePortBase = uint16_t(SIM_SOURCE_PORT_BASE + i * PORTS_PER_CONNECTION);
+        uint32_t qpn = 0;
+        std::string why;
+        PostStatus st = m_nic->CreateConnection(c, qpn, &why);
+        if (st != PostStatus::OK)
+        {
+            result.why = "cannot create connection " + std::to_string(i) + ": " +
+                         PostStatusName(st) + (why.empty() ? "" : " (" + why + ")");
+            break;
+        }
+        m_sim.connIndex[qpn] = uint32_t(m_sim.qpns.size());
+        m_sim.qpns.push_back(qpn);
+        st = m_nic->Connect(qpn, peerIp, hello.queue_pairs(int(i)).qpn());
+        if (st != PostStatus::OK)
+        {
+            result.why = std::string("cannot connect: ") + PostStatusName(st);
+        }
+    }
+    if (result.why.empty())
+    {
+        const uint64_t bytes = RegionBytes(w);
+        m_sim.buffer.assign(bytes, 0);
+        const uint32_t access =
+            ACCESS_LOCAL_WRITE | (m_sim.write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
+        m_sim.mr = m_nic->RegisterMemory(m_sim.buffer.data(), bytes, access);
+        if (m_sim.mr.lkey == 0)
+        {
+            result.why = "cannot register a " + std::to_string(bytes) + "-byte memory region";
+        }
+    }
+    if (!result.why.empty())
+    {
+        SimTeardown();
+        m_sim = SimSession();
+    }
+    else
+    {
+        ++m_stats.sessions;
+        m_sim.completed.assign(m_sim.qpns.size() * m_sim.streamsPerConnection, 0);
+        for (size_t s = 0; s < m_sim.completed.size(); ++s)
+        {
+            for (uint64_t slot = 0; slot < m_sim.depth; ++slot)
+            {
+                SimPostRecv(s, slot);
+            }
+        }
+        result.qpns = m_sim.qpns;
+        if (m_sim.write)
+        {
+            result.addr = m_sim.mr.addr;
+            result.length = m_sim.mr.length;
+            result.rkey = m_sim.mr.rkey;
+        }
+    }
+    boost::asio::post(m_io, [this, session, result] { OnSetupDone(session, result); });
+}
+
+void
+SimHostServer::Impl::SimPostRecv(size_t streamIndex, uint64_t slot)
+{
+    RecvWr wr;
+    wr.wrId = uint64_t(streamIndex) << WR_SEQ_BITS | slot;
+    wr.sge.addr = reinterpret_cast<uint64_t>(m_sim.buffer.data() +
+                                             (streamIndex * m_sim.depth + slot) * m_sim.size);
+    wr.sge.length = uint32_t(m_sim.size);
+    wr.sge.lkey = m_sim.mr.lkey;
+    wr.streamId = uint16_t(streamIndex % m_sim.streamsPerConnection);
+    const uint32_t qpn = m_sim.qpns[streamIndex / m_sim.streamsPerConnection];
+    PostStatus st = m_nic->PostRecv(qpn, wr);
+    if (st != PostStatus::OK)
+    {
+        SimError(std::string("PostRecv failed: ") + PostStatusName(st));
+    }
+}
+
+void
+SimHostServer::Impl::SimError(const std::string& what)
+{
+    if (m_sim.errors++ == 0)
+    {
+        m_sim.firstError = what;
+        std::printf("%s: verification failed: %s\n", HostName(m_ip).c_str(), what.c_str());
+        std::fflush(stdout);
+    }
+}
+
+void
+SimHostServer::Impl::SimCompletion(ns3::Ptr<ns3::MetaRoceNic>, const Completion& c)
+{
+    auto idx = m_sim.connIndex.find(c.connectionId);
+    if (m_sim.id == 0 || idx == m_sim.connIndex.end())
+    {
+        return; // a connection of an ended session
+    }
+    if (c.status != WcStatus::SUCCESS)
+    {
+        if (c.status != WcStatus::WR_FLUSH_ERR)
+        {
+            SimError("connection " + std::to_string(idx->second) +
+                     " failed: " + WcStatusName(c.status));
+        }
+        return;
+    }
+    if (c.streamId >= m_sim.streamsPerConnection)
+    {
+        SimError("completion for an unknown stream " + std::to_string(c.streamId));
+        return;
+    }
+    const size_t s = size_t(idx->second) * m_sim.streamsPerConnection + c.streamId;
+    const uint64_t seq = m_sim.completed[s];
+    ReceivedMessage m;
+    m.write = m_sim.write;
+    m.size = m_sim.size;
+    m.seq = seq;
+    m.slot = seq % m_sim.depth;
+    m.got = m_sim.buffer.data() + (s * m_sim.depth + m.slot) * m_sim.size;
+    m.want = m_sim.pattern->Message(idx->second, c.streamId, seq);
+    std::string problem = CheckReceived(c, m);
+    if (!problem.empty())
+    {
+        SimError("connection " + std::to_string(idx->second) + " stream " +
+                 std::to_string(c.streamId) + " message " + std::to_string(seq) + ": " + problem);
+    }
+    ++m_sim.completed[s];
+    ++m_sim.messages;
+    m_sim.bytes += m_sim.size;
+    SimPostRecv(s, m.slot);
+    SimCheckDone();
+}
+
+void
+SimHostServer::Impl::SimFinish(uint64_t session, const std::vector<uint64_t>& expected)
+{
+    if (session != m_sim.id || m_sim.finishReceived)
+    {
+        return;
+    }
+    m_sim.finishReceived = true;
+    m_sim.expected = expected;
+    if (expected.size() != m_sim.completed.size())
+    {
+        SimError("Finish lists " + std::to_string(expected.size()) + " streams, expected " +
+                 std::to_string(m_sim.completed.size()));
+        SimVerdict();
+        return;
+    }
+    SimCheckDone();
+    if (m_sim.id == session)
+    {
+        // Stragglers are in flight or lost for good: give them the timeout.
+        m_sim.finishTimer = ns3::Simulator::Schedule(ns3::Seconds(m_timeoutSeconds),
+                                                     &Impl::SimFinishTimeout,
+                                                     this,
+                                                     session);
+    }
+}
+
+void
+SimHostServer::Impl::SimFinishTimeout(uint64_t session)
+{
+    if (session == m_sim.id)
+    {
+        SimError("messages missing at the receiver after the timeout");
+        SimVerdict();
+    }
+}
+
+void
+SimHostServer::Impl::SimCheckDone()
+{
+    if (!m_sim.finishReceived)
+    {
+        return;
+    }
+    for (size_t s = 0; s < m_sim.completed.size(); ++s)
+    {
+        if (m_sim.completed[s] < m_sim.expected[s])
+        {
+            return;
+        }
+    }
+    SimVerdict();
+}
+
+void
+SimHostServer::Impl::SimVerdict()
+{
+    for (size_t s = 0; s < m_sim.completed.size() && s < m_sim.expected.size(); ++s)
+    {
+        if (m_sim.completed[s] != m_sim.expected[s])
+        {
+            SimError("stream " + std::to_string(s) + ": received " +
+                     std::to_string(m_sim.completed[s]) + " messages, sender completed " +
+                     std::to_string(m_sim.expected[s]));
+        }
+    }
+    proto::Verdict v;
+    const bool pass = m_sim.errors == 0;
+    v.set_messages_verified(pass ? m_sim.messages : 0);
+    v.set_bytes_verified(pass ? m_sim.bytes : 0);
+    v.set_errors(m_sim.errors);
+    v.set_first_error(m_sim.firstError);
+    ++(pass ? m_stats.passed : m_stats.failed);
+    m_stats.messagesVerified += v.messages_verified();
+    m_stats.bytesVerified += v.bytes_verified();
+    m_stats.errors += m_sim.errors;
+    if (m_stats.firstError.empty())
+    {
+        m_stats.firstError = m_sim.firstError;
+    }
+    const uint64_t session = m_sim.id;
+    SimTeardown();
+    m_sim = SimSession();
+    boost::asio::post(m_io, [this, session, v] { OnVerdict(session, v); });
+}
+
+void
+SimHostServer::Impl::SimAbort(uint64_t session, const std::string& reason)
+{
+    if (session != m_sim.id)
+    {
+        return; // never set up, or already judged
+    }
+    SimError("session aborted: " + reason);
+    ++m_stats.failed;
+    m_stats.errors += m_sim.errors;
+    if (m_stats.firstError.empty())
+    {
+        m_stats.firstError = m_sim.firstError;
+    }
+    SimTeardown();
+    m_sim = SimSession();
+}
+
+void
+SimHostServer::Impl::SimTeardown()
+{
+    m_sim.finishTimer.Cancel();
+    for (uint32_t qpn : m_sim.qpns)
+    {
+        m_nic->GetEndpoint().DestroyConnection(qpn);
+    }
+    if (m_sim.mr.lkey != 0)
+    {
+        m_nic->DeregisterMemory(m_sim.mr.lkey);
+    }
+    m_sim.qpns.clear();
+    m_sim.connIndex.clear();
+    m_sim.mr = MemoryRegion();
+}
+
+// ---- SimHostServer --------------------------------------------------------------------------
+
+SimHostServer::SimHostServer(ns3::Ptr<ns3::MetaRoceNic> nic,
+                             uint16_t dataPort,
+                             double timeoutSeconds)
+    : m_impl(std::make_unique<Impl>(nic, dataPort, timeoutSeconds))
+{
+}
+
+SimHostServer::~SimHostServer()
+{
+    m_impl->Stop();
+}
+
+bool
+SimHostServer::Listen(const std::string& netns, uint16_t controlPort, std::string& error)
+{
+    return m_impl->Listen(netns, controlPort, error);
+}
+
+void
+SimHostServer::Start()
+{
+    m_impl->Start();
+}
+
+void
+SimHostServer::Stop()
+{
+    m_impl->Stop();
+}
+
+SimHostServer::Stats
+SimHostServer::GetStats() const
+{
+    return m_impl->GetStats();
+}
+
+} // namespace hil
+} // namespace metaroce

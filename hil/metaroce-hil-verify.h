@@ -1,0 +1,103 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_VERIFY_H
+#define METAROCE_HIL_VERIFY_H
+
+#include "metaroce-config.h"
+#include "metaroce-hil.pb.h"
+#include "metaroce-verbs.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/**
+ * \file
+ * What a metaroce-perf receiver checks, shared by the real server (metaroce-hil-perf.cc) and
+ * the simulated hosts of metaroce-hil-fabric (metaroce-hil-sim-host.cc): the seeded data
+ * pattern, the work-request id layout, the limits on a client's workload and the check of one
+ * received message. Pure C++ over the engine types and the control-plane schema: no I/O.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// Software name sent in Hello / Accept.
+constexpr const char* PERF_SOFTWARE = "metaroce-perf 0.1.0";
+/// Message offsets into the pattern buffer are drawn from this window.
+constexpr uint64_t PATTERN_WINDOW = 65536;
+/// Largest buffer a session registers.
+constexpr uint64_t MAX_REGION_BYTES = 1ull << 30;
+/// Work-request id layout: stream index above, message number (or slot) below.
+constexpr unsigned WR_SEQ_BITS = 40;
+/// Mask of the message number in a work-request id.
+constexpr uint64_t WR_SEQ_MASK = (1ull << WR_SEQ_BITS) - 1;
+/// Paths reserved per connection in the source-port plan.
+constexpr uint32_t PORTS_PER_CONNECTION = 64;
+/// Most connections a client may ask for.
+constexpr uint32_t MAX_PERF_CONNECTIONS = 64;
+
+/**
+ * The seeded content of every message: message (connection, stream, number) is the window of
+ * `size` bytes at a pseudo-random offset of one random buffer, so a message that lands in the
+ * wrong slot, a stale slot or a corrupted byte all show up as differences.
+ */
+class DataPattern
+{
+  public:
+    /**
+     * \param seed the workload's pattern seed
+     * \param size message size, bytes
+     */
+    DataPattern(uint64_t seed, uint64_t size);
+
+    /// \return the first of the `size` bytes of message \p seq of stream \p stream of \p conn.
+    const uint8_t* Message(uint32_t conn, uint32_t stream, uint64_t seq) const;
+
+  private:
+    uint64_t m_seed;              //!< seed
+    std::vector<uint8_t> m_bytes; //!< random bytes
+};
+
+/**
+ * Check a client's Hello workload against the receiver's connection settings.
+ * \return "" if the receiver can serve it, else why not (one line)
+ */
+std::string CheckWorkload(const proto::Hello& hello, const ConnectionConfig& cfg);
+
+/**
+ * \return the bytes of the receive buffer of \p w: one slot of message_size per stream and
+ *         depth (0 if the product overflows)
+ */
+uint64_t RegionBytes(const proto::Workload& w);
+
+/// Where a received message belongs, for CheckReceived().
+struct ReceivedMessage
+{
+    bool write{true};             //!< op is write (else send)
+    uint64_t size{0};             //!< message size
+    uint64_t seq{0};              //!< the message number expected next on its stream
+    uint64_t slot{0};             //!< its buffer slot (seq % depth)
+    const uint8_t* got{nullptr};  //!< the slot's bytes
+    const uint8_t* want{nullptr}; //!< the pattern's bytes
+};
+
+/**
+ * Check one receive completion of a perf test: opcode, immediate (write) or length and slot
+ * (send), and every byte.
+ * \param c the completion (status SUCCESS)
+ * \param m the message it should be
+ * \return "" if it is right, else what is wrong (without the location prefix)
+ */
+std::string CheckReceived(const Completion& c, const ReceivedMessage& m);
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_VERIFY_H

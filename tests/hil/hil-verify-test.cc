@@ -1,0 +1,120 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+/**
+ * \file
+ * The receiver checks shared by metaroce-perf's server and metaroce-hil-fabric's simulated
+ * hosts (metaroce-hil-verify.h): the pattern, the workload limits and the per-message check,
+ * which must catch a wrong byte, a wrong message, a wrong length and a wrong slot.
+ */
+
+#include "metaroce-hil-verify.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
+#include <vector>
+
+namespace metaroce
+{
+namespace hil
+{
+namespace
+{
+
+/// A WRITE-with-immediate completion of message \p seq.
+Completion
+WriteCompletion(uint64_t seq, uint32_t size)
+{
+    Completion c;
+    c.status = WcStatus::SUCCESS;
+    c.opcode = WcOpcode::RECV_RDMA_WITH_IMM;
+    c.hasImm = true;
+    c.immData = uint32_t(seq);
+    c.byteLen = size;
+    return c;
+}
+
+TEST(HilVerifyTest, PatternIsSeededAndDistinct)
+{
+    DataPattern a(7, 4096);
+    DataPattern b(7, 4096);
+    DataPattern other(8, 4096);
+    EXPECT_EQ(std::memcmp(a.Message(0, 0, 5), b.Message(0, 0, 5), 4096), 0);
+    EXPECT_NE(std::memcmp(a.Message(0, 0, 5), other.Message(0, 0, 5), 4096), 0);
+    EXPECT_NE(std::memcmp(a.Message(0, 0, 5), a.Message(0, 0, 6), 4096), 0);
+    EXPECT_NE(std::memcmp(a.Message(0, 0, 5), a.Message(1, 0, 5), 4096), 0);
+    EXPECT_NE(std::memcmp(a.Message(0, 0, 5), a.Message(0, 1, 5), 4096), 0);
+}
+
+TEST(HilVerifyTest, CheckReceivedCatchesEveryKindOfError)
+{
+    const uint32_t size = 1000;
+    DataPattern pattern(3, size);
+    std::vector<uint8_t> slot(pattern.Message(0, 0, 9), pattern.Message(0, 0, 9) + size);
+    ReceivedMessage m;
+    m.write = true;
+    m.size = size;
+    m.seq = 9;
+    m.slot = 9 % 4;
+    m.got = slot.data();
+    m.want = pattern.Message(0, 0, 9);
+    EXPECT_EQ(CheckReceived(WriteCompletion(9, size), m), "");
+    // Another message's immediate: out of order or lost.
+    EXPECT_NE(CheckReceived(WriteCompletion(8, size), m).find("immediate 8"), std::string::npos);
+    // A SEND completion where a WRITE was expected.
+    Completion recv = WriteCompletion(9, size);
+    recv.opcode = WcOpcode::RECV;
+    EXPECT_NE(CheckReceived(recv, m).find("WRITE-with-immediate"), std::string::npos);
+    // One corrupted byte, found at its offset.
+    slot[617] ^= 0x40;
+    EXPECT_EQ(CheckReceived(WriteCompletion(9, size), m), "data differs from byte 617");
+    slot[617] ^= 0x40;
+    // SEND: length and the consumed slot.
+    m.write = false;
+    recv.wrId = uint64_t(2) << WR_SEQ_BITS | m.slot;
+    EXPECT_EQ(CheckReceived(recv, m), "");
+    recv.byteLen = size - 1;
+    EXPECT_NE(CheckReceived(recv, m).find("999 bytes"), std::string::npos);
+    recv.byteLen = size;
+    recv.wrId = uint64_t(2) << WR_SEQ_BITS | (m.slot + 1);
+    EXPECT_NE(CheckReceived(recv, m).find("consumed receive slot"), std::string::npos);
+}
+
+TEST(HilVerifyTest, CheckWorkloadLimits)
+{
+    ConnectionConfig cfg;
+    cfg.maxStreams = 4;
+    cfg.maxOutstandingWrs = 256;
+    cfg.maxPostedRecvs = 128;
+    proto::Hello hello;
+    proto::Workload* w = hello.mutable_workload();
+    w->set_op("write");
+    w->set_message_size(65536);
+    w->set_connections(1);
+    w->set_streams(1);
+    w->set_depth(128);
+    hello.add_queue_pairs()->set_qpn(1);
+    hello.mutable_address()->set_ipv4(0x0a000001);
+    EXPECT_EQ(CheckWorkload(hello, cfg), "");
+    EXPECT_EQ(RegionBytes(*w), 128u * 65536);
+    w->set_op("read");
+    EXPECT_NE(CheckWorkload(hello, cfg).find("unknown op"), std::string::npos);
+    w->set_op("send");
+    w->set_streams(3); // 3 x 128 > 256 outstanding work requests
+    EXPECT_NE(CheckWorkload(hello, cfg).find("depth"), std::string::npos);
+    w->set_streams(5);
+    EXPECT_NE(CheckWorkload(hello, cfg).find("stream count"), std::string::npos);
+    w->set_streams(1);
+    w->set_connections(2); // one queue pair listed
+    EXPECT_NE(CheckWorkload(hello, cfg).find("connection count"), std::string::npos);
+    w->set_connections(1);
+    hello.mutable_address()->set_ipv4(0);
+    EXPECT_NE(CheckWorkload(hello, cfg).find("no data address"), std::string::npos);
+}
+
+} // namespace
+} // namespace hil
+} // namespace metaroce
