@@ -6,17 +6,26 @@
 
 /**
  * \file
- * Issue 7, benchmark 1: simulation speed and memory on a 3-tier fat tree running a permutation
- * of long flows. Defaults: k=16 (1,024 hosts), 100 Gb/s links, 4096-byte MTU, link delay chosen
- * for about 12 us base RTT across the core, 2 MiB flows, MetaRoCE with 8 paths.
+ * Issue 7, benchmarks 1 and 2: simulation speed and memory.
+ *
+ * Benchmark 1 (the default): a 3-tier fat tree running a permutation of long flows. Defaults:
+ * k=16 (1,024 hosts), 100 Gb/s links, 4096-byte MTU, link delay chosen for about 12 us base
+ * RTT across the core, 2 MiB flows, MetaRoCE with 8 paths.
  *
  *   build/bin/metaroce-fabric-benchmark                      # spraying over 8 paths
  *   build/bin/metaroce-fabric-benchmark --paths=1            # one path
  *   build/bin/metaroce-fabric-benchmark --k=8 --bytes=262144 # scaled down
  *
- * Prints wall time, simulated time, packet-hops (every data and ACK frame put on every link,
- * i.e. the MetaRoceNetDevice txFrames counters minus PFC frames), packet-hops per wall-second,
- * ns-3 events executed per wall-second and the peak RSS of the process.
+ * Benchmark 2: 64 hosts on a leaf-spine (4 leaves of 16 hosts, 1:1) running an all-to-all or
+ * a ring all-reduce (the workloads of examples/scenarios/collective-*-64.textproto):
+ *
+ *   build/bin/metaroce-fabric-benchmark --workload=alltoall   # 64 x 63 flows of 256 KiB
+ *   build/bin/metaroce-fabric-benchmark --workload=ring       # 16 MiB per rank, 4 channels
+ *
+ * Prints wall time, CPU time, simulated time, packet-hops (every data and ACK frame put on
+ * every link, i.e. the MetaRoceNetDevice txFrames counters minus PFC frames), packet-hops per
+ * wall-second and per CPU-second, ns-3 events executed per wall-second and the peak RSS of the
+ * process. CPU time is the steadier figure on a shared machine.
  */
 
 #include "ns3/command-line.h"
@@ -35,10 +44,12 @@
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <sys/resource.h>
+#include <vector>
 
 using namespace ns3;
 
@@ -57,6 +68,19 @@ PeakRssMiB()
     return double(ru.ru_maxrss) / 1024.0; // Linux reports KiB
 }
 
+/// \return user plus system CPU seconds of this process so far.
+double
+CpuSeconds()
+{
+    struct rusage ru
+    {
+    };
+
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 /// \return seconds since \p t0 on a monotonic clock.
 double
 SecondsSince(std::chrono::steady_clock::time_point t0)
@@ -69,26 +93,39 @@ SecondsSince(std::chrono::steady_clock::time_point t0)
 int
 main(int argc, char** argv)
 {
+    std::string workload = "permutation";
     uint32_t k = 16;
-    uint64_t bytes = 2 * 1024 * 1024;
+    uint32_t leaves = 4;
+    uint32_t hostsPerLeaf = 16;
+    uint64_t bytes = 0; // 0: the workload's default
+    uint32_t channels = 4;
     uint32_t paths = 8;
     uint32_t mtu = 4096;
     double rateGbps = 100;
-    double delayNs = 0; // 0: choose for a ~12 us base RTT
+    double delayNs = 0; // 0: choose for a ~12 us base RTT (fat tree) or 1 us (leaf-spine)
     double rttUs = 12;
     double stopMs = 1000;
     std::string transport = "metaroce";
     std::string scheduler = "ns3::MapScheduler";
     uint32_t seed = 1;
     CommandLine cmd(__FILE__);
+    cmd.AddValue("workload",
+                 "permutation (1,024-host fat tree), alltoall or ring (64-host leaf-spine)",
+                 workload);
     cmd.AddValue("k", "switch radix of the 3-tier fat tree (even); k^3/4 hosts", k);
-    cmd.AddValue("bytes", "bytes per flow", bytes);
+    cmd.AddValue("leaves", "leaf-spine leaves (alltoall, ring)", leaves);
+    cmd.AddValue("hostsPerLeaf", "leaf-spine hosts per leaf (alltoall, ring)", hostsPerLeaf);
+    cmd.AddValue("bytes",
+                 "bytes per flow (permutation 2 MiB, alltoall 256 KiB) or per rank (ring "
+                 "16 MiB); 0 = the default",
+                 bytes);
+    cmd.AddValue("channels", "ring all-reduce channels", channels);
     cmd.AddValue("paths", "MetaRoCE paths per connection (1 = single path)", paths);
     cmd.AddValue("transport", "metaroce or rocev2", transport);
     cmd.AddValue("mtu", "payload bytes per packet", mtu);
     cmd.AddValue("rate", "link rate, Gb/s", rateGbps);
-    cmd.AddValue("rtt", "target base RTT across the core, us (sets the link delay)", rttUs);
-    cmd.AddValue("delay", "link delay, ns (overrides --rtt)", delayNs);
+    cmd.AddValue("rtt", "target base RTT across the fat tree's core, us (sets the delay)", rttUs);
+    cmd.AddValue("delay", "link delay, ns (overrides --rtt; leaf-spine default 1000)", delayNs);
     cmd.AddValue("stop", "simulated time limit, ms", stopMs);
     cmd.AddValue("seed", "run number (RngRun) for the permutation and the engines", seed);
     cmd.AddValue("scheduler",
@@ -96,11 +133,19 @@ main(int argc, char** argv)
                  "ns3::HeapScheduler, ns3::CalendarScheduler, ...)",
                  scheduler);
     cmd.Parse(argc, argv);
-    if (k < 2 || k % 2 != 0 || bytes == 0 || paths == 0 || paths > 64 ||
-        (transport != "metaroce" && transport != "rocev2") || rateGbps <= 0)
+    const bool fatTree = workload == "permutation";
+    if (bytes == 0)
+    {
+        bytes = workload == "ring" ? 16 * 1024 * 1024 : fatTree ? 2 * 1024 * 1024 : 256 * 1024;
+    }
+    if ((workload != "permutation" && workload != "alltoall" && workload != "ring") ||
+        (fatTree && (k < 2 || k % 2 != 0)) || (!fatTree && (leaves < 1 || hostsPerLeaf < 1)) ||
+        paths == 0 || paths > 64 || (transport != "metaroce" && transport != "rocev2") ||
+        rateGbps <= 0 || channels == 0)
     {
         std::fprintf(stderr,
-                     "error: need an even k >= 2, bytes > 0, 1 <= paths <= 64, "
+                     "error: need workload permutation, alltoall or ring, an even k >= 2, "
+                     "leaves and hostsPerLeaf >= 1, 1 <= paths <= 64, channels >= 1, "
                      "transport metaroce or rocev2 and rate > 0\n");
         return 2;
     }
@@ -109,23 +154,29 @@ main(int argc, char** argv)
     schedulerFactory.SetTypeId(scheduler);
     Simulator::SetScheduler(schedulerFactory);
 
-    // Base RTT between hosts in different pods: 6 links each way. A data frame (MTU payload
-    // plus ~100 bytes of headers) is serialised at each of the 6 hops out; the ACK's
-    // serialisation back is small and ignored. Pick the delay so that the sum is --rtt.
+    // Base RTT between the farthest hosts: 6 links each way in the 3-tier fat tree, 4 on the
+    // leaf-spine. A data frame (MTU payload plus ~100 bytes of headers) is serialised at each
+    // hop out; the ACK's serialisation back is small and ignored. On the fat tree the delay is
+    // picked so that the sum is --rtt.
+    const uint32_t linksEachWay = fatTree ? 6 : 4;
     const double rateBps = rateGbps * 1e9;
     const double dataSerUs = double(mtu + 100) * 8.0 / rateBps * 1e6;
     if (delayNs <= 0)
     {
-        delayNs = std::max(1.0, (rttUs - 6 * dataSerUs) / 12.0 * 1e3);
+        delayNs = fatTree
+                      ? std::max(1.0, (rttUs - linksEachWay * dataSerUs) / (2 * linksEachWay) * 1e3)
+                      : 1000;
     }
-    const double baseRttUs = 12 * delayNs / 1e3 + 6 * dataSerUs;
+    const double propagationUs = 2 * linksEachWay * delayNs / 1e3;
+    const double baseRttUs = propagationUs + linksEachWay * dataSerUs;
 
     const auto tBuild = std::chrono::steady_clock::now();
     MetaRoceTopologyHelper topo;
     topo.SetHostLinkRate(DataRate(uint64_t(rateBps)));
     topo.SetFabricLinkRate(DataRate(uint64_t(rateBps)));
     topo.SetLinkDelay(NanoSeconds(int64_t(delayNs + 0.5)));
-    Ptr<MetaRoceFabric> fabric = topo.BuildFatTree(k, 3);
+    Ptr<MetaRoceFabric> fabric =
+        fatTree ? topo.BuildFatTree(k, 3) : topo.BuildLeafSpine(leaves, hostsPerLeaf, 1.0);
     MetaRoceStackHelper stack;
     stack.SetNicAttribute("Transport", StringValue(transport));
     stack.SetNicAttribute("NumPaths", UintegerValue(paths));
@@ -135,33 +186,60 @@ main(int argc, char** argv)
     Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
     load->Setup(fabric, nics);
     load->SetStopWhenDone(true);
-    load->AddPermutation(bytes, MicroSeconds(1), seed);
+    std::vector<uint32_t> hosts(fabric->GetHostCount());
+    for (uint32_t h = 0; h < hosts.size(); ++h)
+    {
+        hosts[h] = h;
+    }
+    if (workload == "permutation")
+    {
+        load->AddPermutation(bytes, MicroSeconds(1), seed);
+    }
+    else if (workload == "alltoall")
+    {
+        load->AddAllToAll(hosts, bytes, MicroSeconds(1));
+    }
+    else
+    {
+        load->AddRingAllReduce(hosts, bytes, channels, MicroSeconds(1));
+    }
     Simulator::Stop(MilliSeconds(stopMs));
     const double buildSeconds = SecondsSince(tBuild);
 
-    std::printf("fat tree k=%u (3 tiers, %u hosts, %u switches, %zu links), %s, %u path(s), "
-                "%lu-byte flows, %.0f Gb/s, MTU %u, link delay %.0f ns, base RTT %.2f us "
+    if (fatTree)
+    {
+        std::printf("fat tree k=%u (3 tiers, ", k);
+    }
+    else
+    {
+        std::printf("leaf-spine %u x %u (", leaves, hostsPerLeaf);
+    }
+    std::printf("%u hosts, %u switches, %zu links), %s, %s, %u path(s), %lu bytes per %s, "
+                "%.0f Gb/s, MTU %u, link delay %.0f ns, base RTT %.2f us "
                 "(%.2f us propagation + %.2f us serialisation), %s\n",
-                k,
                 fabric->GetHostCount(),
                 fabric->GetSwitchCount(),
                 fabric->GetLinks().size(),
+                workload.c_str(),
                 transport.c_str(),
                 paths,
                 static_cast<unsigned long>(bytes),
+                workload == "ring" ? "rank" : "flow",
                 rateGbps,
                 mtu,
                 delayNs,
                 baseRttUs,
-                12 * delayNs / 1e3,
-                6 * dataSerUs,
+                propagationUs,
+                linksEachWay * dataSerUs,
                 scheduler.c_str());
     std::fflush(stdout);
 
     const uint64_t events0 = Simulator::GetEventCount();
+    const double cpu0 = CpuSeconds();
     const auto tRun = std::chrono::steady_clock::now();
     Simulator::Run();
     const double wall = SecondsSince(tRun);
+    const double cpu = CpuSeconds() - cpu0;
     const uint64_t events = Simulator::GetEventCount() - events0;
     const double simulatedUs = Simulator::Now().GetSeconds() * 1e6;
 
@@ -183,22 +261,33 @@ main(int argc, char** argv)
     }
     const uint32_t done = load->GetFlowsDone();
     const size_t flows = load->GetFlows().size();
+    size_t collectivesDone = 0;
+    for (const MetaRoceCollective& c : load->GetCollectives())
+    {
+        collectivesDone += c.done ? 1 : 0;
+    }
+    const size_t collectives = load->GetCollectives().size();
 
-    std::printf("flows %u/%zu done; switch drops %lu; PFC frames %lu\n",
+    std::printf("flows %u/%zu done; collectives %zu/%zu done; switch drops %lu; PFC frames %lu\n",
                 done,
                 flows,
+                collectivesDone,
+                collectives,
                 static_cast<unsigned long>(drops),
                 static_cast<unsigned long>(pfc));
-    std::printf("build %.2f s; wall %.2f s; simulated %.1f us; packet-hops %lu; "
-                "packet-hops/wall-s %.0f; events %lu; events/wall-s %.0f; peak RSS %.0f MiB\n",
+    std::printf("build %.2f s; wall %.2f s; cpu %.2f s; simulated %.1f us; packet-hops %lu; "
+                "packet-hops/wall-s %.0f; packet-hops/cpu-s %.0f; events %lu; events/wall-s "
+                "%.0f; peak RSS %.0f MiB\n",
                 buildSeconds,
                 wall,
+                cpu,
                 simulatedUs,
                 static_cast<unsigned long>(hops),
                 double(hops) / wall,
+                double(hops) / cpu,
                 static_cast<unsigned long>(events),
                 double(events) / wall,
                 PeakRssMiB());
     Simulator::Destroy();
-    return done == flows ? 0 : 1;
+    return done == flows && collectivesDone == collectives ? 0 : 1;
 }

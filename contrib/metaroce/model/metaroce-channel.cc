@@ -123,7 +123,7 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
 void
 MetaRoceChannel::Deliver(Ptr<Packet> frame, uint32_t direction, uint64_t epoch)
 {
-    Ptr<MetaRoceNetDevice> destination = m_devices[1 - direction];
+    MetaRoceNetDevice* destination = PeekPointer(m_devices[1 - direction]);
     if (epoch != m_epoch || !m_up)
     {
         ++m_dropped[direction];

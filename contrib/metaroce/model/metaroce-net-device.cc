@@ -8,6 +8,7 @@
 
 #include "metaroce-byte-order.h"
 #include "metaroce-channel.h"
+#include "metaroce-switch.h"
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -184,12 +185,14 @@ MetaRoceNetDevice::DoDispose()
         event.Cancel();
     }
     m_queues = {};
+    m_busyQueues = 0;
     m_controlQueue = MetaRocePacketFifo();
-    m_txFrame = nullptr;
+    m_transmitting = false;
     m_node = nullptr;
     m_channel = nullptr;
     m_pullCallback = MakeNullCallback<Ptr<Packet>>();
     m_frameRxCallback = FrameReceiveCallback();
+    m_switch = nullptr;
     m_admissionCallback = AdmissionCallback();
     m_dequeueCallback = DequeueCallback();
     m_rxCallback = NetDevice::ReceiveCallback();
@@ -235,10 +238,14 @@ MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie)
         Drop(frame, MetaRoceDropReason::ADMISSION, true);
         return false;
     }
-    m_macTxTrace(frame);
+    if (!m_macTxTrace.IsEmpty())
+    {
+        m_macTxTrace(frame);
+    }
     m_queueBytes[priority] += frame->GetSize();
     m_queueBytesTotal += frame->GetSize();
     m_queues[priority].Push(frame, cookie);
+    m_busyQueues |= uint8_t(1U << priority);
     TryTransmit();
     return true;
 }
@@ -260,6 +267,7 @@ void
 MetaRoceNetDevice::SetFrameReceiveCallback(FrameReceiveCallback callback)
 {
     m_frameRxCallback = callback;
+    m_switch = nullptr;
 }
 
 void
@@ -272,6 +280,27 @@ void
 MetaRoceNetDevice::SetDequeueCallback(DequeueCallback callback)
 {
     m_dequeueCallback = callback;
+    m_switch = nullptr;
+}
+
+void
+MetaRoceNetDevice::SetSwitchPort(MetaRoceSwitch* owner, uint32_t index)
+{
+    m_switch = owner;
+    m_switchPort = index;
+}
+
+void
+MetaRoceNetDevice::NotifyDequeued(const MetaRocePacketFifo::Entry& entry, uint8_t priority)
+{
+    if (m_switch)
+    {
+        m_switch->FrameDequeued(this, entry.packet, priority, entry.cookie);
+    }
+    else if (!m_dequeueCallback.IsNull())
+    {
+        m_dequeueCallback(this, entry.packet, priority, entry.cookie);
+    }
 }
 
 void
@@ -431,7 +460,7 @@ MetaRoceNetDevice::ClassifyFrame(Ptr<const Packet> frame) const
 bool
 MetaRoceNetDevice::IsTransmitting() const
 {
-    return m_txFrame != nullptr;
+    return m_transmitting;
 }
 
 Ptr<MetaRoceNetDevice>
@@ -462,7 +491,7 @@ MetaRoceNetDevice::GetCounters() const
 void
 MetaRoceNetDevice::TryTransmit()
 {
-    if (m_txFrame || !m_linkUp)
+    if (m_transmitting || !m_linkUp)
     {
         return;
     }
@@ -474,18 +503,19 @@ MetaRoceNetDevice::TryTransmit()
     for (int p = int(m_numPriorities) - 1; p >= 0; --p)
     {
         const uint8_t priority = static_cast<uint8_t>(p);
-        if (m_queues[p].IsEmpty() || IsPaused(priority))
+        if ((m_busyQueues & (1U << p)) == 0 || IsPaused(priority))
         {
             continue;
         }
         MetaRocePacketFifo::Entry entry = m_queues[p].Pop();
+        if (m_queues[p].IsEmpty())
+        {
+            m_busyQueues &= uint8_t(~(1U << p));
+        }
         const uint32_t size = entry.packet->GetSize();
         m_queueBytes[p] -= size;
         m_queueBytesTotal -= size;
-        if (!m_dequeueCallback.IsNull())
-        {
-            m_dequeueCallback(this, entry.packet, priority, entry.cookie);
-        }
+        NotifyDequeued(entry, priority);
         StartTransmission(entry.packet);
         return;
     }
@@ -505,7 +535,10 @@ MetaRoceNetDevice::TryTransmit()
         Simulator::ScheduleNow(&MetaRoceNetDevice::TryTransmit, this);
         return;
     }
-    m_macTxTrace(frame);
+    if (!m_macTxTrace.IsEmpty())
+    {
+        m_macTxTrace(frame);
+    }
     const uint8_t priority = ClassifyFrame(frame);
     if (IsPaused(priority))
     {
@@ -513,6 +546,7 @@ MetaRoceNetDevice::TryTransmit()
         m_queueBytes[priority] += frame->GetSize();
         m_queueBytesTotal += frame->GetSize();
         m_queues[priority].Push(frame, 0);
+        m_busyQueues |= uint8_t(1U << priority);
         return;
     }
     StartTransmission(frame);
@@ -522,12 +556,19 @@ void
 MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
 {
     NS_LOG_FUNCTION(this << frame);
-    m_txFrame = frame;
-    const Time txTime = NextSerializationTime(frame->GetSize());
-    m_phyTxBeginTrace(frame);
-    m_snifferTrace(frame);
+    m_transmitting = true;
+    const uint32_t size = frame->GetSize();
+    const Time txTime = NextSerializationTime(size);
+    if (!m_phyTxBeginTrace.IsEmpty())
+    {
+        m_phyTxBeginTrace(frame);
+    }
+    if (!m_snifferTrace.IsEmpty())
+    {
+        m_snifferTrace(frame);
+    }
     ++m_counters.txFrames;
-    m_counters.txBytes += frame->GetSize();
+    m_counters.txBytes += size;
     m_txCompleteEvent = Simulator::Schedule(txTime, &MetaRoceNetDevice::TransmitComplete, this);
     if (m_channel)
     {
@@ -539,7 +580,7 @@ void
 MetaRoceNetDevice::TransmitComplete()
 {
     NS_LOG_FUNCTION(this);
-    m_txFrame = nullptr;
+    m_transmitting = false;
     TryTransmit();
 }
 
@@ -560,16 +601,31 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
     }
     ++m_counters.rxFrames;
     m_counters.rxBytes += frame->GetSize();
-    m_snifferTrace(frame);
+    if (!m_snifferTrace.IsEmpty())
+    {
+        m_snifferTrace(frame);
+    }
     const uint16_t etherType = metaroce::ReadU16(header + metaroce::ETHERNET_TYPE_OFFSET);
     if (etherType == ETHERTYPE_MAC_CONTROL)
     {
         ReceiveMacControl(frame);
         return;
     }
+    if (m_switch)
+    {
+        if (!m_macRxTrace.IsEmpty())
+        {
+            m_macRxTrace(frame);
+        }
+        m_switch->ReceiveOnPort(m_switchPort, this, frame);
+        return;
+    }
     if (!m_frameRxCallback.IsNull())
     {
-        m_macRxTrace(frame);
+        if (!m_macRxTrace.IsEmpty())
+        {
+            m_macRxTrace(frame);
+        }
         m_frameRxCallback(this, frame);
         return;
     }
@@ -579,7 +635,10 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
         return;
     }
     // Fallback for ns-3 protocol handlers: hand them the payload without the Ethernet header.
-    m_macRxTrace(frame);
+    if (!m_macRxTrace.IsEmpty())
+    {
+        m_macRxTrace(frame);
+    }
     Mac48Address dst;
     Mac48Address src;
     dst.CopyFrom(header + metaroce::ETHERNET_DST_OFFSET);
@@ -692,11 +751,11 @@ void
 MetaRoceNetDevice::FlushQueues()
 {
     NS_LOG_FUNCTION(this);
-    if (m_txFrame)
+    if (m_transmitting)
     {
         // The frame on the wire is already in the channel, which reports its loss (once).
         m_txCompleteEvent.Cancel();
-        m_txFrame = nullptr;
+        m_transmitting = false;
     }
     while (!m_controlQueue.IsEmpty())
     {
@@ -710,13 +769,11 @@ MetaRoceNetDevice::FlushQueues()
             const uint32_t size = entry.packet->GetSize();
             m_queueBytes[p] -= size;
             m_queueBytesTotal -= size;
-            if (!m_dequeueCallback.IsNull())
-            {
-                m_dequeueCallback(this, entry.packet, static_cast<uint8_t>(p), entry.cookie);
-            }
+            NotifyDequeued(entry, static_cast<uint8_t>(p));
             Drop(entry.packet, MetaRoceDropReason::LINK_DOWN, true);
         }
     }
+    m_busyQueues = 0;
     // A paused priority stays paused only while the link lives.
     for (uint32_t p = 0; p < MAX_PRIORITIES; ++p)
     {

@@ -31,6 +31,7 @@ namespace ns3
 {
 
 class MetaRoceChannel;
+class MetaRoceSwitch;
 class Node;
 
 /**
@@ -175,6 +176,17 @@ class MetaRoceNetDevice : public NetDevice
     void SetDequeueCallback(DequeueCallback callback);
 
     /**
+     * Make this device port \p index of \p owner: received frames and dequeue notifications
+     * then go straight to the switch instead of through the frame receive and dequeue
+     * callbacks (a Callback costs several dependent loads per frame). MetaRoceSwitch::AddPort
+     * calls it after setting both callbacks to the same targets; setting either callback
+     * afterwards turns the shortcut off.
+     * \param owner the switch, or nullptr to use the callbacks
+     * \param index the port index on \p owner
+     */
+    void SetSwitchPort(MetaRoceSwitch* owner, uint32_t index);
+
+    /**
      * Send a PFC frame for one priority ahead of all queued data.
      * \param priority the class (0-7) whose class-enable bit is set
      * \param quanta pause time in quanta of 512 bit times; 0 resumes (XON)
@@ -309,6 +321,12 @@ class MetaRoceNetDevice : public NetDevice
     void DoDispose() override;
 
   private:
+    /**
+     * Tell the owner that a frame left its queue.
+     * \param entry the frame and its cookie
+     * \param priority its queue
+     */
+    void NotifyDequeued(const MetaRocePacketFifo::Entry& entry, uint8_t priority);
     /// Start sending the next frame if the transmitter is idle.
     void TryTransmit();
     /**
@@ -379,12 +397,15 @@ class MetaRoceNetDevice : public NetDevice
 
     std::array<MetaRocePacketFifo, MAX_PRIORITIES> m_queues; //!< data queues per priority
     std::array<uint64_t, MAX_PRIORITIES> m_queueBytes{};     //!< bytes per data queue
-    MetaRocePacketFifo m_controlQueue;                       //!< PFC frames, served first
-    TracedValue<uint64_t> m_queueBytesTotal{0};              //!< bytes in the data queues
-    Ptr<Packet> m_txFrame;                                   //!< the frame on the wire
-    EventId m_txCompleteEvent;                               //!< end of serialization
-    std::array<Time, MAX_PRIORITIES> m_pauseEnd;             //!< pause expiry per priority
-    std::array<EventId, MAX_PRIORITIES> m_resumeEvent;       //!< pause expiry events
+    uint8_t m_busyQueues{0}; //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
+    MetaRoceSwitch* m_switch{nullptr};                 //!< owning switch (SetSwitchPort); not owned
+    uint32_t m_switchPort{0};                          //!< this device's port index on m_switch
+    MetaRocePacketFifo m_controlQueue;                 //!< PFC frames, served first
+    TracedValue<uint64_t> m_queueBytesTotal{0};        //!< bytes in the data queues
+    bool m_transmitting{false};                        //!< a frame is on the wire
+    EventId m_txCompleteEvent;                         //!< end of serialization
+    std::array<Time, MAX_PRIORITIES> m_pauseEnd;       //!< pause expiry per priority
+    std::array<EventId, MAX_PRIORITIES> m_resumeEvent; //!< pause expiry events
 
     PullCallback m_pullCallback;                         //!< pull mode source
     FrameReceiveCallback m_frameRxCallback;              //!< frame receive callback

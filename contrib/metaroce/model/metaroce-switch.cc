@@ -219,9 +219,11 @@ MetaRoceSwitch::DoDispose()
         {
             event.Cancel();
         }
+        port.device->SetSwitchPort(nullptr, 0);
         port.device = nullptr;
     }
     m_ports.clear();
+    m_portUp.clear();
     m_uniform = nullptr;
     Object::DoDispose();
 }
@@ -234,13 +236,25 @@ MetaRoceSwitch::AddPort(Ptr<MetaRoceNetDevice> port)
     const uint32_t index = static_cast<uint32_t>(m_ports.size());
     m_ports.emplace_back();
     m_ports.back().device = port;
+    m_portUp.push_back(port->IsLinkUp() ? 1 : 0);
     UpdateSaltKey();
     port->SetFrameReceiveCallback(MakeCallback(&MetaRoceSwitch::ReceiveOnPort, this).Bind(index));
     port->SetDequeueCallback(MakeCallback(&MetaRoceSwitch::FrameDequeued, this));
+    port->SetSwitchPort(this, index); // same targets as the two callbacks, without them
     port->TraceConnectWithoutContext(
         "PfcPauseReceived",
         MakeCallback(&MetaRoceSwitch::PauseReceived, this).Bind(index));
+    port->AddLinkChangeCallback(MakeCallback(&MetaRoceSwitch::PortLinkChanged, this).Bind(index));
     return index;
+}
+
+void
+MetaRoceSwitch::PortLinkChanged(uint32_t port)
+{
+    if (port < m_portUp.size())
+    {
+        m_portUp[port] = m_ports[port].device->IsLinkUp() ? 1 : 0;
+    }
 }
 
 void
@@ -294,6 +308,8 @@ MetaRoceSwitch::AddEcmpGroup(const std::vector<uint32_t>& ports)
     const uint32_t index = static_cast<uint32_t>(m_groups.size());
     m_groups.push_back(ports);
     m_groupIndex.emplace(ports, index);
+    m_groupSpans.push_back((uint64_t(m_groupPorts.size()) << 32) | ports.size());
+    m_groupPorts.insert(m_groupPorts.end(), ports.begin(), ports.end());
     return index;
 }
 
@@ -378,10 +394,19 @@ MetaRoceSwitch::ClearRoutes()
     m_prefixRoutes.clear();
     m_groups.clear();
     m_groupIndex.clear();
+    m_groupSpans.clear();
+    m_groupPorts.clear();
 }
 
 const std::vector<uint32_t>*
 MetaRoceSwitch::LookupRoute(uint32_t dst) const
+{
+    const uint32_t group = LookupGroup(dst);
+    return group == EMPTY_SLOT ? nullptr : &m_groups[group];
+}
+
+uint32_t
+MetaRoceSwitch::LookupGroup(uint32_t dst) const
 {
     if (!m_hostRoutes.empty())
     {
@@ -395,7 +420,7 @@ MetaRoceSwitch::LookupRoute(uint32_t dst) const
             }
             if (slot.address == dst)
             {
-                return &m_groups[slot.group];
+                return slot.group;
             }
         }
     }
@@ -403,10 +428,10 @@ MetaRoceSwitch::LookupRoute(uint32_t dst) const
     {
         if ((dst & route.mask) == route.prefix)
         {
-            return &m_groups[route.group];
+            return route.group;
         }
     }
-    return nullptr;
+    return EMPTY_SLOT;
 }
 
 uint64_t
@@ -423,36 +448,38 @@ uint32_t
 MetaRoceSwitch::SelectEgressPort(const metaroce::DatagramMeta& meta,
                                  MetaRoceDropReason& reason) const
 {
-    const std::vector<uint32_t>* group = LookupRoute(meta.dstIp);
-    if (!group)
+    const uint32_t group = LookupGroup(meta.dstIp);
+    if (group == EMPTY_SLOT)
     {
         reason = MetaRoceDropReason::NO_ROUTE;
         return NO_PORT;
     }
-    const size_t n = group->size();
+    const uint64_t span = m_groupSpans[group];
+    const uint32_t* members = m_groupPorts.data() + (span >> 32);
+    const uint32_t n = static_cast<uint32_t>(span);
     if (n == 1)
     {
-        if (m_ports[(*group)[0]].device->IsLinkUp())
+        if (m_portUp[members[0]])
         {
-            return (*group)[0];
+            return members[0];
         }
         reason = MetaRoceDropReason::LINK_DOWN;
         return NO_PORT;
     }
     const uint64_t hash = HashFiveTuple(meta);
-    const uint32_t chosen = (*group)[hash % n];
-    if (m_ports[chosen].device->IsLinkUp())
+    const uint32_t chosen = members[hash % n];
+    if (m_portUp[chosen])
     {
         return chosen;
     }
     // Resilient hashing: only flows of the dead member move, over the live members.
     uint32_t live[MAX_ECMP_MEMBERS];
     size_t nLive = 0;
-    for (uint32_t port : *group)
+    for (uint32_t i = 0; i < n; ++i)
     {
-        if (m_ports[port].device->IsLinkUp())
+        if (m_portUp[members[i]])
         {
-            live[nLive++] = port;
+            live[nLive++] = members[i];
         }
     }
     if (nLive == 0)
@@ -620,13 +647,19 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
     {
         ++m_counters.ecnMarked;
         ++out.counters.ecnMarked;
-        m_ecnMarkTrace(frame, outPort, queueBytes);
+        if (!m_ecnMarkTrace.IsEmpty())
+        {
+            m_ecnMarkTrace(frame, outPort, queueBytes);
+        }
     }
     ++m_counters.enqueuedFrames;
     m_counters.enqueuedBytes += size;
     ++out.counters.enqueuedFrames;
     out.counters.enqueuedBytes += size;
-    m_forwardTrace(frame, inPort, outPort, priority);
+    if (!m_forwardTrace.IsEmpty())
+    {
+        m_forwardTrace(frame, inPort, outPort, priority);
+    }
     if (IsLossless(priority) && !in.pauseActive[priority] && in.ingressBytes[priority] > m_pfcXoff)
     {
         in.pauseActive[priority] = true;

@@ -242,17 +242,22 @@ class MetaRoceSwitch : public Object
     void DoDispose() override;
 
   private:
+    friend class MetaRoceNetDevice; // calls ReceiveOnPort and FrameDequeued (SetSwitchPort)
+
+    // Ordered so that forwarding a frame touches two cache lines of its ingress and of its
+    // egress port state: what every frame reads first, then the counters, the PFC refresh
+    // events last.
     /// State of one port.
-    struct PortState
+    struct alignas(64) PortState
     {
         Ptr<MetaRoceNetDevice> device;          //!< the device
-        Counters counters;                      //!< counters
-        std::array<uint64_t, 8> ingressBytes{}; //!< PFC counts
-        std::array<bool, 8> pauseActive{};      //!< XOFF sent
-        std::array<EventId, 8> pauseRefresh;    //!< refreshes
-        bool macsKnown{false};                  //!< macs set
         uint8_t mac[6]{};                       //!< own MAC
         uint8_t peerMac[6]{};                   //!< peer MAC
+        bool macsKnown{false};                  //!< macs set
+        std::array<bool, 8> pauseActive{};      //!< XOFF sent
+        std::array<uint64_t, 8> ingressBytes{}; //!< PFC counts
+        Counters counters;                      //!< counters
+        std::array<EventId, 8> pauseRefresh;    //!< refreshes
     };
 
     /// One slot of the open-addressing host route table.
@@ -299,6 +304,16 @@ class MetaRoceSwitch : public Object
      * \param reason why
      */
     void Drop(Ptr<const Packet> frame, uint32_t inPort, MetaRoceDropReason reason);
+    /**
+     * A port's link went up or down: refresh its entry of m_portUp.
+     * \param port the port index
+     */
+    void PortLinkChanged(uint32_t port);
+    /**
+     * \param dst destination address, host order
+     * \return the ECMP group of the route to \p dst, or EMPTY_SLOT if there is none
+     */
+    uint32_t LookupGroup(uint32_t dst) const;
     /**
      * Send a PFC frame out of a port.
      * \param port the port index
@@ -356,11 +371,17 @@ class MetaRoceSwitch : public Object
     std::vector<PortState> m_ports; //!< ports by index
     // /32 routes in a flat open-addressing table (linear probing, load <= 1/2): one or two
     // cache lines per lookup, where a node-based map costs a miss per chain node.
-    std::vector<HostRouteSlot> m_hostRoutes;                //!< /32 routes: dst -> group
-    uint32_t m_hostRouteCount{0};                           //!< used slots
-    uint64_t m_saltKey{0};                                  //!< salt mixed with the node id
-    std::vector<PrefixRoute> m_prefixRoutes;                //!< longest prefix first
-    std::vector<std::vector<uint32_t>> m_groups;            //!< ECMP groups
+    std::vector<HostRouteSlot> m_hostRoutes;     //!< /32 routes: dst -> group
+    uint32_t m_hostRouteCount{0};                //!< used slots
+    uint64_t m_saltKey{0};                       //!< salt mixed with the node id
+    std::vector<PrefixRoute> m_prefixRoutes;     //!< longest prefix first
+    std::vector<std::vector<uint32_t>> m_groups; //!< ECMP groups
+    // The forwarding path reads groups and port states from these flat copies: a group's
+    // members sit in one array and link states in one byte per port, so that choosing an
+    // egress port touches neither a per-group heap block nor the port devices.
+    std::vector<uint64_t> m_groupSpans; //!< per group: first member index << 32 | size
+    std::vector<uint32_t> m_groupPorts; //!< members of every group, group after group
+    std::vector<uint8_t> m_portUp;      //!< link state of each port (1 = up)
     std::map<std::vector<uint32_t>, uint32_t> m_groupIndex; //!< group interning
     Ptr<UniformRandomVariable> m_uniform;                   //!< ECN marking draws
     TracedValue<uint64_t> m_bufferUsed{0};                  //!< shared buffer occupancy
