@@ -11,6 +11,7 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.cc
@@ -26,8 +27,14 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-workload-helper.h
 )
+
+# Only with an ns-3 that has the mpi module (NS3_MPI=ON): links across MPI ranks
+# (docs/distributed.md). Compiled with METAROCE_HAVE_MPI defined.
+set(METAROCE_MPI_SOURCES ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-remote-channel.cc)
+set(METAROCE_MPI_HEADERS ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-remote-channel.h)

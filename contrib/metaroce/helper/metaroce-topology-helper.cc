@@ -8,6 +8,7 @@
 
 #include "metaroce-channel.h"
 #include "metaroce-net-device.h"
+#include "metaroce-partition.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
@@ -84,6 +85,22 @@ MetaRoceTopologyHelper::SetPlaneCount(uint32_t planes)
 }
 
 void
+MetaRoceTopologyHelper::SetRankCount(uint32_t ranks)
+{
+    NS_ABORT_MSG_IF(ranks == 0, "at least one rank");
+    NS_ABORT_MSG_IF(ranks > 1 && !MetaRoceMpiAvailable(),
+                    "partitioning over ranks needs the module built with MPI "
+                    "(docs/distributed.md)");
+    m_ranks = ranks;
+}
+
+uint32_t
+MetaRoceTopologyHelper::GetRankCount() const
+{
+    return m_ranks;
+}
+
+void
 MetaRoceTopologyHelper::SetDeviceAttribute(std::string name, const AttributeValue& value)
 {
     m_deviceFactory.Set(name, value);
@@ -138,17 +155,17 @@ MetaRoceTopologyHelper::Begin()
 }
 
 Ptr<Node>
-MetaRoceTopologyHelper::NewHost(uint32_t address)
+MetaRoceTopologyHelper::NewHost(uint32_t address, uint32_t group)
 {
-    Ptr<Node> node = CreateObject<Node>();
+    Ptr<Node> node = CreateObject<Node>(group % m_ranks);
     m_fabric->AddHost(node, address);
     return node;
 }
 
 Ptr<Node>
-MetaRoceTopologyHelper::NewSwitch(uint32_t plane)
+MetaRoceTopologyHelper::NewSwitch(uint32_t plane, uint32_t group)
 {
-    Ptr<Node> node = CreateObject<Node>();
+    Ptr<Node> node = CreateObject<Node>(group % m_ranks);
     node->AggregateObject(m_switchFactory.Create<MetaRoceSwitch>());
     m_fabric->AddSwitch(node, plane);
     return node;
@@ -157,7 +174,18 @@ MetaRoceTopologyHelper::NewSwitch(uint32_t plane)
 void
 MetaRoceTopologyHelper::Connect(Ptr<Node> a, Ptr<Node> b, DataRate rate, uint32_t plane)
 {
-    Ptr<MetaRoceChannel> channel = m_channelFactory.Create<MetaRoceChannel>();
+    const bool remote = a->GetSystemId() != b->GetSystemId();
+    Ptr<MetaRoceChannel> channel;
+    if (remote)
+    {
+        ObjectFactory factory = m_channelFactory;
+        factory.SetTypeId("ns3::MetaRoceRemoteChannel");
+        channel = factory.Create<MetaRoceChannel>();
+    }
+    else
+    {
+        channel = m_channelFactory.Create<MetaRoceChannel>();
+    }
     channel->SetAttribute("Delay", TimeValue(m_delay));
     for (const Ptr<Node>& node : {a, b})
     {
@@ -179,6 +207,10 @@ MetaRoceTopologyHelper::Connect(Ptr<Node> a, Ptr<Node> b, DataRate rate, uint32_
         {
             sw->AddPort(device);
         }
+    }
+    if (remote)
+    {
+        MetaRoceConnectRemote(channel);
     }
     m_fabric->AddLink(channel, plane);
 }
@@ -202,9 +234,11 @@ MetaRoceTopologyHelper::BuildFatTree(uint32_t k, uint32_t tiers)
     hosts.reserve(leaves * half);
     for (uint32_t leaf = 0; leaf < leaves; ++leaf)
     {
+        // Partition group: the pod in three tiers, the leaf in two.
+        const uint32_t group = tiers == 3 ? leaf / half : leaf;
         for (uint32_t h = 0; h < half; ++h)
         {
-            hosts.push_back(NewHost(HostAddress(leaf, h)));
+            hosts.push_back(NewHost(HostAddress(leaf, h), group));
         }
     }
     for (uint32_t plane = 0; plane < m_planes; ++plane)
@@ -212,7 +246,7 @@ MetaRoceTopologyHelper::BuildFatTree(uint32_t k, uint32_t tiers)
         std::vector<Ptr<Node>> edge(leaves);
         for (uint32_t leaf = 0; leaf < leaves; ++leaf)
         {
-            edge[leaf] = NewSwitch(plane);
+            edge[leaf] = NewSwitch(plane, tiers == 3 ? leaf / half : leaf);
             for (uint32_t h = 0; h < half; ++h)
             {
                 Connect(hosts[leaf * half + h], edge[leaf], m_hostRate, plane);
@@ -222,7 +256,7 @@ MetaRoceTopologyHelper::BuildFatTree(uint32_t k, uint32_t tiers)
         {
             for (uint32_t s = 0; s < half; ++s)
             {
-                Ptr<Node> spine = NewSwitch(plane);
+                Ptr<Node> spine = NewSwitch(plane, s);
                 for (uint32_t leaf = 0; leaf < leaves; ++leaf)
                 {
                     Connect(edge[leaf], spine, m_fabricRate, plane);
@@ -236,7 +270,7 @@ MetaRoceTopologyHelper::BuildFatTree(uint32_t k, uint32_t tiers)
         {
             for (uint32_t a = 0; a < half; ++a)
             {
-                aggregation[pod * half + a] = NewSwitch(plane);
+                aggregation[pod * half + a] = NewSwitch(plane, pod);
                 for (uint32_t e = 0; e < half; ++e)
                 {
                     Connect(edge[pod * half + e], aggregation[pod * half + a], m_fabricRate, plane);
@@ -248,7 +282,7 @@ MetaRoceTopologyHelper::BuildFatTree(uint32_t k, uint32_t tiers)
         {
             for (uint32_t c = 0; c < half; ++c)
             {
-                Ptr<Node> core = NewSwitch(plane);
+                Ptr<Node> core = NewSwitch(plane, a * half + c);
                 for (uint32_t pod = 0; pod < k; ++pod)
                 {
                     Connect(aggregation[pod * half + a], core, m_fabricRate, plane);
@@ -278,7 +312,7 @@ MetaRoceTopologyHelper::BuildLeafSpine(uint32_t leaves,
     {
         for (uint32_t h = 0; h < hostsPerLeaf; ++h)
         {
-            hosts.push_back(NewHost(HostAddress(leaf, h)));
+            hosts.push_back(NewHost(HostAddress(leaf, h), leaf));
         }
     }
     for (uint32_t plane = 0; plane < m_planes; ++plane)
@@ -286,7 +320,7 @@ MetaRoceTopologyHelper::BuildLeafSpine(uint32_t leaves,
         std::vector<Ptr<Node>> leafNodes(leaves);
         for (uint32_t leaf = 0; leaf < leaves; ++leaf)
         {
-            leafNodes[leaf] = NewSwitch(plane);
+            leafNodes[leaf] = NewSwitch(plane, leaf);
             for (uint32_t h = 0; h < hostsPerLeaf; ++h)
             {
                 Connect(hosts[leaf * hostsPerLeaf + h], leafNodes[leaf], m_hostRate, plane);
@@ -294,7 +328,7 @@ MetaRoceTopologyHelper::BuildLeafSpine(uint32_t leaves,
         }
         for (uint32_t s = 0; s < spines; ++s)
         {
-            Ptr<Node> spine = NewSwitch(plane);
+            Ptr<Node> spine = NewSwitch(plane, s);
             for (uint32_t leaf = 0; leaf < leaves; ++leaf)
             {
                 Connect(leafNodes[leaf], spine, m_fabricRate, plane);

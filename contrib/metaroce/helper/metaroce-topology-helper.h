@@ -88,6 +88,23 @@ class MetaRoceTopologyHelper : public MetaRocePcapHelper
     void SetPlaneCount(uint32_t planes);
 
     /**
+     * Partition the next fabrics over \p ranks MPI ranks (default 1: everything on rank 0).
+     * Nodes get system ids (ns3::Node::GetSystemId) so that links across ranks are few:
+     *  - 3-tier fat tree: the hosts, edge and aggregation switches of pod p go to rank p % ranks;
+     *    core switch c (c = a * k/2 + i) to rank c % ranks;
+     *  - 2-tier fat tree and leaf-spine: leaf l and its hosts to rank l % ranks; spine s to rank
+     *    s % ranks;
+     *  - single switch: everything on rank 0.
+     * Links whose ends are on different ranks are MetaRoceRemoteChannels (needs the module
+     * built with MPI; docs/distributed.md). Every rank builds the same fabric.
+     * \param ranks number of ranks, at least 1
+     */
+    void SetRankCount(uint32_t ranks);
+
+    /// \return the number of ranks fabrics are partitioned over.
+    uint32_t GetRankCount() const;
+
+    /**
      * Set an attribute of every MetaRoceNetDevice created (DataRate is set per link).
      * \param name attribute name
      * \param value its value
@@ -239,15 +256,17 @@ class MetaRoceTopologyHelper : public MetaRocePcapHelper
     /**
      * Create a host.
      * \param address its IPv4 address
+     * \param group its partition group (pod or leaf): rank group % ranks
      * \return the node
      */
-    Ptr<Node> NewHost(uint32_t address);
+    Ptr<Node> NewHost(uint32_t address, uint32_t group = 0);
     /**
      * Create a switch.
      * \param plane its plane
+     * \param group its partition group: rank group % ranks
      * \return the node
      */
-    Ptr<Node> NewSwitch(uint32_t plane);
+    Ptr<Node> NewSwitch(uint32_t plane, uint32_t group = 0);
     /**
      * Link two nodes.
      * \param a first node
@@ -269,6 +288,7 @@ class MetaRoceTopologyHelper : public MetaRocePcapHelper
     ObjectFactory m_fabricFactory;  //!< fabric attributes
     Ptr<MetaRoceFabric> m_fabric;   //!< the fabric being or last built
     uint64_t m_nextMac{1};          //!< next MAC address suffix
+    uint32_t m_ranks{1};            //!< MPI ranks the fabric is partitioned over
 };
 
 } // namespace ns3

@@ -9,6 +9,7 @@
 #include "metaroce-channel.h"
 #include "metaroce-fabric.h"
 #include "metaroce-net-device.h"
+#include "metaroce-partition.h"
 #include "metaroce-random.h"
 #include "metaroce-stack-helper.h"
 
@@ -164,7 +165,32 @@ MetaRoceWorkloadHelper::GetConnectionConfig() const
 void
 MetaRoceWorkloadHelper::SetStopWhenDone(bool stop)
 {
+    const bool start = stop && !m_stopWhenDone;
     m_stopWhenDone = stop;
+    if (start && MetaRoceGetRankCount() > 1)
+    {
+        // A rank sees only the completions of the hosts it owns: all ranks compare notes
+        // periodically (a collective call, at the same simulated times on every rank).
+        Simulator::Schedule(m_globalCheckInterval, &MetaRoceWorkloadHelper::GlobalCheck, this);
+    }
+}
+
+void
+MetaRoceWorkloadHelper::GlobalCheck()
+{
+    if (!m_stopWhenDone)
+    {
+        return;
+    }
+    // Each flow is counted by the rank that owns its source (or, on a receive failure, its
+    // destination); collectives span ranks and are not counted here.
+    const uint64_t finished = MetaRoceSumOverRanks(m_flowsFinished);
+    if (finished >= m_flows.size() && m_collectives.empty())
+    {
+        Simulator::Stop();
+        return;
+    }
+    Simulator::Schedule(m_globalCheckInterval, &MetaRoceWorkloadHelper::GlobalCheck, this);
 }
 
 const metaroce::MemoryRegion&
@@ -316,9 +342,13 @@ MetaRoceWorkloadHelper::StartFlow(uint32_t i)
     f.dstQpn = qb;
     m_uses[Key(f.src, qa)] = ConnectionUse{false, i, true, 0, 0};
     m_uses[Key(f.dst, qb)] = ConnectionUse{false, i, false, 0, 0};
+    // Distributed runs: every rank sets up both queue pairs (QPNs stay identical across
+    // ranks), but only the rank that owns a host posts work on it.
+    const bool srcLocal = MetaRoceIsLocal(m_fabric ? m_fabric->GetHost(f.src) : nullptr);
+    const bool dstLocal = MetaRoceIsLocal(m_fabric ? m_fabric->GetHost(f.dst) : nullptr);
     metaroce::RecvWr rw;
     rw.wrId = i;
-    if (b->PostRecv(qb, rw) != metaroce::PostStatus::OK)
+    if (dstLocal && b->PostRecv(qb, rw) != metaroce::PostStatus::OK)
     {
         f.failed = true;
         ++m_flowsFinished;
@@ -326,7 +356,7 @@ MetaRoceWorkloadHelper::StartFlow(uint32_t i)
         return;
     }
     uint64_t offset = 0;
-    for (uint64_t m = 0; m < messages; ++m)
+    for (uint64_t m = 0; m < messages && srcLocal; ++m)
     {
         const uint64_t len = std::min<uint64_t>(maxMessage, f.bytes - offset);
         const bool last = m + 1 == messages;
@@ -385,7 +415,7 @@ MetaRoceWorkloadHelper::StartCollective(uint32_t ci)
             RankChannel& rc = m_rankChannels[ci][r * c.channels + ch];
             rc.sendQpn = qa;
             rc.stream = streams ? static_cast<uint16_t>(ch) : 0;
-            for (uint32_t s = 0; s < steps; ++s)
+            for (uint32_t s = 0; s < steps && MetaRoceIsLocal(m_fabric->GetHost(hostB)); ++s)
             {
                 metaroce::RecvWr rw;
                 rw.wrId = (uint64_t(ci) << 32) | s;
@@ -398,7 +428,8 @@ MetaRoceWorkloadHelper::StartCollective(uint32_t ci)
     }
     for (uint32_t r = 0; r < n; ++r)
     {
-        for (uint32_t ch = 0; ch < c.channels; ++ch)
+        for (uint32_t ch = 0; ch < c.channels && MetaRoceIsLocal(m_fabric->GetHost(c.ranks[r]));
+             ++ch)
         {
             PostChunk(ci, r, ch);
         }
@@ -514,7 +545,7 @@ MetaRoceWorkloadHelper::OnCompletion(uint32_t host, const metaroce::Completion& 
 void
 MetaRoceWorkloadHelper::CheckDone()
 {
-    if (m_stopWhenDone && AllDone())
+    if (m_stopWhenDone && MetaRoceGetRankCount() == 1 && AllDone())
     {
         Simulator::Stop();
     }

@@ -329,6 +329,9 @@ class MetaRoceWorkloadHelper : public Object
     void OnCompletion(uint32_t host, const metaroce::Completion& completion);
     /// Stop the simulator if asked and everything is done.
     void CheckDone();
+    /// Distributed runs: the periodic check (on every rank at the same times) whether every
+    /// rank's flows are done; stops all ranks when they are.
+    void GlobalCheck();
 
     /**
      * \param host a host
@@ -354,6 +357,9 @@ class MetaRoceWorkloadHelper : public Object
     std::vector<std::vector<int32_t>> m_hopCache;         //!< BFS distances by source host
     std::vector<std::vector<uint32_t>> m_adjacency;       //!< node id -> neighbour ids
     std::vector<int64_t> m_hostOfNode;                    //!< node id -> host index
+
+    /// Distributed runs: the period of the global done check.
+    Time m_globalCheckInterval{MicroSeconds(10)};
 };
 
 } // namespace ns3

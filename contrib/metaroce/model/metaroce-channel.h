@@ -76,7 +76,7 @@ class MetaRoceChannel : public Channel
      * \param source the sending device
      * \param txTime its serialization time
      */
-    void Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source, Time txTime);
+    virtual void Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source, Time txTime);
 
     /**
      * \param device one end
@@ -171,6 +171,21 @@ class MetaRoceChannel : public Channel
   protected:
     void DoDispose() override;
 
+    /**
+     * A frame reaches the end of the link (MetaRoceRemoteChannel calls this on the receiving
+     * rank).
+     * \param frame the frame
+     * \param direction its direction
+     * \param epoch the link epoch when it was sent
+     */
+    void Deliver(Ptr<Packet> frame, uint32_t direction, uint64_t epoch);
+
+    /// \return the link epoch (bumped at every link state change).
+    uint64_t GetEpoch() const
+    {
+        return m_epoch;
+    }
+
   private:
     /// Attribute setter of ErrorModel0. \param model the model
     void SetErrorModel0(Ptr<ErrorModel> model);
@@ -180,14 +195,6 @@ class MetaRoceChannel : public Channel
     Ptr<ErrorModel> GetErrorModel0() const;
     /// Attribute getter of ErrorModel1. \return the model
     Ptr<ErrorModel> GetErrorModel1() const;
-
-    /**
-     * A frame reaches the end of the link.
-     * \param frame the frame
-     * \param direction its direction
-     * \param epoch the link epoch when it was sent
-     */
-    void Deliver(Ptr<Packet> frame, uint32_t direction, uint64_t epoch);
 
     std::array<Ptr<MetaRoceNetDevice>, 2> m_devices; //!< the two ends
     std::size_t m_nDevices{0};                       //!< attached devices

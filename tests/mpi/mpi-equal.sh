@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs one scenario on 1 rank (plain metaroce-run) and on N ranks (mpirun -np N metaroce-run),
+# prints both wall times and compares flows.csv with compare-flows.py: "exact" requires
+# byte-identical files, "tolerance" the same flows with close FCTs (docs/distributed.md says why).
+#
+#   mpi-equal.sh <metaroce-run> <mpirun> <scenario> <work dir> <ranks> <exact|tolerance>
+#                [metaroce-run args...]
+set -euo pipefail
+
+run="$1"
+mpirun="$2"
+scenario="$3"
+work="$4"
+ranks="$5"
+mode="$6"
+shift 6
+
+mpi_args=(-np "$ranks" --oversubscribe)
+if [[ $EUID -eq 0 ]]; then
+    mpi_args+=(--allow-run-as-root)
+fi
+# Keep OpenMPI off the network and away from busy-polling (shared CI machines).
+export OMPI_MCA_btl="self,vader"
+export OMPI_MCA_mpi_yield_when_idle=1
+
+rm -rf "$work"
+mkdir -p "$work"
+
+now() { date +%s.%N; }
+
+t0=$(now)
+"$run" --scenario="$scenario" --out="$work/rank1" --quiet "$@"
+t1=$(now)
+"$mpirun" "${mpi_args[@]}" "$run" --scenario="$scenario" --out="$work/rank$ranks" --quiet "$@"
+t2=$(now)
+
+wall1=$(awk "BEGIN{printf \"%.2f\", $t1 - $t0}")
+wallN=$(awk "BEGIN{printf \"%.2f\", $t2 - $t1}")
+echo "wall: 1 rank ${wall1} s, $ranks ranks ${wallN} s"
+
+for f in "$work/rank1/flows.csv" "$work/rank$ranks/flows.csv"; do
+    [[ -s "$f" ]] || { echo "FAIL: $f is missing or empty"; exit 1; }
+done
+compare=(/usr/bin/python3 "$(dirname "$0")/compare-flows.py")
+[[ "$mode" == exact ]] && compare+=(--exact)
+exec "${compare[@]}" "$work/rank1/flows.csv" "$work/rank$ranks/flows.csv"
