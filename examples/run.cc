@@ -22,6 +22,7 @@
  */
 
 #include "metaroce-results.pb.h"
+#include "run-distributed.h"
 
 #include "ns3/boolean.h"
 #include "ns3/command-line.h"
@@ -497,6 +498,17 @@ Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
         }
         cfg.congestionControl = tr.cc();
     }
+    // RoCEv2 loss recovery (the field is ignored by metaroce): go-back-N or IRN.
+    if (tr.rocev2_recovery().empty())
+    {
+        tr.set_rocev2_recovery(cfg.rocev2.recovery);
+    }
+    if (tr.rocev2_recovery() != "gbn" && tr.rocev2_recovery() != "irn")
+    {
+        loader.Invalid("transport.rocev2_recovery",
+                       "'" + tr.rocev2_recovery() + "': expected gbn or irn");
+    }
+    cfg.rocev2.recovery = tr.rocev2_recovery();
     if (tr.path_scheduler().empty())
     {
         tr.set_path_scheduler(cfg.pathScheduler);
@@ -818,6 +830,14 @@ Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
     {
         o.set_switch_ports(true);
     }
+    if (!o.has_flow_goodput())
+    {
+        o.set_flow_goodput(false);
+    }
+    if (!o.has_queue_peaks())
+    {
+        o.set_queue_peaks(false);
+    }
 
     std::string why;
     if (!cfg.Validate(why))
@@ -917,6 +937,138 @@ class GoodputSampler
     std::vector<uint64_t> m_last;             //!< bytes placed at the last sample
     Time m_lastTime;                          //!< time of the last sample
     std::vector<pb::GoodputSample> m_samples; //!< samples
+};
+
+/// Samples the payload bytes each flow's receiving connection placed, at fixed intervals
+/// (output.flow_goodput).
+class FlowGoodputSampler
+{
+  public:
+    /**
+     * \param nics the NICs by host
+     * \param load the workload (its flows; connections may be created after this)
+     * \param interval the period
+     */
+    FlowGoodputSampler(const std::vector<Ptr<MetaRoceNic>>& nics,
+                       Ptr<MetaRoceWorkloadHelper> load,
+                       Time interval)
+        : m_nics(nics),
+          m_load(load),
+          m_interval(interval),
+          m_last(load->GetFlows().size(), 0),
+          m_lastTx(load->GetFlows().size(), 0),
+          m_lastTime(Seconds(0))
+    {
+        Simulator::Schedule(m_interval, &FlowGoodputSampler::Sample, this);
+    }
+
+    /// Take the last (possibly partial) sample at the end of the run.
+    void Finish()
+    {
+        if (Simulator::Now() > m_lastTime)
+        {
+            Record();
+        }
+    }
+
+    /// \return the samples.
+    const std::vector<pb::FlowGoodputSample>& Samples() const
+    {
+        return m_samples;
+    }
+
+  private:
+    /// The periodic event.
+    void Sample()
+    {
+        Record();
+        Simulator::Schedule(m_interval, &FlowGoodputSampler::Sample, this);
+    }
+
+    /// Record one interval ending now.
+    void Record()
+    {
+        const Time now = Simulator::Now();
+        const double intervalUs = ToUs(now - m_lastTime);
+        const std::vector<MetaRoceFlow>& flows = m_load->GetFlows();
+        for (size_t i = 0; i < flows.size() && i < m_last.size(); ++i)
+        {
+            const MetaRoceFlow& f = flows[i];
+            uint64_t placed = m_last[i];
+            const metaroce::TransportConnection* c =
+                f.dstQpn ? m_nics[f.dst]->GetEndpoint().GetConnection(f.dstQpn) : nullptr;
+            if (c)
+            {
+                placed = c->Counters().Get(metaroce::Counter::BYTES_PLACED);
+            }
+            uint64_t tx = m_lastTx[i];
+            const metaroce::TransportConnection* sc =
+                f.srcQpn ? m_nics[f.src]->GetEndpoint().GetConnection(f.srcQpn) : nullptr;
+            if (sc)
+            {
+                tx = sc->Counters().Get(metaroce::Counter::TX_DATA) +
+                     sc->Counters().Get(metaroce::Counter::TX_RETRANSMIT);
+            }
+            pb::FlowGoodputSample s;
+            s.set_time_us(ToUs(now));
+            s.set_interval_us(intervalUs);
+            s.set_flow_id(f.id);
+            s.set_src(f.src);
+            s.set_dst(f.dst);
+            s.set_bytes(placed - m_last[i]);
+            s.set_goodput_gbps(intervalUs > 0 ? s.bytes() * 8 / (intervalUs * 1e3) : 0);
+            s.set_tx_packets(tx - m_lastTx[i]);
+            m_samples.push_back(s);
+            m_last[i] = placed;
+            m_lastTx[i] = tx;
+        }
+        m_lastTime = now;
+    }
+
+    std::vector<Ptr<MetaRoceNic>> m_nics;         //!< NICs by host
+    Ptr<MetaRoceWorkloadHelper> m_load;           //!< the workload
+    Time m_interval;                              //!< period
+    std::vector<uint64_t> m_last;                 //!< bytes placed at the last sample, by flow
+    std::vector<uint64_t> m_lastTx;               //!< data packets sent at the last sample
+    Time m_lastTime;                              //!< time of the last sample
+    std::vector<pb::FlowGoodputSample> m_samples; //!< samples
+};
+
+/// Peak egress queue of every port and peak shared-buffer occupancy of one switch
+/// (output.queue_peaks), from its Forward trace.
+struct QueuePeaks
+{
+    Ptr<MetaRoceSwitch> sw;         //!< the switch
+    std::vector<uint64_t> portPeak; //!< bytes, by egress port
+    std::vector<Time> portPeakTime; //!< when, by port
+    uint64_t bufferPeak{0};         //!< shared buffer bytes
+    Time bufferPeakTime;            //!< when
+
+    /**
+     * The switch's Forward trace: the frame is charged to the buffer, not yet queued.
+     * \param peaks this record
+     * \param frame the frame
+     * \param outPort its egress port
+     */
+    static void OnForward(QueuePeaks* peaks,
+                          Ptr<const Packet> frame,
+                          uint32_t /* inPort */,
+                          uint32_t outPort,
+                          uint8_t /* priority */)
+    {
+        const uint64_t queue = peaks->sw->GetPort(outPort)->GetQueueBytes() + frame->GetSize();
+        if (queue > peaks->portPeak[outPort])
+        {
+            peaks->portPeak[outPort] = queue;
+            peaks->portPeakTime[outPort] = Simulator::Now();
+        }
+        const uint64_t used = peaks->sw->GetBufferUsed();
+        if (used > peaks->bufferPeak)
+        {
+            peaks->bufferPeak = used;
+            peaks->bufferPeakTime = Simulator::Now();
+        }
+    }
 };
 
 /**
@@ -1121,6 +1273,11 @@ const char* const COLLECTIVES_HEADER = "collective_id,ranks,bytes_per_rank,chann
                                        "completed";
 /// goodput.csv header.
 const char* const GOODPUT_HEADER = "time_us,interval_us,host,bytes,goodput_gbps";
+/// flow_goodput.csv header (output.flow_goodput).
+const char* const FLOW_GOODPUT_HEADER =
+    "time_us,interval_us,flow_id,src,dst,bytes,goodput_gbps,tx_packets";
+/// queues.csv header (output.queue_peaks).
+const char* const QUEUES_HEADER = "switch,port,plane,tier,peer,peak_queue_bytes,peak_queue_time_us";
 /// paths.csv header.
 const char* const PATHS_HEADER = "host,qpn,peer,flow_id,path,source_port,status,packets_sent,"
                                  "retransmissions,timeouts,ecn_echoes,packets_acked,"
@@ -1130,6 +1287,10 @@ const char* const SWITCHES_HEADER =
     "switch,port,plane,tier,peer,rx_frames,enqueued_frames,enqueued_bytes,ecn_marked,"
     "pfc_pause_sent,pfc_resume_sent,pfc_pause_received,drops_total,drops_buffer_full,"
     "drops_queue_threshold,drops_link_down,drops_no_route,drops_channel_loss,drops_other";
+/// hosts.csv header.
+const char* const HOSTS_HEADER = "host,plane,peer,tx_frames,tx_bytes,rx_frames,rx_bytes,"
+                                 "pfc_pause_received,drops_channel_loss,drops_link_down,"
+                                 "drops_other";
 
 /**
  * \param r a port row
@@ -1154,6 +1315,8 @@ int
 main(int argc, char* argv[])
 {
     const auto wallStart = std::chrono::steady_clock::now();
+    // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl.
+    const bool distributed = metaroce_run::StartDistributed(&argc, &argv);
     std::string commandLine;
     for (int i = 0; i < argc; ++i)
     {
@@ -1193,6 +1356,11 @@ main(int argc, char* argv[])
                  MakeCallback(+[](std::string) -> bool { return true; }));
     cmd.AddValue("print-scenario", "print the completed scenario and exit", printScenario);
     cmd.AddValue("quiet", "do not print the summary", quiet);
+    bool mpiFlag = false;
+    cmd.AddValue("mpi",
+                 "distributed run over the MPI ranks (automatic under mpirun -np N > 1); "
+                 "docs/distributed.md",
+                 mpiFlag);
     // Collect every --set in order (ns-3 keeps only the last value of an option).
     for (int i = 1; i < argc; ++i)
     {
@@ -1292,6 +1460,18 @@ main(int argc, char* argv[])
     Ptr<MetaRoceNic> defaults = CreateObject<MetaRoceNic>();
     metaroce::ConnectionConfig cfg = defaults->GetDefaultConnectionConfig();
     Complete(loader, cfg);
+    // The connection configuration the workload uses must start from the NIC defaults *with*
+    // transport.nic_attributes applied (e.g. RoceLocalAckTimeout, RtoMin), which Complete has
+    // just checked; the scenario's own transport fields then override them again.
+    if (loader.Get().transport().nic_attributes_size() > 0)
+    {
+        for (const pb::Attribute& a : loader.Get().transport().nic_attributes())
+        {
+            defaults->SetAttribute(a.name(), StringValue(a.value()));
+        }
+        cfg = defaults->GetDefaultConnectionConfig();
+        Complete(loader, cfg);
+    }
     const pb::Scenario& sc = loader.Get();
     if (printScenario)
     {
@@ -1339,6 +1519,7 @@ main(int argc, char* argv[])
     {
         topo.SetSwitchAttribute(a.name(), StringValue(a.value()));
     }
+    topo.SetRankCount(MetaRoceGetRankCount());
     Ptr<MetaRoceFabric> fabric;
     switch (t.kind())
     {
@@ -1357,6 +1538,7 @@ main(int argc, char* argv[])
 
     MetaRoceStackHelper stack;
     stack.SetNicAttribute("Transport", StringValue(sc.transport().name()));
+    stack.SetNicAttribute("RoceRecovery", StringValue(sc.transport().rocev2_recovery()));
     for (const pb::Attribute& a : sc.transport().nic_attributes())
     {
         stack.SetNicAttribute(a.name(), StringValue(a.value()));
@@ -1378,6 +1560,10 @@ main(int argc, char* argv[])
             {
                 continue;
             }
+            if (loss.scope() == pb::Loss::HOST_DOWNLINKS && !hostLink)
+            {
+                continue;
+            }
             if (ge)
             {
                 const pb::GilbertElliott& g = loss.gilbert_elliott();
@@ -1386,6 +1572,13 @@ main(int argc, char* argv[])
             else
             {
                 fabric->SetBernoulliLoss(link.channel, loss.bernoulli());
+            }
+            if (loss.scope() == pb::Loss::HOST_DOWNLINKS)
+            {
+                // Keep only the switch-to-host direction lossy.
+                link.channel->SetErrorModel(link.portA == MetaRoceSwitch::NO_PORT ? link.deviceA
+                                                                                  : link.deviceB,
+                                            nullptr);
             }
         }
     }
@@ -1432,6 +1625,7 @@ main(int argc, char* argv[])
     // Workload.
     Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
     load->Setup(fabric, nics);
+    // Distributed runs: the helper checks every 10 us (simulated) whether all ranks are done.
     load->SetStopWhenDone(true);
     load->SetConnectionConfig(cfg);
     const pb::Workload& w = sc.workload();
@@ -1521,11 +1715,35 @@ main(int argc, char* argv[])
         }
     }
     GoodputSampler goodput(nics, tracked, FromUs(sc.output().goodput_interval_us()));
+    std::unique_ptr<FlowGoodputSampler> flowGoodput;
+    if (sc.output().flow_goodput())
+    {
+        flowGoodput =
+            std::make_unique<FlowGoodputSampler>(nics,
+                                                 load,
+                                                 FromUs(sc.output().goodput_interval_us()));
+    }
+    std::vector<std::unique_ptr<QueuePeaks>> queuePeaks;
+    for (uint32_t j = 0; j < fabric->GetSwitchCount() && sc.output().queue_peaks(); ++j)
+    {
+        auto peaks = std::make_unique<QueuePeaks>();
+        peaks->sw = fabric->GetSwitch(j);
+        peaks->portPeak.assign(peaks->sw->GetNPorts(), 0);
+        peaks->portPeakTime.assign(peaks->sw->GetNPorts(), Seconds(0));
+        peaks->sw->TraceConnectWithoutContext(
+            "Forward",
+            MakeBoundCallback(&QueuePeaks::OnForward, peaks.get()));
+        queuePeaks.push_back(std::move(peaks));
+    }
 
     // ---- Run
     Simulator::Stop(MicroSeconds(static_cast<int64_t>(std::llround(sc.stop_time_ms() * 1e3))));
     Simulator::Run();
     goodput.Finish();
+    if (flowGoodput)
+    {
+        flowGoodput->Finish();
+    }
     const Time end = Simulator::Now();
     const uint64_t events = Simulator::GetEventCount();
 
@@ -1559,6 +1777,21 @@ main(int argc, char* argv[])
             }
         }
         flows.push_back(r);
+    }
+    if (distributed)
+    {
+        std::vector<uint32_t> srcHosts;
+        for (const MetaRoceFlow& f : load->GetFlows())
+        {
+            srcHosts.push_back(f.src);
+        }
+        if (!metaroce_run::GatherFlows(flows, srcHosts, fabric))
+        {
+            // Not rank 0: its flow rows are on rank 0 now, which writes the run folder.
+            Simulator::Destroy();
+            MetaRoceDisableDistributed();
+            return 0;
+        }
     }
     std::vector<pb::CollectiveRecord> collectives;
     for (size_t i = 0; i < load->GetCollectives().size(); ++i)
@@ -1663,6 +1896,46 @@ main(int argc, char* argv[])
         portPeer[{link.nodeA->GetId(), link.portA}] = names.Name(link.nodeB);
         portPeer[{link.nodeB->GetId(), link.portB}] = names.Name(link.nodeA);
     }
+    // Host ports: one row per host per plane, in host then plane order.
+    std::vector<pb::HostPortCounters> hostPorts;
+    {
+        std::map<uint32_t, uint32_t> hostOfNode;
+        for (uint32_t i = 0; i < hosts; ++i)
+        {
+            hostOfNode[fabric->GetHost(i)->GetId()] = i;
+        }
+        for (const MetaRoceLink& link : fabric->GetLinks())
+        {
+            const bool aIsHost = link.portA == MetaRoceSwitch::NO_PORT;
+            if (!aIsHost && link.portB != MetaRoceSwitch::NO_PORT)
+            {
+                continue;
+            }
+            const Ptr<Node> host = aIsHost ? link.nodeA : link.nodeB;
+            const MetaRoceNetDevice::Counters& d =
+                (aIsHost ? link.deviceA : link.deviceB)->GetCounters();
+            auto drops = [&d](MetaRoceDropReason r) { return d.drops[static_cast<uint32_t>(r)]; };
+            pb::HostPortCounters row;
+            row.set_host(hostOfNode[host->GetId()]);
+            row.set_plane(link.plane);
+            row.set_peer(names.Name(aIsHost ? link.nodeB : link.nodeA));
+            row.set_tx_frames(d.txFrames);
+            row.set_tx_bytes(d.txBytes);
+            row.set_rx_frames(d.rxFrames);
+            row.set_rx_bytes(d.rxBytes);
+            row.set_pfc_pause_received(d.pauseReceived);
+            row.set_drops_channel_loss(drops(MetaRoceDropReason::CHANNEL_LOSS));
+            row.set_drops_link_down(drops(MetaRoceDropReason::LINK_DOWN));
+            row.set_drops_other(d.TotalDrops() - row.drops_channel_loss() - row.drops_link_down());
+            hostPorts.push_back(row);
+        }
+        std::stable_sort(hostPorts.begin(),
+                         hostPorts.end(),
+                         [](const pb::HostPortCounters& x, const pb::HostPortCounters& y) {
+                             return x.host() != y.host() ? x.host() < y.host()
+                                                         : x.plane() < y.plane();
+                         });
+    }
     uint64_t switchDrops = 0;
     uint64_t ecnMarked = 0;
     uint64_t pfcPauses = 0;
@@ -1685,6 +1958,11 @@ main(int argc, char* argv[])
             row.set_tier(tiers[j]);
             row.set_peer(portPeer[{fabric->GetSwitchNode(j)->GetId(), p}]);
             FillPortCounters(row, sw->GetPortCounters(p), d);
+            if (j < queuePeaks.size())
+            {
+                row.set_peak_queue_bytes(queuePeaks[j]->portPeak[p]);
+                row.set_peak_queue_time_us(ToUs(queuePeaks[j]->portPeakTime[p]));
+            }
         }
         pb::PortCounters& total = *s.mutable_total();
         total.set_switch_id(j);
@@ -1692,6 +1970,11 @@ main(int argc, char* argv[])
         total.set_plane(fabric->GetSwitchPlane(j));
         total.set_tier(tiers[j]);
         FillPortCounters(total, sw->GetCounters(), devices);
+        if (j < queuePeaks.size())
+        {
+            total.set_peak_queue_bytes(queuePeaks[j]->bufferPeak);
+            total.set_peak_queue_time_us(ToUs(queuePeaks[j]->bufferPeakTime));
+        }
         switchDrops += total.drops_total() - total.drops_channel_loss();
         ecnMarked += total.ecn_marked();
         pfcPauses += total.pfc_pause_sent();
@@ -1861,6 +2144,46 @@ main(int argc, char* argv[])
         }
     }
     {
+        std::ofstream out = OpenOutput(dir, "hosts.csv");
+        out << HOSTS_HEADER << "\n";
+        for (const pb::HostPortCounters& h : hostPorts)
+        {
+            out << h.host() << "," << h.plane() << "," << h.peer() << "," << h.tx_frames() << ","
+                << h.tx_bytes() << "," << h.rx_frames() << "," << h.rx_bytes() << ","
+                << h.pfc_pause_received() << "," << h.drops_channel_loss() << ","
+                << h.drops_link_down() << "," << h.drops_other() << "\n";
+        }
+    }
+    if (flowGoodput)
+    {
+        std::ofstream out = OpenOutput(dir, "flow_goodput.csv");
+        out << FLOW_GOODPUT_HEADER << "\n";
+        for (const pb::FlowGoodputSample& g : flowGoodput->Samples())
+        {
+            out << Fixed(g.time_us(), 3) << "," << Fixed(g.interval_us(), 3) << "," << g.flow_id()
+                << "," << g.src() << "," << g.dst() << "," << g.bytes() << ","
+                << Fixed(g.goodput_gbps(), 3) << "," << g.tx_packets() << "\n";
+        }
+    }
+    if (sc.output().queue_peaks())
+    {
+        std::ofstream out = OpenOutput(dir, "queues.csv");
+        out << QUEUES_HEADER << "\n";
+        auto line = [&out](const pb::PortCounters& r) {
+            out << r.switch_id() << "," << r.port() << "," << r.plane() << "," << r.tier() << ","
+                << r.peer() << "," << r.peak_queue_bytes() << ","
+                << Fixed(r.peak_queue_time_us(), 3) << "\n";
+        };
+        for (const pb::SwitchCounters& s : switches)
+        {
+            line(s.total());
+            for (const pb::PortCounters& p : s.ports())
+            {
+                line(p);
+            }
+        }
+    }
+    {
         std::string text;
         gp::TextFormat::PrintToString(sc, &text);
         OpenOutput(dir, "scenario.pb.txt") << text;
@@ -1924,6 +2247,14 @@ main(int argc, char* argv[])
             *r.mutable_goodput() = g;
             write(r);
         }
+        if (flowGoodput)
+        {
+            for (const pb::FlowGoodputSample& g : flowGoodput->Samples())
+            {
+                *r.mutable_flow_goodput() = g;
+                write(r);
+            }
+        }
         for (const pb::PathCounters& p : paths)
         {
             *r.mutable_path() = p;
@@ -1932,6 +2263,11 @@ main(int argc, char* argv[])
         for (const pb::SwitchCounters& s : switches)
         {
             *r.mutable_switch_counters() = s;
+            write(r);
+        }
+        for (const pb::HostPortCounters& h : hostPorts)
+        {
+            *r.mutable_host_port() = h;
             write(r);
         }
         *r.mutable_summary() = sum;
@@ -1947,5 +2283,6 @@ main(int argc, char* argv[])
         std::cout << human.str();
     }
     Simulator::Destroy();
+    MetaRoceDisableDistributed();
     return 0;
 }

@@ -70,6 +70,9 @@ const std::map<std::string, std::string> HEADERS = {
      "switch,port,plane,tier,peer,rx_frames,enqueued_frames,enqueued_bytes,ecn_marked,"
      "pfc_pause_sent,pfc_resume_sent,pfc_pause_received,drops_total,drops_buffer_full,"
      "drops_queue_threshold,drops_link_down,drops_no_route,drops_channel_loss,drops_other"},
+    {"hosts.csv",
+     "host,plane,peer,tx_frames,tx_bytes,rx_frames,rx_bytes,pfc_pause_received,"
+     "drops_channel_loss,drops_link_down,drops_other"},
 };
 
 /// A CSV file: header and rows of named cells.
@@ -206,6 +209,7 @@ TEST_F(MetaRoceRunTest, WritesEveryFileWithDocumentedHeadersAndConsistentNumbers
                              "goodput.csv",
                              "paths.csv",
                              "switches.csv",
+                             "hosts.csv",
                              "summary.txt",
                              "summary.pb.txt",
                              "scenario.pb.txt",
@@ -308,13 +312,53 @@ TEST_F(MetaRoceRunTest, WritesEveryFileWithDocumentedHeadersAndConsistentNumbers
     EXPECT_EQ(counts[pb::ResultRecord::kFlow], 6);
     EXPECT_EQ(counts[pb::ResultRecord::kPath], static_cast<int>(paths.rows.size()));
     EXPECT_EQ(counts[pb::ResultRecord::kSwitchCounters], static_cast<int>(summary.switches()));
+    EXPECT_EQ(counts[pb::ResultRecord::kHostPort], static_cast<int>(summary.hosts()));
+}
+
+TEST_F(MetaRoceRunTest, HostDownlinkLossIsTheEndToEndLossAndHostsCsvMeasuresIt)
+{
+    // 6 x 1 MiB into host 0 with 5% loss on the switch-to-host direction of host links only.
+    const fs::path out = RunTiny("down",
+                                 "--loss=0.05 --set=loss.scope=HOST_DOWNLINKS "
+                                 "--set=workload.flow_bytes=1048576");
+    for (const auto& s : ReadCsv(out / "switches.csv").rows)
+    {
+        EXPECT_EQ(s.at("drops_channel_loss"), "0")
+            << "switch " << s.at("switch") << " port " << s.at("port") << ": uplinks are lossless";
+    }
+    const Csv hosts = ReadCsv(out / "hosts.csv");
+    ASSERT_EQ(hosts.rows.size(), 8U);
+    uint64_t ackLost = 0;
+    uint64_t ackFrames = 0;
+    for (const auto& h : hosts.rows)
+    {
+        const uint64_t lost = std::stoull(h.at("drops_channel_loss"));
+        const uint64_t frames =
+            std::stoull(h.at("rx_frames")) - std::stoull(h.at("pfc_pause_received")) + lost;
+        if (h.at("host") == "0")
+        {
+            // The receiver gets data only: its loss rate is the end-to-end data loss rate.
+            const double rate = static_cast<double>(lost) / frames;
+            EXPECT_GT(frames, 1536U); // 6 x 256 packets, retransmissions on top
+            EXPECT_GT(rate, 0.03);
+            EXPECT_LT(rate, 0.07);
+        }
+        else
+        {
+            ackLost += lost;
+            ackFrames += frames;
+        }
+    }
+    ASSERT_GT(ackFrames, 0U);
+    EXPECT_GT(static_cast<double>(ackLost) / ackFrames, 0.02);
+    EXPECT_LT(static_cast<double>(ackLost) / ackFrames, 0.08);
 }
 
 TEST_F(MetaRoceRunTest, SameSeedGivesIdenticalOutputsAndOverridesChangeThem)
 {
     const fs::path a = RunTiny("a");
     const fs::path b = RunTiny("b");
-    for (const char* file : {"flows.csv", "goodput.csv", "paths.csv", "switches.csv"})
+    for (const char* file : {"flows.csv", "goodput.csv", "paths.csv", "switches.csv", "hosts.csv"})
     {
         const std::string first = ReadFile(a / file);
         EXPECT_FALSE(first.empty()) << file;
