@@ -1,0 +1,23 @@
+#!/bin/bash
+# Experiment 2 (docs/validation.md): ring all-reduce and all-to-all over 64 hosts, loss-free
+# and at 1% random loss on every link (each direction), MetaRoCE vs RoCEv2 + PFC + DCQCN vs
+# RoCEv2 without PFC (DCQCN on, go-back-N). 12 runs, JOBS at a time; then table and figure.
+#
+#   examples/experiments/collectives.sh [OUT]      (default runs/exp2-collectives)
+#   env: BIN (default build/bin/metaroce-run), JOBS (default 2)
+set -eu
+source "$(dirname "$0")/common.sh"
+OUT=${1:-$ROOT/runs/exp2-collectives}
+mkdir -p "$OUT"
+for coll in allreduce alltoall; do
+    for loss in 0 0.01; do
+        scen=$ROOT/examples/scenarios/collective-$coll-64.textproto
+        run --scenario="$scen" --loss=$loss --out="$OUT/$coll-metaroce-loss$loss"
+        run --scenario="$scen" --loss=$loss --transport=rocev2 --pfc=true \
+            --out="$OUT/$coll-rocev2-pfc-loss$loss"
+        run --scenario="$scen" --loss=$loss --transport=rocev2 --pfc=false \
+            --out="$OUT/$coll-rocev2-nopfc-loss$loss"
+    done
+done
+finish
+/usr/bin/python3 "$ROOT/plots/exp-collectives.py" "$OUT" -o "$OUT/collectives.png"
