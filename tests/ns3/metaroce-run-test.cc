@@ -354,6 +354,67 @@ TEST_F(MetaRoceRunTest, HostDownlinkLossIsTheEndToEndLossAndHostsCsvMeasuresIt)
     EXPECT_LT(static_cast<double>(ackLost) / ackFrames, 0.08);
 }
 
+TEST_F(MetaRoceRunTest, FlowGoodputAndQueuePeaksAddUpWhenEnabled)
+{
+    // Off by default: no file.
+    const fs::path plain = RunTiny("plain");
+    EXPECT_FALSE(fs::exists(plain / "flow_goodput.csv"));
+    EXPECT_FALSE(fs::exists(plain / "queues.csv"));
+
+    const fs::path out =
+        RunTiny("extra", "--set=output.flow_goodput=true --set=output.queue_peaks=true");
+    const Csv flows = ReadCsv(out / "flows.csv");
+    const Csv samples = ReadCsv(out / "flow_goodput.csv");
+    EXPECT_EQ(samples.header, "time_us,interval_us,flow_id,src,dst,bytes,goodput_gbps,tx_packets");
+    std::map<std::string, uint64_t> placed;
+    std::map<std::string, uint64_t> sent;
+    for (const auto& r : samples.rows)
+    {
+        placed[r.at("flow_id")] += std::stoull(r.at("bytes"));
+        sent[r.at("flow_id")] += std::stoull(r.at("tx_packets"));
+    }
+    ASSERT_EQ(flows.rows.size(), 6U);
+    for (const auto& f : flows.rows)
+    {
+        ASSERT_EQ(f.at("completed"), "1");
+        const uint64_t bytes = std::stoull(f.at("bytes"));
+        // Every byte of a completed flow is placed exactly once (first copies only).
+        EXPECT_EQ(placed[f.at("flow_id")], bytes) << "flow " << f.at("flow_id");
+        // At least one packet per MTU-sized piece, plus the retransmissions.
+        EXPECT_GE(sent[f.at("flow_id")],
+                  (bytes + 4095) / 4096 + std::stoull(f.at("retransmissions")));
+    }
+
+    const Csv queues = ReadCsv(out / "queues.csv");
+    EXPECT_EQ(queues.header, "switch,port,plane,tier,peer,peak_queue_bytes,peak_queue_time_us");
+    std::map<std::string, uint64_t> sharedPeak;
+    uint64_t receiverPeak = 0;
+    uint64_t largestOtherPort = 0;
+    for (const auto& r : queues.rows)
+    {
+        const uint64_t peak = std::stoull(r.at("peak_queue_bytes"));
+        if (r.at("port") == "-1")
+        {
+            sharedPeak[r.at("switch")] = peak;
+            continue;
+        }
+        // A port's egress queue is part of its switch's shared buffer.
+        EXPECT_LE(peak, sharedPeak.at(r.at("switch")))
+            << "switch " << r.at("switch") << " port " << r.at("port");
+        if (r.at("peer") == "h0")
+        {
+            receiverPeak = peak;
+        }
+        else
+        {
+            largestOtherPort = std::max(largestOtherPort, peak);
+        }
+    }
+    // A 6-to-1 incast: the queue towards the receiver is the deepest in the fabric.
+    EXPECT_GT(receiverPeak, 8U * 4096U);
+    EXPECT_GT(receiverPeak, largestOtherPort);
+}
+
 TEST_F(MetaRoceRunTest, SameSeedGivesIdenticalOutputsAndOverridesChangeThem)
 {
     const fs::path a = RunTiny("a");
