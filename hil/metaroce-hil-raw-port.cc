@@ -6,6 +6,8 @@
 
 #include "metaroce-hil-raw-port.h"
 
+#include "metaroce-hil-ethernet.h"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
@@ -315,35 +317,18 @@ RawFramePort::OnReceive(const boost::system::error_code& error)
             continue;
         }
         ParsedFrame frame;
-        FrameStatus st = ParseFrame(m_rxBuffer.data(), size_t(n), frame);
-        if (st == FrameStatus::NOT_IPV4 || st == FrameStatus::NOT_UDP ||
-            st == FrameStatus::FRAGMENTED)
+        if (!AcceptEngineFrame(m_rxBuffer.data(),
+                               size_t(n),
+                               m_cfg.localIp,
+                               m_cfg.dataPort,
+                               "raw port",
+                               m_clock.Now(),
+                               m_malformedLog,
+                               m_counters,
+                               frame))
         {
-            ++m_counters.rxIgnored; // well formed, just not RoCE traffic
             continue;
         }
-        if (st != FrameStatus::OK)
-        {
-            ++m_counters.rxMalformed;
-            uint64_t suppressed = 0;
-            if (m_malformedLog.Allow(m_clock.Now(), suppressed))
-            {
-                spdlog::warn("raw port: dropped a malformed {}-byte frame: {} ({} more "
-                             "suppressed)",
-                             n,
-                             FrameStatusName(st),
-                             suppressed);
-            }
-            continue;
-        }
-        if (frame.meta.dstIp != m_cfg.localIp || frame.meta.dstPort != m_cfg.dataPort)
-        {
-            ++m_counters.rxIgnored;
-            continue;
-        }
-        frame.meta.dstPort = ROCE_UDP_PORT;
-        ++m_counters.rxFrames;
-        m_counters.rxBytes += frame.datagramLen;
         any = true;
         m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
     }
@@ -377,27 +362,20 @@ RawFramePort::Send(const TxDatagram& tx)
         }
         return SendStatus::FAILED;
     }
-    DatagramMeta meta = tx.meta;
-    meta.dstPort = m_cfg.dataPort;
-    size_t len = EncapsulateFrame(m_txBuffer.data(),
-                                  m_txBuffer.size(),
-                                  m_mac,
-                                  *dst,
-                                  meta,
-                                  tx.buffer,
-                                  tx.length);
-    if (len == 0 || len - ETHERNET_HEADER_SIZE > m_mtu)
+    const size_t len = EncapsulateForPort(tx,
+                                          m_cfg.dataPort,
+                                          m_mac,
+                                          *dst,
+                                          m_mtu,
+                                          m_txBuffer,
+                                          "raw port",
+                                          m_cfg.device,
+                                          "the link MTU",
+                                          m_clock.Now(),
+                                          m_errorLog,
+                                          m_counters);
+    if (len == 0)
     {
-        ++m_counters.txFailed;
-        if (m_errorLog.Allow(m_clock.Now(), suppressed))
-        {
-            spdlog::error("raw port: a {}-byte datagram does not fit the MTU {} of {}; lower "
-                          "--mtu or raise the link MTU ({} more suppressed)",
-                          tx.length,
-                          m_mtu,
-                          m_cfg.device,
-                          suppressed);
-        }
         return SendStatus::FAILED;
     }
     sockaddr_ll to{};

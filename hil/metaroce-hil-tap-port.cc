@@ -7,6 +7,7 @@
 #include "metaroce-hil-tap-port.h"
 
 #include "metaroce-byte-order.h"
+#include "metaroce-hil-ethernet.h"
 #include "metaroce-hil-tap.h"
 
 #include <cerrno>
@@ -184,35 +185,18 @@ TapFramePort::OnReceive(const boost::system::error_code& error)
             continue;
         }
         ParsedFrame parsed;
-        FrameStatus st = ParseFrame(frame, size_t(n), parsed);
-        if (st == FrameStatus::NOT_IPV4 || st == FrameStatus::NOT_UDP ||
-            st == FrameStatus::FRAGMENTED)
+        if (!AcceptEngineFrame(frame,
+                               size_t(n),
+                               m_cfg.localIp,
+                               m_cfg.dataPort,
+                               "tap port",
+                               m_clock.Now(),
+                               m_malformedLog,
+                               m_counters,
+                               parsed))
         {
-            ++m_counters.rxIgnored; // IPv6 neighbour discovery, ICMP, ...
             continue;
         }
-        if (st != FrameStatus::OK)
-        {
-            ++m_counters.rxMalformed;
-            uint64_t suppressed = 0;
-            if (m_malformedLog.Allow(m_clock.Now(), suppressed))
-            {
-                spdlog::warn("tap port: dropped a malformed {}-byte frame: {} ({} more "
-                             "suppressed)",
-                             n,
-                             FrameStatusName(st),
-                             suppressed);
-            }
-            continue;
-        }
-        if (parsed.meta.dstIp != m_cfg.localIp || parsed.meta.dstPort != m_cfg.dataPort)
-        {
-            ++m_counters.rxIgnored;
-            continue;
-        }
-        parsed.meta.dstPort = ROCE_UDP_PORT;
-        ++m_counters.rxFrames;
-        m_counters.rxBytes += parsed.datagramLen;
         any = true;
         m_onDatagram(parsed.meta, parsed.datagram, parsed.datagramLen);
     }
@@ -231,30 +215,23 @@ TapFramePort::Send(const TxDatagram& tx)
         return SendStatus::FAILED;
     }
     const MacAddress& dst = m_cfg.staticPeerMac ? m_cfg.peerMac : m_gatewayMac;
-    DatagramMeta meta = tx.meta;
-    meta.dstPort = m_cfg.dataPort;
-    size_t len = EncapsulateFrame(m_txBuffer.data(),
-                                  m_txBuffer.size(),
-                                  m_cfg.localMac,
-                                  dst,
-                                  meta,
-                                  tx.buffer,
-                                  tx.length);
-    uint64_t suppressed = 0;
-    if (len == 0 || len - ETHERNET_HEADER_SIZE > m_mtu)
+    const size_t len = EncapsulateForPort(tx,
+                                          m_cfg.dataPort,
+                                          m_cfg.localMac,
+                                          dst,
+                                          m_mtu,
+                                          m_txBuffer,
+                                          "tap port",
+                                          m_cfg.device,
+                                          "the TAP MTU",
+                                          m_clock.Now(),
+                                          m_errorLog,
+                                          m_counters);
+    if (len == 0)
     {
-        ++m_counters.txFailed;
-        if (m_errorLog.Allow(m_clock.Now(), suppressed))
-        {
-            spdlog::error("tap port: a {}-byte datagram does not fit the MTU {} of {}; lower "
-                          "--mtu or raise the TAP MTU ({} more suppressed)",
-                          tx.length,
-                          m_mtu,
-                          m_cfg.device,
-                          suppressed);
-        }
         return SendStatus::FAILED;
     }
+    uint64_t suppressed = 0;
     ssize_t n = write(m_tap.native_handle(), m_txBuffer.data(), len);
     if (n == ssize_t(len))
     {

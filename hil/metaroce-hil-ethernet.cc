@@ -1,0 +1,97 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-hil-ethernet.h"
+
+#include <spdlog/spdlog.h>
+
+namespace metaroce
+{
+namespace hil
+{
+
+bool
+AcceptEngineFrame(const uint8_t* frame,
+                  size_t len,
+                  uint32_t localIp,
+                  uint16_t dataPort,
+                  const char* port,
+                  Time now,
+                  RateLimiter& malformedLog,
+                  PortCounters& counters,
+                  ParsedFrame& parsed)
+{
+    const FrameStatus st = ParseFrame(frame, len, parsed);
+    if (st == FrameStatus::NOT_IPV4 || st == FrameStatus::NOT_UDP || st == FrameStatus::FRAGMENTED)
+    {
+        ++counters.rxIgnored; // well formed, just not RoCE traffic (ARP, IPv6 ND, ICMP, ...)
+        return false;
+    }
+    if (st != FrameStatus::OK)
+    {
+        ++counters.rxMalformed;
+        uint64_t suppressed = 0;
+        if (malformedLog.Allow(now, suppressed))
+        {
+            spdlog::warn("{}: dropped a malformed {}-byte frame: {} ({} more suppressed)",
+                         port,
+                         len,
+                         FrameStatusName(st),
+                         suppressed);
+        }
+        return false;
+    }
+    if (parsed.meta.dstIp != localIp || parsed.meta.dstPort != dataPort)
+    {
+        ++counters.rxIgnored;
+        return false;
+    }
+    parsed.meta.dstPort = ROCE_UDP_PORT;
+    ++counters.rxFrames;
+    counters.rxBytes += parsed.datagramLen;
+    return true;
+}
+
+size_t
+EncapsulateForPort(const TxDatagram& tx,
+                   uint16_t dataPort,
+                   const MacAddress& src,
+                   const MacAddress& dst,
+                   uint32_t mtu,
+                   std::vector<uint8_t>& buffer,
+                   const char* port,
+                   const std::string& device,
+                   const char* mtuHint,
+                   Time now,
+                   RateLimiter& errorLog,
+                   PortCounters& counters)
+{
+    DatagramMeta meta = tx.meta;
+    meta.dstPort = dataPort;
+    const size_t len =
+        EncapsulateFrame(buffer.data(), buffer.size(), src, dst, meta, tx.buffer, tx.length);
+    if (len == 0 || len - ETHERNET_HEADER_SIZE > mtu)
+    {
+        ++counters.txFailed;
+        uint64_t suppressed = 0;
+        if (errorLog.Allow(now, suppressed))
+        {
+            spdlog::error("{}: a {}-byte datagram does not fit the MTU {} of {}; lower --mtu or "
+                          "raise {} ({} more suppressed)",
+                          port,
+                          tx.length,
+                          mtu,
+                          device,
+                          mtuHint,
+                          suppressed);
+        }
+        return 0;
+    }
+    return len;
+}
+
+} // namespace hil
+} // namespace metaroce
