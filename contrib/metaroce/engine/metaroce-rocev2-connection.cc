@@ -810,27 +810,8 @@ RoceV2Connection::Execute(const ParsedPacket& pkt)
     uint32_t len = pkt.payloadLength;
     // Opcode sequence: First/Only between messages, Middle/Last of the same operation inside
     // one; anything else is an invalid request.
-    switch (m_respState)
+    if (!OpcodeFollows(info))
     {
-    case ResponderState::IDLE:
-        if (!first)
-        {
-            return Exec::INVALID;
-        }
-        break;
-    case ResponderState::IN_WRITE:
-        if (first || !info.write)
-        {
-            return Exec::INVALID;
-        }
-        break;
-    case ResponderState::IN_SEND:
-        if (first || info.write)
-        {
-            return Exec::INVALID;
-        }
-        break;
-    case ResponderState::ERROR:
         return Exec::INVALID;
     }
     // Payload lengths: First and Middle carry exactly one PMTU, Last 1..PMTU, Only 0..PMTU.
@@ -1361,6 +1342,25 @@ RoceV2Connection::IrnPlace(const ParsedPacket& pkt)
     return Exec::OK;
 }
 
+bool
+RoceV2Connection::OpcodeFollows(const OpcodeInfo& info) const
+{
+    const bool first =
+        info.position == MessagePosition::FIRST || info.position == MessagePosition::ONLY;
+    switch (m_respState)
+    {
+    case ResponderState::IDLE:
+        return first;
+    case ResponderState::IN_WRITE:
+        return !first && info.write;
+    case ResponderState::IN_SEND:
+        return !first && !info.write;
+    case ResponderState::ERROR:
+        return false;
+    }
+    return false;
+}
+
 RoceV2Connection::Exec
 RoceV2Connection::IrnDeliver(const IrnSlot& slot)
 {
@@ -1369,27 +1369,8 @@ RoceV2Connection::IrnDeliver(const IrnSlot& slot)
     bool first = pos == MessagePosition::FIRST || pos == MessagePosition::ONLY;
     bool last = pos == MessagePosition::LAST || pos == MessagePosition::ONLY;
     // The opcode sequence is checked in PSN order, as go-back-N checks it on arrival.
-    switch (m_respState)
+    if (!OpcodeFollows(info))
     {
-    case ResponderState::IDLE:
-        if (!first)
-        {
-            return Exec::INVALID;
-        }
-        break;
-    case ResponderState::IN_WRITE:
-        if (first || !info.write)
-        {
-            return Exec::INVALID;
-        }
-        break;
-    case ResponderState::IN_SEND:
-        if (first || info.write)
-        {
-            return Exec::INVALID;
-        }
-        break;
-    case ResponderState::ERROR:
         return Exec::INVALID;
     }
     if (!info.write)

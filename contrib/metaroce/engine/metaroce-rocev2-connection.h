@@ -208,6 +208,10 @@ class RoceV2Connection : public TransportConnection
     void HandleIrnNack(Time now, const ParsedPacket& pkt);
     uint32_t IrnCap() const;
 
+    /// \return true if \p info may come next in the responder's opcode sequence (First/Only
+    /// between messages, Middle/Last of the same operation inside one).
+    bool OpcodeFollows(const OpcodeInfo& info) const;
+
     // IRN responder
     void HandleIrnData(Time now, const ParsedPacket& pkt);
     Exec IrnPlace(const ParsedPacket& pkt);
