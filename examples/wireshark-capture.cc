@@ -8,14 +8,15 @@
  * \file
  * Capture generator for the Wireshark dissector (tools/wireshark/metaroce.lua) and its tests.
  *
- * Runs a short MetaRoCE transfer and a short RoCEv2 transfer between two endpoints on the
- * fake-clock engine testbed, with targeted and random loss, ECN marking, a receive that is
- * posted late (RNR NAKs) and, for MetaRoCE, a path that is black-holed for a while (path
- * failure, probes). Every datagram an endpoint transmits is captured at the sender's NIC,
- * before the link's faults act on it, encapsulated with metaroce::EncapsulateFrame() and
- * written to a pcap file (DLT_EN10MB, nanosecond timestamps). A JSON sidecar lists, per
- * frame, what the engine sent as the engine's own parser (metaroce::ParseDatagram) reads it,
- * so tests can compare Wireshark's view with the engine's.
+ * Runs a short MetaRoCE transfer and two short RoCEv2 transfers (go-back-N, and IRN selective
+ * repeat) between two endpoints on the fake-clock engine testbed, with targeted and random
+ * loss, ECN marking, a receive that is posted late (RNR NAKs) and, for MetaRoCE, a path that
+ * is black-holed for a while (path failure, probes). Every datagram an endpoint transmits is
+ * captured at the sender's NIC, before the link's faults act on it, encapsulated with
+ * metaroce::EncapsulateFrame() and written to a pcap file (DLT_EN10MB, nanosecond
+ * timestamps). A JSON sidecar lists, per frame, what the engine sent as the engine's own
+ * parser (metaroce::ParseDatagram) reads it, so tests can compare Wireshark's view with the
+ * engine's.
  *
  * The connections get QPN --first-qpn (default 2, the engine's FIRST_QPN: InfiniBand reserves
  * QP 0 and QP 1, and Wireshark decodes the payload of any packet to QP 1 as a management
@@ -23,7 +24,9 @@
  *
  * Output, in --out=DIR (default "."):
  *   metaroce.pcap, metaroce.json   the MetaRoCE run
- *   rocev2.pcap,   rocev2.json     the RoCEv2 baseline run
+ *   rocev2.pcap,   rocev2.json     the RoCEv2 baseline run (go-back-N)
+ *   irn.pcap,      irn.json        the RoCEv2 baseline with rocev2.recovery = "irn" (IRN_*
+ *                                  opcodes with IRH, IRN NACKs with ISH, selective repeats)
  */
 
 #include "engine-network.h"
@@ -270,6 +273,11 @@ class CaptureSink
                 add("rkey", p.reth.rkey);
                 add("dma_len", p.reth.dmaLength);
             }
+            if (h & HDR_IRH)
+            {
+                add("irh_offset", p.irh.offset);
+                add("recv_wqe_sn", p.irh.recvWqeSn);
+            }
             if (h & HDR_RSH)
             {
                 add("recv_slot", p.rsh.recvSlot);
@@ -283,6 +291,10 @@ class CaptureSink
             {
                 add("aeth_syndrome", p.aeth.syndrome);
                 add("msn", p.aeth.msn);
+            }
+            if (h & HDR_ISH)
+            {
+                add("sack_psn", p.ish.sackPsn);
             }
             if (h & HDR_MAH)
             {
@@ -327,7 +339,7 @@ class CaptureSink
 
     PcapWriter m_pcap;                  //!< the capture
     std::string m_jsonPath;             //!< sidecar path
-    std::string m_transport;            //!< "metaroce" or "rocev2"
+    std::string m_transport;            //!< "metaroce", "rocev2" or "irn"
     std::vector<uint8_t> m_frame;       //!< frame buffer
     std::vector<std::string> m_records; //!< sidecar lines
     uint64_t m_frames{0};               //!< frames written
@@ -539,11 +551,17 @@ RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
     return r;
 }
 
+/**
+ * The RoCEv2 baseline run, with go-back-N (\p irn false: rocev2.pcap) or IRN selective repeat
+ * (\p irn true: irn.pcap). Same workload and faults; in IRN mode the lost PSNs show up as IRN
+ * NACKs (one per out-of-order arrival) and selective retransmissions.
+ */
 RunResult
-RunRoceV2(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+RunRoceV2Mode(const std::string& dir, uint64_t seed, uint32_t firstQpn, bool irn)
 {
     RunResult r;
-    CaptureSink sink(dir + "/rocev2", "rocev2");
+    const char* stem = irn ? "irn" : "rocev2";
+    CaptureSink sink(dir + "/" + stem, stem);
     NetworkConfig net;
     net.seed = seed;
     EngineNetwork n(net);
@@ -555,6 +573,10 @@ RunRoceV2(const std::string& dir, uint64_t seed, uint32_t firstQpn)
     cfg.sourcePortBase = 49999;
     cfg.rocev2.localAckTimeout = 7;
     cfg.rocev2.cnpInterval = MicroSeconds(2);
+    if (irn)
+    {
+        cfg.rocev2.recovery = "irn";
+    }
     SkipQpns(n, a, b, cfg, firstQpn);
     auto [qa, qb] = n.Connect(a, b, cfg);
     n.onTransmit = [&sink](Time t, uint32_t s, const TxDatagram& tx, bool d) {
@@ -592,6 +614,18 @@ RunRoceV2(const std::string& dir, uint64_t seed, uint32_t firstQpn)
     return r;
 }
 
+RunResult
+RunRoceV2(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    return RunRoceV2Mode(dir, seed, firstQpn, false);
+}
+
+RunResult
+RunIrn(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    return RunRoceV2Mode(dir, seed, firstQpn, true);
+}
+
 } // namespace
 
 int
@@ -620,8 +654,8 @@ main(int argc, char** argv)
         {
             std::fprintf(stderr,
                          "usage: %s [--out=DIR] [--seed=N] [--first-qpn=N (2-64, default 2)]\n"
-                         "writes DIR/metaroce.pcap, DIR/metaroce.json, DIR/rocev2.pcap and "
-                         "DIR/rocev2.json\n",
+                         "writes DIR/metaroce.pcap, DIR/metaroce.json, DIR/rocev2.pcap, "
+                         "DIR/rocev2.json, DIR/irn.pcap and DIR/irn.json\n",
                          argv[0]);
             return arg == "--help" ? 0 : 2;
         }
@@ -633,8 +667,9 @@ main(int argc, char** argv)
         return 1;
     }
     bool ok = true;
-    for (auto run :
-         {std::make_pair("metaroce", &RunMetaRoce), std::make_pair("rocev2", &RunRoceV2)})
+    for (auto run : {std::make_pair("metaroce", &RunMetaRoce),
+                     std::make_pair("rocev2", &RunRoceV2),
+                     std::make_pair("irn", &RunIrn)})
     {
         RunResult r = run.second(out, seed, firstQpn);
         std::printf("%-8s %4" PRIu64 " frames (%" PRIu64 " dropped by faults), %" PRIu64

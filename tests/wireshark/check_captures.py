@@ -14,6 +14,11 @@ One script, several checks (--check):
                   packets or expert info; ICRC recomputed here with zlib is valid
   rocev2-chained  tshark WITH our Lua over rocev2.pcap: RoCEv2 still goes to Wireshark's
                   dissector unchanged, and the Lua RoCEv2 ICRC check says Good
+  irn             tshark + Lua over irn.pcap (RoCEv2 with rocev2.recovery = "irn"): every IRN
+                  frame (0xE0-0xEB data, 0xF1 NACK) decodes as the Lua's "RoCEv2 IRN" (not as
+                  Wireshark's InfiniBand, not malformed, no unknown opcode), BTH/RETH/IRH/ImmDt/
+                  AETH/ISH fields, payload, retransmission marks and info column equal the
+                  sidecar; ICRC good; the other frames (ACKs, CNPs) still go to InfiniBand
   negative        corrupted copies: a flipped payload bit is reported as a bad ICRC (expert
                   error); rewriting TTL and ECN (fields the ICRC masks) keeps it good
 
@@ -63,6 +68,13 @@ MR_OPCODES = {0xC0: "MR_WRITE", 0xC1: "MR_WRITE_IMM", 0xC2: "MR_SEND", 0xC3: "MR
               0xC4: "MR_ACK", 0xC5: "MR_NAK", 0xC6: "MR_PROBE", 0xC7: "MR_NOP"}
 MR_DATA = {0xC0, 0xC1, 0xC2, 0xC3}
 MR_ACK, MR_NAK = 0xC4, 0xC5
+
+# IRN mode of the RoCEv2 baseline: IRN_x = 0xE0 | RC_x (data), IRN_NACK = 0xF1.
+IRN_NACK = 0xF1
+IRN_OPCODES = {0xE0 | rc: "IRN_" + IB_OPCODE_NAMES[rc].split(" - ")[1].upper()
+               .replace(" WITH IMMEDIATE", "_IMM").replace("RDMA ", "").replace(" ", "_")
+               for rc in range(0x00, 0x0C)}
+IRN_OPCODES[IRN_NACK] = "IRN_NACK"
 
 
 class Failure(Exception):
@@ -264,7 +276,7 @@ def check_generate(args, ts):
     sys.stdout.write(p.stdout.decode(errors="replace"))
     if p.returncode != 0:
         raise Failure(f"generator failed ({p.returncode})")
-    for stem in ("metaroce", "rocev2"):
+    for stem in ("metaroce", "rocev2", "irn"):
         frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
         side = load_sidecar(args.workdir, stem)
         if len(frames) != len(side["frames"]) or not frames:
@@ -452,11 +464,122 @@ def check_rocev2(args, ts, lua=None):
     c.finish(f"{len(pkts)} frames, {naks} NAKs, opcodes {counts}")
 
 
+def check_irn(args, ts):
+    c = Checker("irn")
+    pcap = os.path.join(args.workdir, "irn.pcap")
+    side = load_sidecar(args.workdir, "irn")["frames"]
+    frames = read_pcap(pcap)
+    pkts = ts.pdml(pcap, args.lua)
+    c.eq("frame count", len(pkts), len(side))
+    # The info column, one line per frame.
+    cols = ts.run(["-r", pcap, "-T", "fields", "-E", "separator=|", "-e", "frame.number",
+                   "-e", "_ws.col.Protocol", "-e", "_ws.col.Info"], args.lua)
+    info = {}
+    for line in cols.decode(errors="replace").splitlines():
+        n, proto, text = line.split("|", 2)
+        info[int(n)] = (proto, text)
+    seen = {}
+    counts = {}
+    stats = {"irn_frames": 0, "nacks": 0, "retransmissions": 0, "padded": 0, "dropped": 0,
+             "other_frames": 0}
+    for i, (pkt, s, fr) in enumerate(zip(pkts, side, frames), start=1):
+        w = f"frame {i}"
+        check_clean(c, i, pkt)
+        c.eq(f"{w} parse status (engine)", s["parse"], "OK")
+        op = s["opcode"]
+        counts[s["opcode_name"]] = counts.get(s["opcode_name"], 0) + 1
+        stats["dropped"] += s["dropped"]
+        computed, stored = icrc_of_frame(fr)
+        c.eq(f"{w} engine ICRC check", s["icrc_ok"], True)
+        c.eq(f"{w} zlib ICRC", computed, s["icrc"])
+        if op not in IRN_OPCODES:
+            # ACKs and CNPs: standard RoCEv2, still Wireshark's InfiniBand dissector.
+            stats["other_frames"] += 1
+            c.true("infiniband" in pkt and "metaroce" not in pkt,
+                   f"{w}: {s['opcode_name']} not decoded by Wireshark's InfiniBand dissector")
+            c.eq(f"{w} infiniband.bth.psn", num(pkt, "infiniband.bth.psn"), s["psn"])
+            c.eq(f"{w} roce_icrc.status", num(pkt, "roce_icrc.status"), 1)
+            continue
+        stats["irn_frames"] += 1
+        c.eq(f"{w} opcode name (engine)", s["opcode_name"], IRN_OPCODES[op])
+        c.true("metaroce" in pkt, f"{w}: {IRN_OPCODES[op]} not decoded by the Lua dissector")
+        c.true("infiniband" not in pkt and "data" not in pkt,
+               f"{w}: {IRN_OPCODES[op]} handed to another dissector "
+               f"({[k for k in ('infiniband', 'data') if k in pkt]})")
+        if "metaroce" not in pkt:
+            continue
+        opnames = [el.get("showname") for el in pkt.get("metaroce.opcode", [])]
+        c.eq(f"{w} opcode name", opnames, [f"Opcode: {IRN_OPCODES[op]} (0x{op:02x})"])
+        c.eq(f"{w} metaroce.opcode", num(pkt, "metaroce.opcode"), op)
+        c.eq(f"{w} ip.src", shows(pkt, "ip.src"), [s["ip_src"]])
+        c.eq(f"{w} udp.srcport", num(pkt, "udp.srcport"), s["udp_sport"])
+        for f, k in (("psn", "psn"), ("dest_qp", "dest_qp"), ("pad", "pad"), ("pkey", "pkey"),
+                     ("ack_req", "ack_req"), ("se", "solicited"), ("becn", "becn")):
+            c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[k])
+        # Headers present exactly when the engine's opcode table says so.
+        for f, k in (("va", "va"), ("rkey", "rkey"), ("dma_len", "dma_len"), ("imm", "imm"),
+                     ("irh.offset", "irh_offset"), ("irh.recv_wqe_sn", "recv_wqe_sn"),
+                     ("aeth.syndrome", "aeth_syndrome"), ("aeth.msn", "msn"),
+                     ("ish.sack_psn", "sack_psn")):
+            c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s.get(k))
+        proto, text = info.get(i, ("", ""))
+        c.eq(f"{w} protocol column", proto, "RoCEv2 IRN")
+        if op == IRN_NACK:
+            stats["nacks"] += 1
+            c.eq(f"{w} AETH type (engine)", s["aeth_syndrome"] & 0x60, 0x60)
+            c.eq(f"{w} metaroce.aeth.type", num(pkt, "metaroce.aeth.type"),
+                 (s["aeth_syndrome"] >> 5) & 3)
+            c.eq(f"{w} metaroce.aeth.value", num(pkt, "metaroce.aeth.value"),
+                 s["aeth_syndrome"] & 0x1F)
+            c.eq(f"{w} metaroce.irn.expected_psn", num(pkt, "metaroce.irn.expected_psn"),
+                 s["psn"])
+            c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"), None)
+            c.true(text.startswith(f"IRN NACK expected={s['psn']} sack={s['sack_psn']} "),
+                   f"{w}: info column {text!r}")
+            continue
+        c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"), s["payload_len"])
+        end = HDRS + s["length"] - 4 - s["pad"]
+        pb = hexbytes(pkt, "metaroce.payload") if s["payload_len"] else b""
+        c.eq(f"{w} payload bytes", pb, fr[end - s["payload_len"]:end])
+        stats["padded"] += s["pad"] != 0
+        key = (s["ip_src"], s["ip_dst"], s["dest_qp"], s["psn"])
+        retx = key in seen
+        seen.setdefault(key, i)
+        c.eq(f"{w} metaroce.retransmission", num(pkt, "metaroce.retransmission"),
+             1 if retx else None)
+        c.eq(f"{w} metaroce.retransmission_of", num(pkt, "metaroce.retransmission_of"),
+             seen[key] if retx else None)
+        stats["retransmissions"] += retx
+        want = f"{IRN_OPCODES[op].replace('_', ' ', 1)} PSN={s['psn']} off={s['irh_offset']} "
+        c.true(text.startswith(want) and f" len={s['payload_len']}" in text and
+               text.endswith(" [retransmission]") == retx,
+               f"{w}: info column {text!r}, want {want!r}... len={s['payload_len']}")
+        # ICRC: stored value and the Lua's verdict.
+        c.eq(f"{w} metaroce.icrc", num(pkt, "metaroce.icrc"), s["icrc"])
+        c.eq(f"{w} metaroce.icrc.computed", num(pkt, "metaroce.icrc.computed"), s["icrc"])
+        c.eq(f"{w} metaroce.icrc.status", num(pkt, "metaroce.icrc.status"), 1)
+    # The NACK's ICRC too (skipped above by `continue`): checked here for every NACK.
+    for i, (pkt, s) in enumerate(zip(pkts, side), start=1):
+        if s.get("opcode") == IRN_NACK and "metaroce" in pkt:
+            c.eq(f"frame {i} metaroce.icrc.status", num(pkt, "metaroce.icrc.status"), 1)
+            c.eq(f"frame {i} metaroce.icrc", num(pkt, "metaroce.icrc"), s["icrc"])
+    # The scenario must exercise what the dissector decodes.
+    for needed in ("IRN_WRITE_FIRST", "IRN_WRITE_MIDDLE", "IRN_WRITE_LAST", "IRN_WRITE_LAST_IMM",
+                   "IRN_SEND_FIRST", "IRN_SEND_LAST", "IRN_SEND_ONLY_IMM", "IRN_NACK",
+                   "RC_ACKNOWLEDGE"):
+        c.true(needed in counts, f"capture has no {needed} frame")
+    c.true("RC_WRITE_FIRST" not in counts and "RC_SEND_FIRST" not in counts,
+           "IRN capture has go-back-N data opcodes")
+    for k, v in stats.items():
+        c.true(v > 0, f"capture has no {k}")
+    c.finish(f"{len(pkts)} frames, opcodes {counts}, {stats}")
+
+
 def check_negative(args, ts):
     c = Checker("negative")
     tmp = os.path.join(args.workdir, "negative")
     os.makedirs(tmp, exist_ok=True)
-    for stem in ("metaroce", "rocev2"):
+    for stem in ("metaroce", "rocev2", "irn"):
         src = os.path.join(args.workdir, stem + ".pcap")
         frames = [bytearray(f) for f in read_pcap(src)]
         # Frame 1: flip a payload bit -> bad. Frame 2: rewrite TTL and ECN (masked by the
@@ -475,7 +598,8 @@ def check_negative(args, ts):
         c.true(icrc_of_frame(frames[1])[0] == icrc_of_frame(frames[1])[1],
                f"{stem}: zlib check does not mask TTL/ECN")
         pkts = ts.pdml(bad, args.lua)
-        field = "metaroce.icrc.status" if stem == "metaroce" else "roce_icrc.status"
+        # IRN frames 1 and 2 are IRN data packets, decoded (and ICRC-checked) by the Lua.
+        field = "roce_icrc.status" if stem == "rocev2" else "metaroce.icrc.status"
         c.eq(f"{stem} frame 1 {field}", num(pkts[0], field), 0)
         c.true(SEVERITY_ERROR in nums(pkts[0], "_ws.expert.severity"),
                f"{stem}: bad ICRC raises no expert error")
@@ -487,7 +611,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", required=True,
-                    choices=["generate", "metaroce", "rocev2", "rocev2-chained", "negative", "all"])
+                    choices=["generate", "metaroce", "rocev2", "rocev2-chained", "irn", "negative",
+                             "all"])
     ap.add_argument("--tshark", default="")
     ap.add_argument("--generator", default="")
     ap.add_argument("--lua", required=True)
@@ -505,6 +630,7 @@ def main():
         "metaroce": lambda: check_metaroce(args, ts),
         "rocev2": lambda: check_rocev2(args, ts),
         "rocev2-chained": lambda: check_rocev2(args, ts, args.lua),
+        "irn": lambda: check_irn(args, ts),
         "negative": lambda: check_negative(args, ts),
     }
     todo = list(checks) if args.check == "all" else [args.check]

@@ -9,8 +9,12 @@
 -- traffic decodes exactly as before. For those frames it adds a small "RoCEv2 ICRC" tree
 -- (roce_icrc.*), because Wireshark 4.0 does not verify the ICRC itself.
 --
--- Layouts: contrib/metaroce/engine/metaroce-wire.h (BTH, RETH, MDH, RSH, MAH, MNH) and
--- metaroce-icrc.h (ICRC). Usage and field list: docs/wireshark.md.
+-- It also decodes the RoCEv2 baseline's IRN recovery mode itself (opcodes 0xE0-0xEB =
+-- 0xE0 | RC data opcode, with an IRH; 0xF1 = IRN NACK with AETH + ISH), which Wireshark's
+-- InfiniBand dissector does not know.
+--
+-- Layouts: contrib/metaroce/engine/metaroce-wire.h (BTH, RETH, MDH, RSH, MAH, MNH, IRH,
+-- ISH) and metaroce-icrc.h (ICRC). Usage and field list: docs/wireshark.md.
 --
 --   tshark -X lua_script:tools/wireshark/metaroce.lua -r capture.pcap -Y metaroce
 
@@ -19,6 +23,7 @@ local bit = bit32 or bit
 local ROCE_PORT = 4791
 local BTH_SIZE, MDH_SIZE, RETH_SIZE, RSH_SIZE, IMM_SIZE, MAH_SIZE, MNH_SIZE = 12, 12, 16, 8, 4, 48, 16
 local ICRC_SIZE = 4
+local AETH_SIZE, IRH_SIZE, ISH_SIZE = 4, 8, 4
 local SACK_BITS = 256
 local PSN_MASK = 0xFFFFFF
 
@@ -37,10 +42,42 @@ local OPCODES = {
     [0xC7] = { name = "MR_NOP", headers = H_MDH, payload = false },
 }
 
+-- IRN mode of the RoCEv2 baseline (metaroce-wire.cc, OpcodeTable::Irn): IRN_x = 0xE0 | RC_x
+-- with the RC opcode's headers plus an IRH, and a RETH on every WRITE packet; IRN_NACK = 0xF1.
+local IRN_BASE, IRN_NACK = 0xE0, 0xF1
+local IRN_OPCODES = {
+    [0xE0] = { name = "SEND_FIRST", reth = false, imm = false },
+    [0xE1] = { name = "SEND_MIDDLE", reth = false, imm = false },
+    [0xE2] = { name = "SEND_LAST", reth = false, imm = false },
+    [0xE3] = { name = "SEND_LAST_IMM", reth = false, imm = true },
+    [0xE4] = { name = "SEND_ONLY", reth = false, imm = false },
+    [0xE5] = { name = "SEND_ONLY_IMM", reth = false, imm = true },
+    [0xE6] = { name = "WRITE_FIRST", reth = true, imm = false },
+    [0xE7] = { name = "WRITE_MIDDLE", reth = true, imm = false },
+    [0xE8] = { name = "WRITE_LAST", reth = true, imm = false },
+    [0xE9] = { name = "WRITE_LAST_IMM", reth = true, imm = true },
+    [0xEA] = { name = "WRITE_ONLY", reth = true, imm = false },
+    [0xEB] = { name = "WRITE_ONLY_IMM", reth = true, imm = true },
+    [IRN_NACK] = { name = "NACK", nack = true },
+}
+
 local opcode_names = {}
 for op, row in pairs(OPCODES) do
     opcode_names[op] = row.name
 end
+for op, row in pairs(IRN_OPCODES) do
+    opcode_names[op] = "IRN_" .. row.name
+end
+
+-- AETH syndrome types (bits 6-5) and NAK codes (InfiniBand spec).
+local aeth_types = { [0] = "ACK", [1] = "RNR NAK", [2] = "Reserved", [3] = "NAK" }
+local aeth_nak_codes = {
+    [0] = "PSN Sequence Error",
+    [1] = "Invalid Request",
+    [2] = "Remote Access Error",
+    [3] = "Remote Operational Error",
+    [4] = "Invalid RD Request",
+}
 
 local nak_syndromes = {
     [1] = "RNR (no receive posted)",
@@ -114,6 +151,22 @@ local F = {
     nak_offset = ProtoField.uint32("metaroce.nak.offset", "Offset", base.DEC),
     nak_path_epoch = ProtoField.uint8("metaroce.nak.path_epoch", "Path Epoch", base.DEC),
     nak_psn = ProtoField.uint24("metaroce.nak.psn", "Rejected PSN", base.DEC),
+    -- IRN (RoCEv2 baseline, rocev2.recovery = "irn")
+    irh = ProtoField.bytes("metaroce.irh", "IRN Request Header"),
+    irh_offset = ProtoField.uint32("metaroce.irh.offset", "Offset in message", base.DEC),
+    irh_recv_wqe_sn = ProtoField.uint32("metaroce.irh.recv_wqe_sn", "Receive WQE Sequence Number",
+        base.DEC),
+    aeth = ProtoField.bytes("metaroce.aeth", "ACK Extended Transport Header"),
+    aeth_syndrome = ProtoField.uint8("metaroce.aeth.syndrome", "Syndrome", base.HEX),
+    aeth_type = ProtoField.uint8("metaroce.aeth.type", "Syndrome Type", base.DEC, aeth_types, 0x60),
+    aeth_value = ProtoField.uint8("metaroce.aeth.value", "Syndrome Value", base.DEC, nil, 0x1F),
+    aeth_msn = ProtoField.uint24("metaroce.aeth.msn", "Message Sequence Number", base.DEC),
+    ish = ProtoField.bytes("metaroce.ish", "IRN SACK Header"),
+    ish_reserved = ProtoField.uint8("metaroce.ish.reserved", "Reserved", base.HEX),
+    ish_sack_psn = ProtoField.uint24("metaroce.ish.sack_psn", "SACK PSN (received out of order)",
+        base.DEC),
+    irn_expected_psn = ProtoField.uint24("metaroce.irn.expected_psn",
+        "Expected PSN (cumulative acknowledgement)", base.DEC),
     -- Payload, pad, ICRC
     payload = ProtoField.bytes("metaroce.payload", "Payload"),
     payload_len = ProtoField.uint32("metaroce.payload_len", "Payload Length", base.DEC),
@@ -157,6 +210,8 @@ local E = {
     nak = ProtoExpert.new("metaroce.nak.expert", "MetaRoCE NAK", expert.group.SEQUENCE,
         expert.severity.NOTE),
     retransmission = ProtoExpert.new("metaroce.retransmission.expert", "Retransmission",
+        expert.group.SEQUENCE, expert.severity.NOTE),
+    irn_nack = ProtoExpert.new("metaroce.irn.nack.expert", "IRN NACK (out-of-order arrival)",
         expert.group.SEQUENCE, expert.severity.NOTE),
     ece = ProtoExpert.new("metaroce.ack.ece.expert", "ACK echoes a CE mark",
         expert.group.SEQUENCE, expert.severity.CHAT),
@@ -349,15 +404,8 @@ local function add_icrc(tree, tvb, icrc_off, status_field, icrc_field, computed_
     return CK_BAD, item
 end
 
-local function dissect_metaroce(tvb, pinfo, root)
-    local len = tvb:len()
-    local op = tvb(0, 1):uint()
-    local row = OPCODES[op]
-    pinfo.cols.protocol = "MetaRoCE"
-    local tree = root:add(metaroce, tvb(), "MetaRoCE, " .. row.name)
-    local info = { row.name }
-
-    -- BTH
+-- The BTH (12 bytes) as a subtree of tree. Returns pad count, PSN and destination QP.
+local function add_bth(tree, tvb)
     local bth = tree:add(F.bth, tvb(0, BTH_SIZE))
     bth:set_text("Base Transport Header")
     bth:add(F.opcode, tvb(0, 1))
@@ -371,12 +419,51 @@ local function dissect_metaroce(tvb, pinfo, root)
     bth:add(F.dest_qp, tvb(5, 3))
     bth:add(F.ack_req, tvb(8, 1))
     bth:add(F.psn, tvb(9, 3))
-    local pad = bit.rshift(bit.band(tvb(1, 1):uint(), 0x30), 4)
-    local psn = tvb(9, 3):uint()
-    local qp = tvb(5, 3):uint()
     if bit.band(tvb(1, 1):uint(), 0x0F) ~= 0 then
         tver_item:add_proto_expert_info(E.bad_version)
     end
+    return bit.rshift(bit.band(tvb(1, 1):uint(), 0x30), 4), tvb(9, 3):uint(), tvb(5, 3):uint()
+end
+
+-- Retransmission: key seen in an earlier frame. Adds the items; returns true if it is one.
+local function mark_retransmission(tree, pinfo, key)
+    local first = first_seen[key]
+    if first == nil or first > pinfo.number then
+        first_seen[key] = pinfo.number
+        first = pinfo.number
+    end
+    if first < pinfo.number then
+        local r = tree:add(F.retransmission, true)
+        r:set_generated()
+        r:add(F.retransmission_of, first):set_generated()
+        r:add_proto_expert_info(E.retransmission)
+        return true
+    end
+    return false
+end
+
+-- The ICRC trailer of a datagram this script decodes. Returns the checksum status.
+local function add_own_icrc(tree, tvb)
+    local len = tvb:len()
+    if metaroce.prefs.check_icrc then
+        return add_icrc(tree, tvb, len - ICRC_SIZE, F.icrc_status, F.icrc, F.icrc_computed,
+            E.icrc_bad, E.icrc_unverified)
+    end
+    local item = tree:add_le(F.icrc, tvb(len - ICRC_SIZE, ICRC_SIZE))
+    item:add(F.icrc_status, CK_UNVERIFIED):set_generated()
+    return CK_UNVERIFIED
+end
+
+local function dissect_metaroce(tvb, pinfo, root)
+    local len = tvb:len()
+    local op = tvb(0, 1):uint()
+    local row = OPCODES[op]
+    pinfo.cols.protocol = "MetaRoCE"
+    local tree = root:add(metaroce, tvb(), "MetaRoCE, " .. row.name)
+    local info = { row.name }
+
+    -- BTH
+    local pad, psn, qp = add_bth(tree, tvb)
 
     -- Extension headers, in wire order.
     local need = BTH_SIZE + ICRC_SIZE
@@ -539,38 +626,145 @@ local function dissect_metaroce(tvb, pinfo, root)
     if path_id ~= nil and bit.band(h, H_MDH) ~= 0 then
         local key = table.concat({ tostring(pinfo.src), tostring(pinfo.dst), qp, path_id,
             path_epoch, psn }, "/")
-        local first = first_seen[key]
-        if first == nil or first > pinfo.number then
-            first_seen[key] = pinfo.number
-            first = pinfo.number
-        end
-        if first < pinfo.number then
-            local r = tree:add(F.retransmission, true)
-            r:set_generated()
-            r:add(F.retransmission_of, first):set_generated()
-            r:add_proto_expert_info(E.retransmission)
+        if mark_retransmission(tree, pinfo, key) then
             info[#info + 1] = "[retransmission]"
         end
     end
 
     -- ICRC
-    if metaroce.prefs.check_icrc then
-        local status = add_icrc(tree, tvb, len - ICRC_SIZE, F.icrc_status, F.icrc,
-            F.icrc_computed, E.icrc_bad, E.icrc_unverified)
-        if status == CK_BAD then
-            info[#info + 1] = "[bad ICRC]"
-        end
-    else
-        local item = tree:add_le(F.icrc, tvb(len - ICRC_SIZE, ICRC_SIZE))
-        item:add(F.icrc_status, CK_UNVERIFIED):set_generated()
+    if add_own_icrc(tree, tvb) == CK_BAD then
+        info[#info + 1] = "[bad ICRC]"
     end
 
     pinfo.cols.info = table.concat(info, " ")
     return len
 end
 
+
 ---------------------------------------------------------------------------------------------
--- Registration: take UDP 4791 and chain to Wireshark's RoCEv2 dissector for other opcodes.
+-- The RoCEv2 baseline's IRN mode: IRN_x data packets (BTH [RETH] IRH [ImmDt] payload pad ICRC)
+-- and IRN_NACK (BTH AETH ISH ICRC).
+---------------------------------------------------------------------------------------------
+
+local function dissect_irn(tvb, pinfo, root)
+    local len = tvb:len()
+    local op = tvb(0, 1):uint()
+    local row = IRN_OPCODES[op]
+    pinfo.cols.protocol = "RoCEv2 IRN"
+    local tree = root:add(metaroce, tvb(), "RoCEv2 IRN, IRN_" .. row.name)
+    local pad, psn, qp = add_bth(tree, tvb)
+    local info = { "IRN " .. row.name }
+
+    local need = BTH_SIZE + ICRC_SIZE
+    if row.nack then
+        need = need + AETH_SIZE + ISH_SIZE
+    else
+        need = need + IRH_SIZE
+        if row.reth then need = need + RETH_SIZE end
+        if row.imm then need = need + IMM_SIZE end
+    end
+    if len < need then
+        tree:add_proto_expert_info(E.truncated)
+        pinfo.cols.info = table.concat(info, " ") .. " [truncated]"
+        return len
+    end
+
+    local off = BTH_SIZE
+    if row.nack then
+        local t = tree:add(F.aeth, tvb(off, AETH_SIZE))
+        t:set_text("ACK Extended Transport Header (AETH)")
+        local syn = tvb(off, 1):uint()
+        local st = t:add(F.aeth_syndrome, tvb(off, 1))
+        st:add(F.aeth_type, tvb(off, 1))
+        st:add(F.aeth_value, tvb(off, 1))
+        t:add(F.aeth_msn, tvb(off + 1, 3))
+        local stype = bit.rshift(bit.band(syn, 0x60), 5)
+        local sval = bit.band(syn, 0x1F)
+        local what = aeth_types[stype]
+        if stype == 3 then
+            what = what .. ": " .. (aeth_nak_codes[sval] or ("code " .. sval))
+        end
+        st:append_text(" (" .. what .. ")")
+        off = off + AETH_SIZE
+        local ish = tree:add(F.ish, tvb(off, ISH_SIZE))
+        ish:set_text("IRN SACK Header (ISH)")
+        ish:add(F.ish_reserved, tvb(off, 1))
+        ish:add(F.ish_sack_psn, tvb(off + 1, 3))
+        local sack = tvb(off + 1, 3):uint()
+        -- The BTH PSN of the NACK is the responder's expected (cumulative) PSN.
+        tree:add(F.irn_expected_psn, psn):set_generated()
+        ish:add_proto_expert_info(E.irn_nack, string.format("IRN NACK: expected PSN %d, PSN %d "
+            .. "arrived out of order", psn, sack))
+        info[#info + 1] = string.format("expected=%d sack=%d msn=%d", psn, sack,
+            tvb(off - AETH_SIZE + 1, 3):uint())
+        if stype ~= 3 or sval ~= 0 then
+            info[#info + 1] = "(" .. what .. ")"
+        end
+        off = off + ISH_SIZE
+    else
+        info[#info + 1] = string.format("PSN=%d", psn)
+        if row.reth then
+            local t = tree:add(F.reth, tvb(off, RETH_SIZE))
+            t:set_text("RDMA Extended Transport Header (RETH)")
+            t:add(F.va, tvb(off, 8))
+            t:add(F.rkey, tvb(off + 8, 4))
+            t:add(F.dma_len, tvb(off + 12, 4))
+            off = off + RETH_SIZE
+        end
+        local t = tree:add(F.irh, tvb(off, IRH_SIZE))
+        t:set_text("IRN Request Header (IRH)")
+        t:add(F.irh_offset, tvb(off, 4))
+        t:add(F.irh_recv_wqe_sn, tvb(off + 4, 4))
+        info[#info + 1] = string.format("off=%d", tvb(off, 4):uint())
+        if op < IRN_BASE + 6 or row.imm then
+            info[#info + 1] = string.format("wqe=%d", tvb(off + 4, 4):uint())
+        end
+        off = off + IRH_SIZE
+        if row.imm then
+            tree:add(F.imm, tvb(off, IMM_SIZE))
+            info[#info + 1] = string.format("imm=0x%08x", tvb(off, 4):uint())
+            off = off + IMM_SIZE
+        end
+    end
+
+    -- Payload and pad.
+    local padded = len - off - ICRC_SIZE
+    local payload_len = padded - pad
+    if row.nack and padded ~= 0 then
+        tree:add_proto_expert_info(E.unexpected_payload)
+    elseif pad > padded or padded % 4 ~= 0 then
+        tree:add_proto_expert_info(E.bad_pad)
+    end
+    if payload_len < 0 then payload_len = 0 end
+    if payload_len > 0 then
+        tree:add(F.payload, tvb(off, payload_len))
+    end
+    if not row.nack then
+        tree:add(F.payload_len, payload_len):set_generated()
+        info[#info + 1] = string.format("len=%d", payload_len)
+    end
+    if padded - payload_len > 0 then
+        tree:add(F.pad_bytes, tvb(off + payload_len, padded - payload_len))
+    end
+
+    -- Retransmission: the same (addresses, QP, PSN) data packet seen in an earlier frame.
+    if not row.nack then
+        local key = table.concat({ "irn", tostring(pinfo.src), tostring(pinfo.dst), qp, psn }, "/")
+        if mark_retransmission(tree, pinfo, key) then
+            info[#info + 1] = "[retransmission]"
+        end
+    end
+
+    if add_own_icrc(tree, tvb) == CK_BAD then
+        info[#info + 1] = "[bad ICRC]"
+    end
+    pinfo.cols.info = table.concat(info, " ")
+    return len
+end
+
+---------------------------------------------------------------------------------------------
+-- Registration: take UDP 4791 and chain to Wireshark's RoCEv2 dissector for the opcodes
+-- that are neither MetaRoCE nor IRN.
 ---------------------------------------------------------------------------------------------
 
 local udp_port = DissectorTable.get("udp.port")
@@ -580,11 +774,14 @@ local data_handle = Dissector.get("data")
 function metaroce.dissector(tvb, pinfo, root)
     if tvb:len() >= 1 then
         local op = tvb(0, 1):uint()
-        if OPCODES[op] ~= nil then
+        if OPCODES[op] ~= nil or IRN_OPCODES[op] ~= nil then
             if tvb:len() < BTH_SIZE then
                 local t = root:add(metaroce, tvb())
                 t:add_proto_expert_info(E.truncated)
                 return tvb:len()
+            end
+            if IRN_OPCODES[op] ~= nil then
+                return dissect_irn(tvb, pinfo, root)
             end
             return dissect_metaroce(tvb, pinfo, root)
         end
