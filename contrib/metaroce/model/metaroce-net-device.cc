@@ -8,6 +8,7 @@
 
 #include "metaroce-byte-order.h"
 #include "metaroce-channel.h"
+#include "metaroce-nic.h"
 #include "metaroce-switch.h"
 
 #include "ns3/boolean.h"
@@ -193,6 +194,7 @@ MetaRoceNetDevice::DoDispose()
     m_pullCallback = MakeNullCallback<Ptr<Packet>>();
     m_frameRxCallback = FrameReceiveCallback();
     m_switch = nullptr;
+    m_nic = nullptr;
     m_admissionCallback = AdmissionCallback();
     m_dequeueCallback = DequeueCallback();
     m_rxCallback = NetDevice::ReceiveCallback();
@@ -254,6 +256,7 @@ void
 MetaRoceNetDevice::SetPullCallback(PullCallback callback)
 {
     m_pullCallback = callback;
+    m_nic = nullptr;
 }
 
 void
@@ -268,6 +271,7 @@ MetaRoceNetDevice::SetFrameReceiveCallback(FrameReceiveCallback callback)
 {
     m_frameRxCallback = callback;
     m_switch = nullptr;
+    m_nic = nullptr;
 }
 
 void
@@ -288,6 +292,13 @@ MetaRoceNetDevice::SetSwitchPort(MetaRoceSwitch* owner, uint32_t index)
 {
     m_switch = owner;
     m_switchPort = index;
+}
+
+void
+MetaRoceNetDevice::SetNicPort(MetaRoceNic* owner, uint32_t index)
+{
+    m_nic = owner;
+    m_nicPort = index;
 }
 
 void
@@ -519,11 +530,19 @@ MetaRoceNetDevice::TryTransmit()
         StartTransmission(entry.packet);
         return;
     }
-    if (m_pullCallback.IsNull())
+    Ptr<Packet> frame;
+    if (m_nic)
+    {
+        frame = m_nic->Pull(m_nicPort);
+    }
+    else if (m_pullCallback.IsNull())
     {
         return;
     }
-    Ptr<Packet> frame = m_pullCallback();
+    else
+    {
+        frame = m_pullCallback();
+    }
     if (!frame)
     {
         return;
@@ -618,6 +637,15 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
             m_macRxTrace(frame);
         }
         m_switch->ReceiveOnPort(m_switchPort, this, frame);
+        return;
+    }
+    if (m_nic)
+    {
+        if (!m_macRxTrace.IsEmpty())
+        {
+            m_macRxTrace(frame);
+        }
+        m_nic->Receive(this, frame);
         return;
     }
     if (!m_frameRxCallback.IsNull())

@@ -32,6 +32,7 @@ namespace ns3
 
 class MetaRoceChannel;
 class MetaRoceSwitch;
+class MetaRoceNic;
 class Node;
 
 /**
@@ -185,6 +186,17 @@ class MetaRoceNetDevice : public NetDevice
      * \param index the port index on \p owner
      */
     void SetSwitchPort(MetaRoceSwitch* owner, uint32_t index);
+
+    /**
+     * Make this device port \p index of the NIC \p owner: the idle transmitter pulls from it
+     * and received frames go to it directly instead of through the pull and frame receive
+     * callbacks (the same shortcut as SetSwitchPort). MetaRoceNic::Setup calls it after
+     * setting both callbacks to the same targets; setting either callback afterwards turns
+     * the shortcut off.
+     * \param owner the NIC, or nullptr to use the callbacks
+     * \param index the port index on \p owner
+     */
+    void SetNicPort(MetaRoceNic* owner, uint32_t index);
 
     /**
      * Send a PFC frame for one priority ahead of all queued data.
@@ -400,6 +412,8 @@ class MetaRoceNetDevice : public NetDevice
     uint8_t m_busyQueues{0}; //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
     MetaRoceSwitch* m_switch{nullptr};                 //!< owning switch (SetSwitchPort); not owned
     uint32_t m_switchPort{0};                          //!< this device's port index on m_switch
+    MetaRoceNic* m_nic{nullptr};                       //!< owning NIC (SetNicPort); not owned
+    uint32_t m_nicPort{0};                             //!< this device's port index on m_nic
     MetaRocePacketFifo m_controlQueue;                 //!< PFC frames, served first
     TracedValue<uint64_t> m_queueBytesTotal{0};        //!< bytes in the data queues
     bool m_transmitting{false};                        //!< a frame is on the wire

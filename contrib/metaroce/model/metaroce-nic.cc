@@ -659,6 +659,7 @@ MetaRoceNic::Setup(Ptr<Node> node, uint32_t address, std::vector<Ptr<MetaRoceNet
         m_ports.push_back(p);
         ports[i]->SetPullCallback(MakeCallback(&MetaRoceNic::Pull, this).Bind(i));
         ports[i]->SetFrameReceiveCallback(MakeCallback(&MetaRoceNic::Receive, this));
+        ports[i]->SetNicPort(this, i);
     }
     if (node && !node->GetObject<MetaRoceNic>())
     {

@@ -255,6 +255,7 @@ class MetaRoceNic : public Object
   private:
     class Observer;
     friend class Observer;
+    friend class MetaRoceNetDevice; // calls Pull and Receive directly (SetNicPort)
 
     /// One port and the frames parked for it.
     struct PortState
