@@ -6,6 +6,8 @@
 
 #include "metaroce-hil-ethernet.h"
 
+#include <cerrno>
+#include <cstring>
 #include <spdlog/spdlog.h>
 
 namespace metaroce
@@ -91,6 +93,40 @@ EncapsulateForPort(const TxDatagram& tx,
         return 0;
     }
     return len;
+}
+
+SendStatus
+CountSendResult(ssize_t n,
+                size_t frameLen,
+                size_t datagramLen,
+                const char* what,
+                const std::string& device,
+                Time now,
+                RateLimiter& errorLog,
+                PortCounters& counters)
+{
+    if (n == ssize_t(frameLen))
+    {
+        ++counters.txFrames;
+        counters.txBytes += datagramLen;
+        return SendStatus::SENT;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
+    {
+        return SendStatus::WOULD_BLOCK;
+    }
+    const int err = n < 0 ? errno : EMSGSIZE; // a short write: the frame is lost
+    ++counters.txFailed;
+    uint64_t suppressed = 0;
+    if (errorLog.Allow(now, suppressed))
+    {
+        spdlog::error("{} {}: {} ({} more suppressed)",
+                      what,
+                      device,
+                      std::strerror(err),
+                      suppressed);
+    }
+    return SendStatus::FAILED;
 }
 
 } // namespace hil

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 /**
@@ -87,6 +88,28 @@ size_t EncapsulateForPort(const TxDatagram& tx,
                           Time now,
                           RateLimiter& errorLog,
                           PortCounters& counters);
+
+/**
+ * Count the outcome of writing one frame and say what the caller returns.
+ *
+ * \param n what write()/sendto() returned (errno still set from it)
+ * \param frameLen the frame's length
+ * \param datagramLen the datagram's length (counted in txBytes when sent)
+ * \param what the start of the error line ("raw port: send on")
+ * \param device the interface name
+ * \param now the time, for the rate limiter
+ * \param errorLog the rate limiter of send-error lines
+ * \param counters the port's counters
+ * \return SENT, WOULD_BLOCK (the kernel queue is full) or FAILED (counted and logged)
+ */
+SendStatus CountSendResult(ssize_t n,
+                           size_t frameLen,
+                           size_t datagramLen,
+                           const char* what,
+                           const std::string& device,
+                           Time now,
+                           RateLimiter& errorLog,
+                           PortCounters& counters);
 
 } // namespace hil
 } // namespace metaroce

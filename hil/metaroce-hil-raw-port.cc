@@ -347,9 +347,9 @@ RawFramePort::Send(const TxDatagram& tx)
         return SendStatus::FAILED;
     }
     const MacAddress* dst = Resolve(tx.meta.dstIp);
-    uint64_t suppressed = 0;
     if (!dst)
     {
+        uint64_t suppressed = 0;
         ++m_counters.txFailed;
         if (m_errorLog.Allow(m_clock.Now(), suppressed))
         {
@@ -390,26 +390,14 @@ RawFramePort::Send(const TxDatagram& tx)
                        MSG_DONTWAIT,
                        reinterpret_cast<sockaddr*>(&to),
                        sizeof(to));
-    if (n == ssize_t(len))
-    {
-        ++m_counters.txFrames;
-        m_counters.txBytes += tx.length;
-        return SendStatus::SENT;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
-    {
-        return SendStatus::WOULD_BLOCK;
-    }
-    int err = errno;
-    ++m_counters.txFailed;
-    if (m_errorLog.Allow(m_clock.Now(), suppressed))
-    {
-        spdlog::error("raw port: send on {}: {} ({} more suppressed)",
-                      m_cfg.device,
-                      std::strerror(err),
-                      suppressed);
-    }
-    return SendStatus::FAILED;
+    return CountSendResult(n,
+                           len,
+                           tx.length,
+                           "raw port: send on",
+                           m_cfg.device,
+                           m_clock.Now(),
+                           m_errorLog,
+                           m_counters);
 }
 
 void

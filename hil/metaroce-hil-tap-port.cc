@@ -231,28 +231,15 @@ TapFramePort::Send(const TxDatagram& tx)
     {
         return SendStatus::FAILED;
     }
-    uint64_t suppressed = 0;
-    ssize_t n = write(m_tap.native_handle(), m_txBuffer.data(), len);
-    if (n == ssize_t(len))
-    {
-        ++m_counters.txFrames;
-        m_counters.txBytes += tx.length;
-        return SendStatus::SENT;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
-    {
-        return SendStatus::WOULD_BLOCK;
-    }
-    int err = n < 0 ? errno : EMSGSIZE;
-    ++m_counters.txFailed;
-    if (m_errorLog.Allow(m_clock.Now(), suppressed))
-    {
-        spdlog::error("tap port: write to {}: {} ({} more suppressed)",
-                      m_cfg.device,
-                      std::strerror(err),
-                      suppressed);
-    }
-    return SendStatus::FAILED;
+    const ssize_t n = write(m_tap.native_handle(), m_txBuffer.data(), len);
+    return CountSendResult(n,
+                           len,
+                           tx.length,
+                           "tap port: write to",
+                           m_cfg.device,
+                           m_clock.Now(),
+                           m_errorLog,
+                           m_counters);
 }
 
 void
