@@ -9,9 +9,9 @@
 // the connection finishes while any path works.
 
 #include "engine-network.h"
+#include "random-workload.h"
 
 #include <gtest/gtest.h>
-
 #include <map>
 #include <sstream>
 
@@ -23,15 +23,7 @@ namespace
 {
 
 /// One message of a schedule.
-struct Message
-{
-    WrOpcode op;
-    uint16_t stream;
-    uint32_t length;
-    size_t srcOffset;
-    size_t dstOffset;
-    uint32_t imm;
-};
+using Message = RandomMessage;
 
 /// \return a description of the failing schedule, for the assertion message.
 std::string
@@ -39,9 +31,9 @@ Describe(uint64_t seed, const ConnectionConfig& cfg, const LinkConfig& fwd, cons
 {
     std::ostringstream os;
     os << "seed " << seed << ": paths " << cfg.numPaths << " mtu " << cfg.mtu << " reorderThr "
-       << cfg.reorderThreshold << " ackEvery " << cfg.ackEveryPackets << " loss " << fwd.loss
-       << "/" << rev.loss << " burst " << fwd.burstStart << " reorder " << fwd.reorder
-       << " dup " << fwd.duplicate;
+       << cfg.reorderThreshold << " ackEvery " << cfg.ackEveryPackets << " loss " << fwd.loss << "/"
+       << rev.loss << " burst " << fwd.burstStart << " reorder " << fwd.reorder << " dup "
+       << fwd.duplicate;
     return os.str();
 }
 
@@ -101,29 +93,12 @@ RunSchedule(uint64_t seed)
     }
 
     // Messages.
-    uint32_t count = 1 + uint32_t(r.Below(24));
-    std::vector<Message> msgs;
-    size_t srcSize = 0;
-    size_t dstSize = 0;
-    for (uint32_t i = 0; i < count; ++i)
-    {
-        Message m;
-        m.op = WrOpcode(r.Below(4));
-        m.stream = uint16_t(r.Below(4));
-        m.length = r.Below(8) == 0 ? 0 : uint32_t(1 + r.Below(24000));
-        m.srcOffset = srcSize;
-        m.dstOffset = dstSize;
-        m.imm = uint32_t(r.Next());
-        srcSize += m.length;
-        dstSize += m.length + 64; // a gap: bytes there must stay untouched
-        msgs.push_back(m);
-    }
-    std::vector<uint8_t> src(srcSize + 1);
-    std::vector<uint8_t> dst(dstSize + 1, 0);
-    for (auto& byte : src)
-    {
-        byte = uint8_t(r.Next() | 1); // never zero, so untouched bytes are detectable
-    }
+    RandomWorkload w = DrawRandomWorkload(r, 4);
+    const std::vector<RandomMessage>& msgs = w.msgs;
+    const uint32_t count = uint32_t(msgs.size());
+    const size_t srcSize = w.srcBytes;
+    std::vector<uint8_t>& src = w.src;
+    std::vector<uint8_t>& dst = w.dst;
     MemoryRegion smr = n.At(a).RegisterMemory(src.data(), src.size(), 0);
     MemoryRegion dmr =
         n.At(b).RegisterMemory(dst.data(), dst.size(), ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
@@ -235,7 +210,8 @@ RunSchedule(uint64_t seed)
     }
     for (const Message& m : msgs)
     {
-        if (!std::equal(src.begin() + m.srcOffset, src.begin() + m.srcOffset + m.length,
+        if (!std::equal(src.begin() + m.srcOffset,
+                        src.begin() + m.srcOffset + m.length,
                         dst.begin() + m.dstOffset))
         {
             return description + ": payload bytes differ";

@@ -13,6 +13,7 @@
 #include "metaroce-encap.h"
 #include "metaroce-icrc.h"
 #include "metaroce-rocev2-connection.h"
+#include "random-workload.h"
 
 #include <algorithm>
 #include <cmath>
@@ -1208,14 +1209,7 @@ TEST(RoceV2IrnWire, IrnAndGoBackNEndsDisagreeingIsAnInvalidRequest)
 // ---------------------------------------------------------------------------------------------
 
 /// One message of a schedule.
-struct Message
-{
-    WrOpcode op;
-    uint32_t length;
-    size_t srcOffset;
-    size_t dstOffset;
-    uint32_t imm;
-};
+using Message = RandomMessage;
 
 /// Run schedule \p seed; \return an empty string on success, else what went wrong.
 /// Counters summed over the schedules of a property run.
@@ -1275,28 +1269,12 @@ RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
       << fwd.reorder << " dup " << fwd.duplicate << " ce " << fwd.ceMark;
     std::string description = d.str();
 
-    uint32_t count = 1 + uint32_t(r.Below(24));
-    std::vector<Message> msgs;
-    size_t srcSize = 0;
-    size_t dstSize = 0;
-    for (uint32_t i = 0; i < count; ++i)
-    {
-        Message m;
-        m.op = WrOpcode(r.Below(4));
-        m.length = r.Below(8) == 0 ? 0 : uint32_t(1 + r.Below(24000));
-        m.srcOffset = srcSize;
-        m.dstOffset = dstSize;
-        m.imm = uint32_t(r.Next());
-        srcSize += m.length;
-        dstSize += m.length + 64; // a gap: bytes there must stay untouched
-        msgs.push_back(m);
-    }
-    std::vector<uint8_t> src(srcSize + 1);
-    std::vector<uint8_t> dst(dstSize + 1, 0);
-    for (auto& byte : src)
-    {
-        byte = uint8_t(r.Next() | 1); // never zero, so untouched bytes are detectable
-    }
+    RandomWorkload w = DrawRandomWorkload(r, 0);
+    const std::vector<RandomMessage>& msgs = w.msgs;
+    const uint32_t count = uint32_t(msgs.size());
+    const size_t srcSize = w.srcBytes;
+    std::vector<uint8_t>& src = w.src;
+    std::vector<uint8_t>& dst = w.dst;
     MemoryRegion smr = n.At(a).RegisterMemory(src.data(), src.size(), 0);
     MemoryRegion dmr =
         n.At(b).RegisterMemory(dst.data(), dst.size(), ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
