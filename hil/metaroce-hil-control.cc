@@ -285,7 +285,21 @@ SettingsOf(const ConnectionConfig& cfg, bool icrc)
     s.set_max_streams(cfg.maxStreams);
     s.set_max_posted_recvs(cfg.maxPostedRecvs);
     s.set_icrc(icrc);
+    if (cfg.transport == "rocev2")
+    {
+        s.set_rocev2_recovery(cfg.rocev2.recovery);
+    }
     return s;
+}
+
+std::string
+RoceRecoveryOf(const proto::ConnectionSettings& s)
+{
+    if (s.transport() != "rocev2")
+    {
+        return "";
+    }
+    return s.rocev2_recovery().empty() ? "gbn" : s.rocev2_recovery();
 }
 
 std::string
@@ -311,6 +325,7 @@ CompareSettings(const proto::ConnectionSettings& ours,
     note("max streams", num(ours.max_streams()), num(peer.max_streams()));
     note("max posted recvs", num(ours.max_posted_recvs()), num(peer.max_posted_recvs()));
     note("icrc", ours.icrc() ? "on" : "off", peer.icrc() ? "on" : "off");
+    note("rocev2 recovery", RoceRecoveryOf(ours), RoceRecoveryOf(peer));
     return diff;
 }
 

@@ -122,6 +122,9 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
 /// \return the settings of \p cfg as the control plane carries them.
 proto::ConnectionSettings SettingsOf(const ConnectionConfig& cfg, bool icrc);
 
+/// \return the RoCEv2 loss recovery \p s asks for ("gbn" when empty; "" for MetaRoCE).
+std::string RoceRecoveryOf(const proto::ConnectionSettings& s);
+
 /**
  * Compare the settings a peer sent with ours.
  * \param oursName, peerName how the message names the two sides ("server", "client")

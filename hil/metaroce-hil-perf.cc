@@ -294,6 +294,10 @@ Session::Session(PerfApp& app,
     m_ccfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * m_ccfg.rtoInitial);
     m_ccfg.probeInterval = m_ccfg.rtoMin;
     m_ccfg.connectionTimeout = Time(m_opts.connectionTimeoutMs * 1e9);
+    // RoCEv2 IRN: RTO_low at the same floor, RTO_high 3.2x it (the IRN paper's 100/320 us ratio).
+    m_ccfg.rocev2.recovery = m_opts.roceRecovery;
+    m_ccfg.rocev2.irnRtoLow = m_ccfg.rtoMin;
+    m_ccfg.rocev2.irnRtoHigh = Time(m_opts.rtoMinUs * 3.2e6);
 }
 
 Session::~Session()
@@ -1998,6 +2002,8 @@ Test (client; the server adapts, within its limits):
   --depth N              messages in flight per stream (default 128)
 Connection settings (must match on both sides):
   --transport metaroce|rocev2   (default metaroce)
+  --roce-recovery gbn|irn  rocev2 loss recovery: go-back-N or IRN selective repeat (default gbn;
+                         both ends must agree)
   --mtu BYTES            payload bytes per packet (default 1024; 4096 needs a link MTU >= 4200)
   --paths N              MetaRoCE paths = UDP source ports per connection (default 8)
   --max-wrs N            outstanding work requests per connection (default 1024)
@@ -2210,6 +2216,14 @@ ParsePerfOptions(const std::vector<std::string>& args,
                 return bad(v);
             }
             opts.rtPriority = int(priority);
+        }
+        else if (arg == "--roce-recovery")
+        {
+            if (v != "gbn" && v != "irn")
+            {
+                return bad(v);
+            }
+            opts.roceRecovery = v;
         }
         else if (arg == "--rto-min-us")
         {

@@ -52,6 +52,7 @@ struct PerfOptions
     double rateGbps{0};                //!< per-connection pacing ceiling (0: unpaced)
     /// RTO floor, microseconds. Software endpoints see millisecond scheduling jitter, so the
     /// HIL default is ten times the engine's datacenter default (100 us).
+    std::string roceRecovery{"gbn"}; //!< RoCEv2 loss recovery: "gbn" or "irn"
     double rtoMinUs{1000};
     double connectionTimeoutMs{2000}; //!< give up on a peer that acknowledges nothing this long
     int rtPriority{0};                //!< SCHED_FIFO priority (0: normal scheduling)

@@ -407,6 +407,16 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
     cfg.maxMessageSize = s.max_message_size();
     cfg.maxStreams = uint16_t(s.max_streams());
     cfg.maxPostedRecvs = s.max_posted_recvs();
+    if (s.transport() == "rocev2")
+    {
+        const std::string recovery = RoceRecoveryOf(s);
+        if (recovery != "gbn" && recovery != "irn")
+        {
+            reject("unknown rocev2 recovery '" + recovery + "' (gbn or irn)");
+            return;
+        }
+        cfg.rocev2.recovery = recovery;
+    }
     std::string why = CheckWorkload(hello, cfg);
     const uint64_t bytes = RegionBytes(hello.workload());
     if (why.empty() && (bytes == 0 || bytes > MAX_REGION_BYTES))

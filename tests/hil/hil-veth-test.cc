@@ -226,6 +226,28 @@ TEST_F(HilVethTest, RoceV2RecoversFromOnePercentLossInRawMode)
     EXPECT_GT(std::stoull(result["retx"]), 0u);
 }
 
+TEST_F(HilVethTest, RoceV2IrnRecoversFromOnePercentLoss)
+{
+    std::map<std::string, std::string> result;
+    RunPair({"--transport",
+             "rocev2",
+             "--roce-recovery",
+             "irn",
+             "--mtu",
+             "4096",
+             "--size",
+             "64K",
+             "--iters",
+             "100",
+             "--loss",
+             "0.01"},
+            {},
+            {},
+            100,
+            &result);
+    EXPECT_GT(std::stoull(result["retx"]), 0u);
+}
+
 // The control plane rejects a mismatched configuration with a clear error on both sides.
 
 TEST_F(HilVethTest, MismatchedConfigIsRejectedOnBothSides)
@@ -238,6 +260,17 @@ TEST_F(HilVethTest, MismatchedConfigIsRejectedOnBothSides)
     EXPECT_NE(client->Output().find(expected), std::string::npos) << client->Output();
     EXPECT_NE(server->Output().find(expected), std::string::npos) << server->Output();
     EXPECT_EQ(ParseResult(client->Output())["status"], "FAIL");
+}
+
+TEST_F(HilVethTest, MismatchedRoceRecoveryIsRejectedOnBothSides)
+{
+    auto server = Server({"--transport", "rocev2", "--roce-recovery", "irn"});
+    auto client = Client({"--transport", "rocev2", "--iters", "10"});
+    EXPECT_EQ(client->Wait(RUN_LIMIT), 1);
+    EXPECT_EQ(server->Wait(milliseconds(5000)), 1);
+    std::string expected = "rocev2 recovery: server irn, client gbn";
+    EXPECT_NE(client->Output().find(expected), std::string::npos) << client->Output();
+    EXPECT_NE(server->Output().find(expected), std::string::npos) << server->Output();
 }
 
 // A peer that accepts the control connection and then says nothing times out clearly.
