@@ -470,6 +470,35 @@ SkipQpns(EngineNetwork& n, uint32_t a, uint32_t b, const ConnectionConfig& cfg, 
     }
 }
 
+/**
+ * Count the run's completions, failures, drops and frames into \p r and write the capture's
+ * summary; the run is ok when every completion succeeded and each side has the expected count.
+ */
+void
+FinishRun(EngineNetwork& n,
+          uint32_t a,
+          uint32_t b,
+          CaptureSink& sink,
+          uint64_t seed,
+          uint64_t expectA,
+          uint64_t expectB,
+          RunResult& r)
+{
+    for (uint32_t i : {a, b})
+    {
+        for (const Completion& c : n.Completions(i))
+        {
+            r.failures += c.status != WcStatus::SUCCESS;
+        }
+    }
+    r.completionsA = n.Completions(a).size();
+    r.completionsB = n.Completions(b).size();
+    r.dropped = n.Dropped();
+    r.frames = sink.Frames();
+    r.ok = sink.Finish(SummaryJson(r, seed)) && r.failures == 0 && r.completionsA == expectA &&
+           r.completionsB == expectB;
+}
+
 RunResult
 RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
 {
@@ -535,19 +564,7 @@ RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
         n.Kick(a);
     });
     n.RunUntilIdle(MilliSeconds(20));
-    for (uint32_t i : {a, b})
-    {
-        for (const Completion& c : n.Completions(i))
-        {
-            r.failures += c.status != WcStatus::SUCCESS;
-        }
-    }
-    r.completionsA = n.Completions(a).size();
-    r.completionsB = n.Completions(b).size();
-    r.dropped = n.Dropped();
-    r.frames = sink.Frames();
-    r.ok = sink.Finish(SummaryJson(r, seed)) && r.failures == 0 && r.completionsA == 5 &&
-           r.completionsB == 3;
+    FinishRun(n, a, b, sink, seed, 5, 3, r);
     return r;
 }
 
@@ -598,19 +615,7 @@ RunRoceV2Mode(const std::string& dir, uint64_t seed, uint32_t firstQpn, bool irn
     }
     PostWorkload(n, a, b, qa, qb, false, src, dst, r);
     n.RunUntilIdle(MilliSeconds(50));
-    for (uint32_t i : {a, b})
-    {
-        for (const Completion& c : n.Completions(i))
-        {
-            r.failures += c.status != WcStatus::SUCCESS;
-        }
-    }
-    r.completionsA = n.Completions(a).size();
-    r.completionsB = n.Completions(b).size();
-    r.dropped = n.Dropped();
-    r.frames = sink.Frames();
-    r.ok = sink.Finish(SummaryJson(r, seed)) && r.failures == 0 && r.completionsA == 4 &&
-           r.completionsB == 3;
+    FinishRun(n, a, b, sink, seed, 4, 3, r);
     return r;
 }
 
