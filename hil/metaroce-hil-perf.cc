@@ -132,6 +132,11 @@ class Session : public std::enable_shared_from_this<Session>
     void OnServerCompletion(const Completion& c);
     void Reject(const std::string& reason);
     bool CreateConnections(const std::string& transport, uint16_t portBase, std::string& why);
+    /// Fill in our data address and queue pairs (QPN, source ports from \p portBase) for the
+    /// peer: the same in the client's Hello and the server's Accept.
+    void DescribeEndpoint(uint16_t portBase,
+                          proto::DataAddress& addr,
+                          google::protobuf::RepeatedPtrField<proto::QueuePair>& qps) const;
     bool AllocateBuffer(uint32_t access, std::string& why);
     void PostMore();
     bool MayPost(Time now) const;
@@ -331,6 +336,27 @@ Session::Teardown()
     }
 }
 
+void
+Session::DescribeEndpoint(uint16_t portBase,
+                          proto::DataAddress& addr,
+                          google::protobuf::RepeatedPtrField<proto::QueuePair>& qps) const
+{
+    addr.set_ipv4(m_app.LocalIp());
+    addr.set_data_port(m_opts.dataPort);
+    addr.set_port_mode(m_opts.portMode);
+    const MacAddress mac = m_host.Port().LocalMac();
+    if (mac != MacAddress())
+    {
+        addr.set_mac(mac.bytes, MAC_ADDRESS_SIZE);
+    }
+    for (size_t i = 0; i < m_qpns.size(); ++i)
+    {
+        proto::QueuePair* qp = qps.Add();
+        qp->set_qpn(m_qpns[i]);
+        qp->set_source_port_base(portBase + i * PORTS_PER_CONNECTION);
+    }
+}
+
 bool
 Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
 {
@@ -438,21 +464,7 @@ Session::StartClient()
     hello->set_software(SOFTWARE);
     *hello->mutable_settings() = SettingsOf(m_ccfg, m_opts.icrc);
     *hello->mutable_workload() = m_workload;
-    proto::DataAddress* addr = hello->mutable_address();
-    addr->set_ipv4(m_app.LocalIp());
-    addr->set_data_port(m_opts.dataPort);
-    addr->set_port_mode(m_opts.portMode);
-    MacAddress mac = m_host.Port().LocalMac();
-    if (mac != MacAddress())
-    {
-        addr->set_mac(mac.bytes, MAC_ADDRESS_SIZE);
-    }
-    for (size_t i = 0; i < m_qpns.size(); ++i)
-    {
-        proto::QueuePair* qp = hello->add_queue_pairs();
-        qp->set_qpn(m_qpns[i]);
-        qp->set_source_port_base(base + i * PORTS_PER_CONNECTION);
-    }
+    DescribeEndpoint(base, *hello->mutable_address(), *hello->mutable_queue_pairs());
     m_channel->Send(msg);
     spdlog::info("connected to {}; sent Hello ({} {} x {} bytes, {} connection(s), {} "
                  "stream(s), {} path(s))",
@@ -605,21 +617,7 @@ Session::OnHello(const proto::Hello& hello)
     proto::Accept* accept = msg.mutable_accept();
     accept->set_protocol_version(proto::VERSION_CURRENT);
     accept->set_software(SOFTWARE);
-    proto::DataAddress* addr = accept->mutable_address();
-    addr->set_ipv4(m_app.LocalIp());
-    addr->set_data_port(m_opts.dataPort);
-    addr->set_port_mode(m_opts.portMode);
-    MacAddress own = m_host.Port().LocalMac();
-    if (own != MacAddress())
-    {
-        addr->set_mac(own.bytes, MAC_ADDRESS_SIZE);
-    }
-    for (size_t i = 0; i < m_qpns.size(); ++i)
-    {
-        proto::QueuePair* qp = accept->add_queue_pairs();
-        qp->set_qpn(m_qpns[i]);
-        qp->set_source_port_base(base + i * PORTS_PER_CONNECTION);
-    }
+    DescribeEndpoint(base, *accept->mutable_address(), *accept->mutable_queue_pairs());
     if (m_write)
     {
         accept->mutable_region()->set_addr(m_mr.addr);
