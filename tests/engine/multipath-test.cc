@@ -8,10 +8,10 @@
 
 #include "engine-network.h"
 #include "metaroce-multipath-connection.h"
-
-#include <gtest/gtest.h>
+#include "seeded-run.h"
 
 #include <algorithm>
+#include <gtest/gtest.h>
 #include <numeric>
 
 namespace metaroce
@@ -35,7 +35,9 @@ class PairTest : public ::testing::Test
         m_a = m_net->AddEndpoint(epa);
         m_b = m_net->AddEndpoint(epb);
         std::tie(m_qa, m_qb) = m_net->Connect(m_a, m_b, cfg);
-        m_net->onCompletion = [this](uint32_t, const Completion&) { m_lastCompletion = m_net->Now(); };
+        m_net->onCompletion = [this](uint32_t, const Completion&) {
+            m_lastCompletion = m_net->Now();
+        };
         m_src.resize(bytes);
         Rng rng(42);
         for (auto& byte : m_src)
@@ -44,7 +46,8 @@ class PairTest : public ::testing::Test
         }
         m_dst.assign(bytes, 0);
         m_srcMr = A().RegisterMemory(m_src.data(), m_src.size(), ACCESS_LOCAL_WRITE);
-        m_dstMr = B().RegisterMemory(m_dst.data(), m_dst.size(),
+        m_dstMr = B().RegisterMemory(m_dst.data(),
+                                     m_dst.size(),
                                      ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
         ASSERT_NE(m_srcMr.lkey, 0u);
         ASSERT_NE(m_dstMr.lkey, 0u);
@@ -492,8 +495,8 @@ TEST_F(PairTest, StreamsNeverBlockEachOther)
 {
     ConnectionConfig cfg;
     Build(cfg, 4 << 20);
-    Write(1, 0, 4 << 20, 0);      // a long message on stream 0
-    Write(2, 0, 4096, 1);         // a short one on stream 1, posted later
+    Write(1, 0, 4 << 20, 0); // a long message on stream 0
+    Write(2, 0, 4096, 1);    // a short one on stream 1, posted later
     m_net->RunUntilIdle(MilliSeconds(20));
     ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
     EXPECT_EQ(m_net->Completions(m_a)[0].wrId, 2u) << "stream 1 is not behind stream 0";
@@ -521,31 +524,14 @@ TEST_F(PairTest, CompletionsAreInPostOrderWithinAStreamDespiteReordering)
 TEST_F(PairTest, SameSeedSameRun)
 {
     auto run = [](uint64_t seed) {
-        NetworkConfig net;
-        net.seed = seed;
-        EngineNetwork n(net);
-        uint32_t a = n.AddEndpoint();
-        uint32_t b = n.AddEndpoint();
-        auto [qa, qb] = n.Connect(a, b, ConnectionConfig());
-        n.Link(a, b).loss = 0.05;
-        n.Link(a, b).reorder = 0.1;
-        MemoryRegion src = n.At(a).RegisterMemory(nullptr, 1 << 20, 0, 0x1000);
-        MemoryRegion dst = n.At(b).RegisterMemory(nullptr, 1 << 20, ACCESS_REMOTE_WRITE, 0x1000);
-        SendWr wr;
-        wr.sge = {src.addr, 1 << 20, src.lkey};
-        wr.remoteAddr = dst.addr;
-        wr.rkey = dst.rkey;
-        n.At(a).PostSend(0, qa, wr);
-        n.Kick(a);
-        n.RunUntilIdle(MilliSeconds(50));
-        std::vector<uint64_t> v;
-        for (size_t c = 0; c < size_t(Counter::COUNT); ++c)
-        {
-            v.push_back(n.At(a).Counters().Get(Counter(c)));
-        }
-        v.push_back(uint64_t(n.Now()));
-        (void)qb;
-        return v;
+        return SeededWriteRun(
+            seed,
+            ConnectionConfig(),
+            [](LinkConfig& l) {
+                l.loss = 0.05;
+                l.reorder = 0.1;
+            },
+            MilliSeconds(50));
     };
     EXPECT_EQ(run(7), run(7));
     EXPECT_NE(run(7), run(8));

@@ -14,6 +14,7 @@
 #include "metaroce-icrc.h"
 #include "metaroce-rocev2-connection.h"
 #include "random-workload.h"
+#include "seeded-run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -810,31 +811,14 @@ TEST(RoceV2Dcqcn, IncastOnAMarkingDownlinkIsThrottled)
 TEST(RoceV2Pair2, SameSeedSameRun)
 {
     auto run = [](uint64_t seed) {
-        NetworkConfig net;
-        net.seed = seed;
-        EngineNetwork n(net);
-        uint32_t a = n.AddEndpoint();
-        uint32_t b = n.AddEndpoint();
-        auto [qa, qb] = n.Connect(a, b, RoceConfig());
-        (void)qb;
-        n.Link(a, b).loss = 0.02;
-        n.Link(a, b).ceMark = 0.01;
-        MemoryRegion src = n.At(a).RegisterMemory(nullptr, 1 << 20, 0, 0x1000);
-        MemoryRegion dst = n.At(b).RegisterMemory(nullptr, 1 << 20, ACCESS_REMOTE_WRITE, 0x1000);
-        SendWr wr;
-        wr.sge = {src.addr, 1 << 20, src.lkey};
-        wr.remoteAddr = dst.addr;
-        wr.rkey = dst.rkey;
-        n.At(a).PostSend(0, qa, wr);
-        n.Kick(a);
-        n.RunUntilIdle(MilliSeconds(100));
-        std::vector<uint64_t> v;
-        for (size_t c = 0; c < size_t(Counter::COUNT); ++c)
-        {
-            v.push_back(n.At(a).Counters().Get(Counter(c)));
-        }
-        v.push_back(uint64_t(n.Now()));
-        return v;
+        return SeededWriteRun(
+            seed,
+            RoceConfig(),
+            [](LinkConfig& l) {
+                l.loss = 0.02;
+                l.ceMark = 0.01;
+            },
+            MilliSeconds(100));
     };
     EXPECT_EQ(run(7), run(7));
     EXPECT_NE(run(7), run(8));
