@@ -12,6 +12,7 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.cc
@@ -28,6 +29,7 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.h

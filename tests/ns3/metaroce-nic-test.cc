@@ -445,10 +445,27 @@ TEST_F(MetaRoceNicTest, MultiplaneUsesBothPlanes)
     EXPECT_GT(f.bytes * 8.0 / f.Fct().GetSeconds(), 110e9) << "two planes beat one";
 }
 
-/// Runs a permutation on the leaf-spine and returns every flow's FCT in nanoseconds.
+/**
+ * Runs a permutation on the leaf-spine and returns every flow's FCT in nanoseconds.
+ * \param transport metaroce or rocev2
+ * \param scheduler the event scheduler's TypeId name (empty: ns-3's default)
+ * \param tieBreak its TieBreak attribute, for ns3::MetaRoceScheduler
+ */
 std::vector<int64_t>
-PermutationFcts(const std::string& transport)
+PermutationFcts(const std::string& transport,
+                const std::string& scheduler = "",
+                const std::string& tieBreak = "")
 {
+    if (!scheduler.empty())
+    {
+        ObjectFactory factory;
+        factory.SetTypeId(scheduler);
+        if (!tieBreak.empty())
+        {
+            factory.Set("TieBreak", StringValue(tieBreak));
+        }
+        Simulator::SetScheduler(factory);
+    }
     LeafSpine net;
     Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
     load->Setup(net.fabric, net.nics);
@@ -481,6 +498,36 @@ TEST_F(MetaRoceNicTest, SameSeedReproducesIdenticalFcts)
         for (int64_t fct : first)
         {
             EXPECT_GT(fct, 0) << transport;
+        }
+    }
+}
+
+/// The module's event scheduler keeps ns-3's order of equal-time events by default, so a run
+/// gives the same results as with MapScheduler; its Link order is a different, equally
+/// deterministic order.
+TEST_F(MetaRoceNicTest, MetaRoceSchedulerReproducesMapSchedulerFcts)
+{
+    for (const char* transport : {"metaroce", "rocev2"})
+    {
+        RngSeedManager::SetRun(3);
+        const std::vector<int64_t> map = PermutationFcts(transport, "ns3::MapScheduler");
+        RngSeedManager::SetRun(3);
+        const std::vector<int64_t> heap = PermutationFcts(transport, "ns3::MetaRoceScheduler");
+        EXPECT_EQ(map, heap) << transport;
+        RngSeedManager::SetRun(3);
+        const std::vector<int64_t> link =
+            PermutationFcts(transport, "ns3::MetaRoceScheduler", "Link");
+        RngSeedManager::SetRun(3);
+        const std::vector<int64_t> linkAgain =
+            PermutationFcts(transport, "ns3::MetaRoceScheduler", "Link");
+        EXPECT_EQ(link, linkAgain) << transport;
+        ASSERT_EQ(link.size(), map.size());
+        for (std::size_t i = 0; i < link.size(); ++i)
+        {
+            EXPECT_GT(link[i], 0) << transport << " flow " << i;
+            // Only the order of simultaneous events differs: FCTs stay close.
+            EXPECT_NEAR(double(link[i]), double(map[i]), 0.05 * double(map[i]))
+                << transport << " flow " << i;
         }
     }
 }
