@@ -8,6 +8,7 @@
 
 #include "metaroce-gilbert-elliott-error-model.h"
 #include "metaroce-net-device.h"
+#include "metaroce-scheduler.h"
 
 #include "ns3/abort.h"
 #include "ns3/log.h"
@@ -111,6 +112,9 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
             context = Simulator::GetContext();
         }
     }
+    // The arrival's tag orders it among arrivals of equal time (MetaRoceScheduler, TieBreak
+    // Link); ignored by other schedulers.
+    MetaRoceScheduler::TagNextEvent(MetaRoceScheduler::LinkTag(GetId(), direction));
     Simulator::ScheduleWithContext(context,
                                    txTime + m_delay,
                                    &MetaRoceChannel::Deliver,

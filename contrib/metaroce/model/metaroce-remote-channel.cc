@@ -7,6 +7,7 @@
 #include "metaroce-remote-channel.h"
 
 #include "metaroce-net-device.h"
+#include "metaroce-scheduler.h"
 
 #include "ns3/abort.h"
 #include "ns3/log.h"
@@ -158,7 +159,16 @@ MetaRoceRemoteChannel::ReceiveRemote(Ptr<Packet> frame)
     MetaRoceRemoteTag tag;
     const bool tagged = frame->RemovePacketTag(tag);
     NS_ABORT_MSG_IF(!tagged, "a frame from another rank without its MetaRoceRemoteTag");
-    Deliver(frame, tag.direction, tag.epoch);
+    // The MPI receive event was scheduled at the synchronization, not when the frame was sent,
+    // so among events of the same time it sits elsewhere than the arrival of a local link. Run
+    // the arrival as a tagged event of this time: with MetaRoceScheduler's Link tie-break it
+    // is then ordered exactly like a local link's arrival (docs/distributed.md).
+    MetaRoceScheduler::TagNextEvent(MetaRoceScheduler::LinkTag(GetId(), tag.direction));
+    Simulator::ScheduleNow(&MetaRoceRemoteChannel::Deliver,
+                           this,
+                           frame,
+                           uint32_t(tag.direction),
+                           tag.epoch);
 }
 
 uint64_t
