@@ -33,6 +33,7 @@
 #include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-partition.h"
 #include "ns3/metaroce-stack-helper.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-topology-helper.h"
@@ -93,6 +94,9 @@ SecondsSince(std::chrono::steady_clock::time_point t0)
 int
 main(int argc, char** argv)
 {
+    // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl, the fat tree
+    // split by pod (docs/distributed.md); the figures are summed over the ranks.
+    const bool distributed = MetaRoceStartDistributed(&argc, &argv, "metaroce-fabric-benchmark");
     std::string workload = "permutation";
     uint32_t k = 16;
     uint32_t leaves = 4;
@@ -106,7 +110,8 @@ main(int argc, char** argv)
     double rttUs = 12;
     double stopMs = 1000;
     std::string transport = "metaroce";
-    std::string scheduler = "ns3::MapScheduler";
+    std::string scheduler = "ns3::MetaRoceScheduler";
+    std::string tieBreak = "Insertion";
     uint32_t seed = 1;
     CommandLine cmd(__FILE__);
     cmd.AddValue("workload",
@@ -129,11 +134,26 @@ main(int argc, char** argv)
     cmd.AddValue("stop", "simulated time limit, ms", stopMs);
     cmd.AddValue("seed", "run number (RngRun) for the permutation and the engines", seed);
     cmd.AddValue("scheduler",
-                 "ns-3 event scheduler (ns3::MapScheduler is ns-3's default; "
-                 "ns3::HeapScheduler, ns3::CalendarScheduler, ...)",
+                 "ns-3 event scheduler: ns3::MetaRoceScheduler (the module's 4-ary heap), "
+                 "ns3::MapScheduler (ns-3's default), ns3::HeapScheduler, ...",
                  scheduler);
+    cmd.AddValue("tieBreak",
+                 "with ns3::MetaRoceScheduler: Insertion (ns-3's order of equal-time events) or "
+                 "Link (the same order on any number of MPI ranks)",
+                 tieBreak);
+    bool mpiFlag = false;
+    cmd.AddValue("mpi",
+                 "distributed run over the MPI ranks (automatic under mpirun -np N > 1)",
+                 mpiFlag);
     cmd.Parse(argc, argv);
     const bool fatTree = workload == "permutation";
+    if (distributed && workload == "ring")
+    {
+        std::fprintf(stderr,
+                     "error: --workload=ring is not supported in a distributed run (a collective "
+                     "spans the ranks; docs/distributed.md)\n");
+        return 2;
+    }
     if (bytes == 0)
     {
         bytes = workload == "ring" ? 16 * 1024 * 1024 : fatTree ? 2 * 1024 * 1024 : 256 * 1024;
@@ -141,18 +161,24 @@ main(int argc, char** argv)
     if ((workload != "permutation" && workload != "alltoall" && workload != "ring") ||
         (fatTree && (k < 2 || k % 2 != 0)) || (!fatTree && (leaves < 1 || hostsPerLeaf < 1)) ||
         paths == 0 || paths > 64 || (transport != "metaroce" && transport != "rocev2") ||
-        rateGbps <= 0 || channels == 0)
+        rateGbps <= 0 || channels == 0 || (tieBreak != "Insertion" && tieBreak != "Link"))
     {
         std::fprintf(stderr,
                      "error: need workload permutation, alltoall or ring, an even k >= 2, "
                      "leaves and hostsPerLeaf >= 1, 1 <= paths <= 64, channels >= 1, "
-                     "transport metaroce or rocev2 and rate > 0\n");
+                     "transport metaroce or rocev2, rate > 0 and tieBreak Insertion or Link\n");
         return 2;
     }
     RngSeedManager::SetRun(seed);
     ObjectFactory schedulerFactory;
     schedulerFactory.SetTypeId(scheduler);
+    if (scheduler == "ns3::MetaRoceScheduler")
+    {
+        schedulerFactory.Set("TieBreak", StringValue(tieBreak));
+    }
     Simulator::SetScheduler(schedulerFactory);
+    const uint32_t ranks = MetaRoceGetRankCount();
+    const bool root = MetaRoceGetRank() == 0;
 
     // Base RTT between the farthest hosts: 6 links each way in the 3-tier fat tree, 4 on the
     // leaf-spine. A data frame (MTU payload plus ~100 bytes of headers) is serialised at each
@@ -172,6 +198,7 @@ main(int argc, char** argv)
 
     const auto tBuild = std::chrono::steady_clock::now();
     MetaRoceTopologyHelper topo;
+    topo.SetRankCount(ranks);
     topo.SetHostLinkRate(DataRate(uint64_t(rateBps)));
     topo.SetFabricLinkRate(DataRate(uint64_t(rateBps)));
     topo.SetLinkDelay(NanoSeconds(int64_t(delayNs + 0.5)));
@@ -206,33 +233,38 @@ main(int argc, char** argv)
     Simulator::Stop(MilliSeconds(stopMs));
     const double buildSeconds = SecondsSince(tBuild);
 
-    if (fatTree)
+    if (root)
     {
-        std::printf("fat tree k=%u (3 tiers, ", k);
+        if (fatTree)
+        {
+            std::printf("fat tree k=%u (3 tiers, ", k);
+        }
+        else
+        {
+            std::printf("leaf-spine %u x %u (", leaves, hostsPerLeaf);
+        }
+        std::printf("%u hosts, %u switches, %zu links), %s, %s, %u path(s), %lu bytes per %s, "
+                    "%.0f Gb/s, MTU %u, link delay %.0f ns, base RTT %.2f us "
+                    "(%.2f us propagation + %.2f us serialisation), %s%s, %u rank(s)\n",
+                    fabric->GetHostCount(),
+                    fabric->GetSwitchCount(),
+                    fabric->GetLinks().size(),
+                    workload.c_str(),
+                    transport.c_str(),
+                    paths,
+                    static_cast<unsigned long>(bytes),
+                    workload == "ring" ? "rank" : "flow",
+                    rateGbps,
+                    mtu,
+                    delayNs,
+                    baseRttUs,
+                    propagationUs,
+                    linksEachWay * dataSerUs,
+                    scheduler.c_str(),
+                    scheduler == "ns3::MetaRoceScheduler" ? (" " + tieBreak).c_str() : "",
+                    ranks);
+        std::fflush(stdout);
     }
-    else
-    {
-        std::printf("leaf-spine %u x %u (", leaves, hostsPerLeaf);
-    }
-    std::printf("%u hosts, %u switches, %zu links), %s, %s, %u path(s), %lu bytes per %s, "
-                "%.0f Gb/s, MTU %u, link delay %.0f ns, base RTT %.2f us "
-                "(%.2f us propagation + %.2f us serialisation), %s\n",
-                fabric->GetHostCount(),
-                fabric->GetSwitchCount(),
-                fabric->GetLinks().size(),
-                workload.c_str(),
-                transport.c_str(),
-                paths,
-                static_cast<unsigned long>(bytes),
-                workload == "ring" ? "rank" : "flow",
-                rateGbps,
-                mtu,
-                delayNs,
-                baseRttUs,
-                propagationUs,
-                linksEachWay * dataSerUs,
-                scheduler.c_str());
-    std::fflush(stdout);
 
     const uint64_t events0 = Simulator::GetEventCount();
     const double cpu0 = CpuSeconds();
@@ -240,7 +272,6 @@ main(int argc, char** argv)
     Simulator::Run();
     const double wall = SecondsSince(tRun);
     const double cpu = CpuSeconds() - cpu0;
-    const uint64_t events = Simulator::GetEventCount() - events0;
     const double simulatedUs = Simulator::Now().GetSeconds() * 1e6;
 
     uint64_t hops = 0;
@@ -259,7 +290,14 @@ main(int argc, char** argv)
     {
         drops += fabric->GetSwitch(s)->GetCounters().TotalDrops();
     }
-    const uint32_t done = load->GetFlowsDone();
+    // Each rank counts its own nodes' frames and its hosts' completions: add them up.
+    hops = MetaRoceSumOverRanks(hops);
+    pfc = MetaRoceSumOverRanks(pfc);
+    drops = MetaRoceSumOverRanks(drops);
+    const uint64_t events = MetaRoceSumOverRanks(Simulator::GetEventCount() - events0);
+    const double cpuAll = double(MetaRoceSumOverRanks(uint64_t(cpu * 1e6))) / 1e6;
+    const double rssAll = double(MetaRoceSumOverRanks(uint64_t(PeakRssMiB() * 1024))) / 1024;
+    const auto done = static_cast<uint32_t>(MetaRoceSumOverRanks(load->GetFlowsDone()));
     const size_t flows = load->GetFlows().size();
     size_t collectivesDone = 0;
     for (const MetaRoceCollective& c : load->GetCollectives())
@@ -268,6 +306,12 @@ main(int argc, char** argv)
     }
     const size_t collectives = load->GetCollectives().size();
 
+    if (!root)
+    {
+        Simulator::Destroy();
+        MetaRoceDisableDistributed();
+        return 0;
+    }
     std::printf("flows %u/%zu done; collectives %zu/%zu done; switch drops %lu; PFC frames %lu\n",
                 done,
                 flows,
@@ -280,14 +324,23 @@ main(int argc, char** argv)
                 "%.0f; peak RSS %.0f MiB\n",
                 buildSeconds,
                 wall,
-                cpu,
+                cpuAll,
                 simulatedUs,
                 static_cast<unsigned long>(hops),
                 double(hops) / wall,
-                double(hops) / cpu,
+                double(hops) / cpuAll,
                 static_cast<unsigned long>(events),
                 double(events) / wall,
-                PeakRssMiB());
+                rssAll);
+    if (ranks > 1)
+    {
+        std::printf("ranks %u: cpu of rank 0 %.2f s, all ranks %.2f s; peak RSS summed over the "
+                    "ranks\n",
+                    ranks,
+                    cpu,
+                    cpuAll);
+    }
     Simulator::Destroy();
+    MetaRoceDisableDistributed();
     return done == flows && collectivesDone == collectives ? 0 : 1;
 }

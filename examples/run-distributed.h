@@ -35,28 +35,7 @@ namespace metaroce_run
 inline bool
 StartDistributed(int* argc, char*** argv)
 {
-    bool forced = false;
-    for (int i = 1; i < *argc; ++i)
-    {
-        const std::string a = (*argv)[i];
-        forced = forced || a == "--mpi" || a == "--mpi=1" || a == "--mpi=true";
-    }
-    const uint32_t launched = ns3::MetaRoceLaunchedRanks();
-    if (!forced && launched <= 1)
-    {
-        return false;
-    }
-    if (!ns3::MetaRoceMpiAvailable())
-    {
-        std::fprintf(stderr,
-                     "metaroce-run: %s, but this build has no MPI; build ns-3 with MPI and this "
-                     "project against it: ./metaroce mpi-setup && ./metaroce mpi-build "
-                     "(docs/distributed.md)\n",
-                     forced ? "--mpi was given" : "launched by mpirun with several ranks");
-        std::exit(2);
-    }
-    ns3::MetaRoceEnableDistributed(argc, argv);
-    return true;
+    return ns3::MetaRoceStartDistributed(argc, argv, "metaroce-run");
 }
 
 /**

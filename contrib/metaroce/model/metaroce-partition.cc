@@ -22,6 +22,7 @@
 #include <mpi.h>
 #endif
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace ns3
@@ -54,6 +55,33 @@ MetaRoceLaunchedRanks()
         }
     }
     return 1;
+}
+
+bool
+MetaRoceStartDistributed(int* argc, char*** argv, const std::string& program)
+{
+    bool forced = false;
+    for (int i = 1; i < *argc; ++i)
+    {
+        const std::string a = (*argv)[i];
+        forced = forced || a == "--mpi" || a == "--mpi=1" || a == "--mpi=true";
+    }
+    if (!forced && MetaRoceLaunchedRanks() <= 1)
+    {
+        return false;
+    }
+    if (!MetaRoceMpiAvailable())
+    {
+        std::fprintf(stderr,
+                     "%s: %s, but this build has no MPI; build ns-3 with MPI and this project "
+                     "against it: ./metaroce mpi-setup && ./metaroce mpi-build "
+                     "(docs/distributed.md)\n",
+                     program.c_str(),
+                     forced ? "--mpi was given" : "launched by mpirun with several ranks");
+        std::exit(2);
+    }
+    MetaRoceEnableDistributed(argc, argv);
+    return true;
 }
 
 #ifdef METAROCE_HAVE_MPI

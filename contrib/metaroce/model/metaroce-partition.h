@@ -36,6 +36,17 @@ bool MetaRoceMpiAvailable();
 uint32_t MetaRoceLaunchedRanks();
 
 /**
+ * Start a distributed run when launched by an MPI launcher with more than one rank
+ * (MetaRoceLaunchedRanks) or when the arguments hold --mpi; must run before anything touches
+ * the Simulator. Without MPI in this build, print why to stderr and exit with status 2.
+ * \param argc main's argc
+ * \param argv main's argv
+ * \param program the program's name for the message
+ * \return true if this run is distributed
+ */
+bool MetaRoceStartDistributed(int* argc, char*** argv, const std::string& program);
+
+/**
  * Switch to ns-3's DistributedSimulatorImpl (granted-time-window conservative PDES) and start
  * MPI. Must run before anything touches the Simulator. Aborts when the module has no MPI.
  * \param argc main's argc
