@@ -170,6 +170,14 @@ TEST(MetaRoceSchedulerTest, InsertionTieBreakIgnoresTagsAndATagIsUsedOnce)
     link->Insert(pool.Make(10, 6)); // the tag was consumed: untagged, so it runs first
     EXPECT_EQ(link->RemoveNext().key.m_uid, 6U);
     EXPECT_EQ(link->RemoveNext().key.m_uid, 5U);
+    // A remote channel re-schedules arrivals only while a Link scheduler exists.
+    EXPECT_TRUE(MetaRoceScheduler::LinkTieBreakInUse());
+    link->SetAttribute("TieBreak", EnumValue(MetaRoceScheduler::INSERTION));
+    EXPECT_FALSE(MetaRoceScheduler::LinkTieBreakInUse());
+    link->SetAttribute("TieBreak", EnumValue(MetaRoceScheduler::LINK));
+    EXPECT_TRUE(MetaRoceScheduler::LinkTieBreakInUse());
+    link = nullptr;
+    EXPECT_FALSE(MetaRoceScheduler::LinkTieBreakInUse());
     EXPECT_NE(MetaRoceScheduler::LinkTag(1, 0), MetaRoceScheduler::LinkTag(0, 1));
     EXPECT_NE(MetaRoceScheduler::LinkTag(0, 0), 0U) << "0 means untagged";
 }

@@ -159,6 +159,11 @@ MetaRoceRemoteChannel::ReceiveRemote(Ptr<Packet> frame)
     MetaRoceRemoteTag tag;
     const bool tagged = frame->RemovePacketTag(tag);
     NS_ABORT_MSG_IF(!tagged, "a frame from another rank without its MetaRoceRemoteTag");
+    if (!MetaRoceScheduler::LinkTieBreakInUse())
+    {
+        Deliver(frame, tag.direction, tag.epoch);
+        return;
+    }
     // The MPI receive event was scheduled at the synchronization, not when the frame was sent,
     // so among events of the same time it sits elsewhere than the arrival of a local link. Run
     // the arrival as a tagged event of this time: with MetaRoceScheduler's Link tie-break it

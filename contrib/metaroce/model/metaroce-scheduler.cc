@@ -11,6 +11,7 @@
 #include "ns3/log.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace ns3
 {
@@ -23,6 +24,8 @@ namespace
 {
 /// The tag of the next event this thread inserts (0 = none).
 thread_local uint32_t g_nextTag = 0;
+/// Schedulers with the Link tie-break that exist.
+std::atomic<uint32_t> g_linkSchedulers{0};
 /// Children per heap node.
 constexpr std::size_t ARITY = 4;
 } // namespace
@@ -40,7 +43,8 @@ MetaRoceScheduler::GetTypeId()
                           "Link (untagged events by uid, then frame arrivals by link end; the "
                           "same order on any number of MPI ranks).",
                           EnumValue(INSERTION),
-                          MakeEnumAccessor(&MetaRoceScheduler::m_tieBreak),
+                          MakeEnumAccessor(&MetaRoceScheduler::SetTieBreak,
+                                           &MetaRoceScheduler::GetTieBreak),
                           MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"));
     return tid;
 }
@@ -53,6 +57,37 @@ MetaRoceScheduler::MetaRoceScheduler()
 MetaRoceScheduler::~MetaRoceScheduler()
 {
     NS_LOG_FUNCTION(this);
+    SetTieBreak(INSERTION);
+}
+
+void
+MetaRoceScheduler::SetTieBreak(TieBreak tieBreak)
+{
+    if (tieBreak == m_tieBreak)
+    {
+        return;
+    }
+    if (tieBreak == LINK)
+    {
+        ++g_linkSchedulers;
+    }
+    else
+    {
+        --g_linkSchedulers;
+    }
+    m_tieBreak = tieBreak;
+}
+
+MetaRoceScheduler::TieBreak
+MetaRoceScheduler::GetTieBreak() const
+{
+    return m_tieBreak;
+}
+
+bool
+MetaRoceScheduler::LinkTieBreakInUse()
+{
+    return g_linkSchedulers.load() > 0;
 }
 
 void

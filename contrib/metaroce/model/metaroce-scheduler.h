@@ -74,6 +74,19 @@ class MetaRoceScheduler : public Scheduler
     static void TagNextEvent(uint32_t tag);
 
     /**
+     * \return true while a scheduler with the Link tie-break exists in this process (then a
+     *         frame from another MPI rank must be re-scheduled as a tagged arrival)
+     */
+    static bool LinkTieBreakInUse();
+
+    /**
+     * \param tieBreak the TieBreak attribute
+     */
+    void SetTieBreak(TieBreak tieBreak);
+    /// \return the TieBreak attribute
+    TieBreak GetTieBreak() const;
+
+    /**
      * \param channelId a channel's ns-3 id (Channel::GetId)
      * \param direction 0 (device 0 to device 1) or 1
      * \return the tag of arrivals on that link end
