@@ -11,6 +11,8 @@
 #   METAROCE_NS3_MPI_DIR   where the ns-3 source, build and install live (default .cache/ns3-mpi)
 #   METAROCE_MPI_BUILD_DIR our build folder (default build-mpi)
 #   METAROCE_JOBS          parallel jobs (default: nproc)
+#   METAROCE_MPI_TARGETS   build only these targets (space-separated; default: all), e.g.
+#                          metaroce-run for the MPI CTests (what ./metaroce test does)
 
 set -euo pipefail
 
@@ -144,8 +146,13 @@ cmd_build() {
         -DCMAKE_BUILD_TYPE=Release \
         -DMETAROCE_NS3_ROOT="$PREFIX" \
         -DMETAROCE_ENABLE_MPI=ON "$@"
-    log "building $BUILD_DIR (-j$JOBS)"
-    cmake --build "$BUILD_DIR" -j "$JOBS"
+    local targets=()
+    if [[ -n "${METAROCE_MPI_TARGETS:-}" ]]; then
+        read -r -a targets <<<"$METAROCE_MPI_TARGETS"
+        targets=(--target "${targets[@]}")
+    fi
+    log "building $BUILD_DIR (-j$JOBS) ${targets[*]}"
+    cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
     log "MPI tests: ctest --test-dir $BUILD_DIR -L mpi --output-on-failure"
 }
 
