@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,52 +40,142 @@ StartDistributed(int* argc, char*** argv)
 }
 
 /**
- * Gather the flow rows on rank 0: each rank's rows are right for the flows whose source host it
- * owns (the sender's completion sets the FCT); rank 0 takes those rows from their owners.
- * \param flows this rank's rows, in workload order (replaced on rank 0)
- * \param srcHosts the source host of each row
- * \param fabric the fabric
- * \return true on rank 0, false on the other ranks (which then have nothing to write)
+ * Gather rows that every rank holds in the same order (one per flow, switch or host port) on
+ * rank 0: each rank sends the rows it owns (\p mine), whose counters only it has; rank 0 puts
+ * them in place.
+ * \param rows this rank's rows (replaced on rank 0 by their owners' rows)
+ * \param mine for each row, whether this rank owns it
+ * \return true on rank 0, false on the other ranks
  */
-inline bool
-GatherFlows(std::vector<metaroce::results::FlowRecord>& flows,
-            const std::vector<uint32_t>& srcHosts,
-            ns3::Ptr<ns3::MetaRoceFabric> fabric)
+template <typename Row>
+bool
+GatherRows(std::vector<Row>& rows, const std::vector<bool>& mine)
 {
     // Frame: 4-byte row index, 4-byte length, the serialized row.
-    std::string mine;
-    for (size_t i = 0; i < flows.size(); ++i)
+    std::string part;
+    for (size_t i = 0; i < rows.size(); ++i)
     {
-        if (!ns3::MetaRoceIsLocal(fabric->GetHost(srcHosts[i])))
+        if (i < mine.size() && mine[i])
         {
-            continue;
+            const std::string row = rows[i].SerializeAsString();
+            const uint32_t head[2] = {static_cast<uint32_t>(i), static_cast<uint32_t>(row.size())};
+            part.append(reinterpret_cast<const char*>(head), sizeof(head));
+            part += row;
         }
-        const std::string row = flows[i].SerializeAsString();
-        const uint32_t head[2] = {static_cast<uint32_t>(i), static_cast<uint32_t>(row.size())};
-        mine.append(reinterpret_cast<const char*>(head), sizeof(head));
-        mine += row;
     }
-    const std::vector<std::string> all = ns3::MetaRoceGatherToRoot(mine);
+    const std::vector<std::string> all = ns3::MetaRoceGatherToRoot(part);
     if (ns3::MetaRoceGetRank() != 0)
     {
         return false;
     }
-    for (const std::string& part : all)
+    for (const std::string& from : all)
     {
         size_t at = 0;
-        while (at + 8 <= part.size())
+        while (at + 8 <= from.size())
         {
             uint32_t head[2];
-            std::memcpy(head, part.data() + at, sizeof(head));
+            std::memcpy(head, from.data() + at, sizeof(head));
             at += sizeof(head);
-            if (head[0] < flows.size() && at + head[1] <= part.size())
+            if (head[0] < rows.size() && at + head[1] <= from.size())
             {
-                flows[head[0]].ParseFromArray(part.data() + at, static_cast<int>(head[1]));
+                rows[head[0]].ParseFromArray(from.data() + at, static_cast<int>(head[1]));
             }
             at += head[1];
         }
     }
     return true;
+}
+
+/**
+ * Gather rows that only their owner creates (e.g. one per path of the connections a host
+ * sends on) on rank 0, in rank order.
+ * \param rows this rank's rows (on rank 0 replaced by every rank's rows, rank 0's first)
+ * \return true on rank 0, false on the other ranks
+ */
+template <typename Row>
+bool
+GatherAppend(std::vector<Row>& rows)
+{
+    // Frame: 4-byte length, the serialized row.
+    std::string part;
+    for (const Row& r : rows)
+    {
+        const std::string row = r.SerializeAsString();
+        const uint32_t length = static_cast<uint32_t>(row.size());
+        part.append(reinterpret_cast<const char*>(&length), sizeof(length));
+        part += row;
+    }
+    const std::vector<std::string> parts = ns3::MetaRoceGatherToRoot(part);
+    if (ns3::MetaRoceGetRank() != 0)
+    {
+        return false;
+    }
+    rows.clear();
+    for (const std::string& from : parts)
+    {
+        size_t at = 0;
+        while (at + 4 <= from.size())
+        {
+            uint32_t length;
+            std::memcpy(&length, from.data() + at, sizeof(length));
+            at += sizeof(length);
+            if (at + length > from.size())
+            {
+                break;
+            }
+            Row r;
+            r.ParseFromArray(from.data() + at, static_cast<int>(length));
+            rows.push_back(r);
+            at += length;
+        }
+    }
+    return true;
+}
+
+/// Add a goodput sample's counts to another's.
+inline void
+AddSample(metaroce::results::GoodputSample& to, const metaroce::results::GoodputSample& from)
+{
+    to.set_bytes(to.bytes() + from.bytes());
+    to.set_goodput_gbps(to.goodput_gbps() + from.goodput_gbps());
+}
+
+/// Add a flow goodput sample's counts to another's (bytes from the receiver's rank, packets
+/// from the sender's).
+inline void
+AddSample(metaroce::results::FlowGoodputSample& to,
+          const metaroce::results::FlowGoodputSample& from)
+{
+    to.set_bytes(to.bytes() + from.bytes());
+    to.set_goodput_gbps(to.goodput_gbps() + from.goodput_gbps());
+    to.set_tx_packets(to.tx_packets() + from.tx_packets());
+}
+
+/**
+ * On rank 0 after GatherAppend: merge the samples of equal key (time, host or flow) from all
+ * ranks into one, in the order of their first appearance (rank 0's).
+ * \param rows the gathered samples
+ * \param key a sample's key
+ */
+template <typename Row, typename Key>
+void
+SumSamples(std::vector<Row>& rows, Key key)
+{
+    std::map<decltype(key(rows.front())), size_t> index;
+    std::vector<Row> merged;
+    for (const Row& r : rows)
+    {
+        auto [it, fresh] = index.emplace(key(r), merged.size());
+        if (fresh)
+        {
+            merged.push_back(r);
+        }
+        else
+        {
+            AddSample(merged[it->second], r);
+        }
+    }
+    rows = std::move(merged);
 }
 
 } // namespace metaroce_run

@@ -1762,7 +1762,7 @@ main(int argc, char* argv[])
         flowGoodput->Finish();
     }
     const Time end = Simulator::Now();
-    const uint64_t events = Simulator::GetEventCount();
+    uint64_t events = Simulator::GetEventCount();
 
     // ---- Collect
     std::vector<pb::ResultRecord> records;
@@ -1795,21 +1795,6 @@ main(int argc, char* argv[])
         }
         flows.push_back(r);
     }
-    if (distributed)
-    {
-        std::vector<uint32_t> srcHosts;
-        for (const MetaRoceFlow& f : load->GetFlows())
-        {
-            srcHosts.push_back(f.src);
-        }
-        if (!metaroce_run::GatherFlows(flows, srcHosts, fabric))
-        {
-            // Not rank 0: its flow rows are on rank 0 now, which writes the run folder.
-            Simulator::Destroy();
-            MetaRoceDisableDistributed();
-            return 0;
-        }
-    }
     std::vector<pb::CollectiveRecord> collectives;
     for (size_t i = 0; i < load->GetCollectives().size(); ++i)
     {
@@ -1833,6 +1818,10 @@ main(int argc, char* argv[])
     std::vector<pb::PathCounters> paths;
     for (uint32_t h = 0; h < hosts; ++h)
     {
+        if (distributed && !MetaRoceIsLocal(fabric->GetHost(h)))
+        {
+            continue; // its rank has the counters
+        }
         metaroce::Endpoint& ep = nics[h]->GetEndpoint();
         // The workload never destroys connections, so the QPNs are consecutive from the
         // engine's first QPN (which this scan does not assume).
@@ -1992,10 +1981,80 @@ main(int argc, char* argv[])
             total.set_peak_queue_bytes(queuePeaks[j]->bufferPeak);
             total.set_peak_queue_time_us(ToUs(queuePeaks[j]->bufferPeakTime));
         }
-        switchDrops += total.drops_total() - total.drops_channel_loss();
-        ecnMarked += total.ecn_marked();
-        pfcPauses += total.pfc_pause_sent();
         switches.push_back(s);
+    }
+
+    uint64_t placed = 0;
+    uint64_t retransmissions = 0;
+    uint64_t timeouts = 0;
+    for (const Ptr<MetaRoceNic>& nic : nics)
+    {
+        const metaroce::CounterSet& k = nic->GetEngineCounters();
+        placed += k.Get(metaroce::Counter::BYTES_PLACED);
+        retransmissions += k.Get(metaroce::Counter::TX_RETRANSMIT);
+        timeouts += k.Get(metaroce::Counter::RTO);
+    }
+    std::vector<pb::GoodputSample> goodputRows = goodput.Samples();
+    std::vector<pb::FlowGoodputSample> flowGoodputRows;
+    if (flowGoodput)
+    {
+        flowGoodputRows = flowGoodput->Samples();
+    }
+    if (distributed)
+    {
+        // Each rank has the counters of the nodes it owns: rank 0 collects them (flows by
+        // source host, switches, host ports, paths, goodput samples) and writes the run folder.
+        std::vector<bool> mine;
+        for (const MetaRoceFlow& f : load->GetFlows())
+        {
+            mine.push_back(MetaRoceIsLocal(fabric->GetHost(f.src)));
+        }
+        const bool root = metaroce_run::GatherRows(flows, mine);
+        mine.clear();
+        for (uint32_t j = 0; j < fabric->GetSwitchCount(); ++j)
+        {
+            mine.push_back(MetaRoceIsLocal(fabric->GetSwitchNode(j)));
+        }
+        metaroce_run::GatherRows(switches, mine);
+        mine.clear();
+        for (const pb::HostPortCounters& row : hostPorts)
+        {
+            mine.push_back(MetaRoceIsLocal(fabric->GetHost(row.host())));
+        }
+        metaroce_run::GatherRows(hostPorts, mine);
+        metaroce_run::GatherAppend(paths);
+        std::stable_sort(paths.begin(),
+                         paths.end(),
+                         [](const pb::PathCounters& x, const pb::PathCounters& y) {
+                             return x.host() < y.host();
+                         });
+        // Goodput samples: every rank samples at the same times; a rank's bytes are those of
+        // its own hosts (zero for the others), so the samples add up.
+        metaroce_run::GatherAppend(goodputRows);
+        metaroce_run::SumSamples(goodputRows, [](const pb::GoodputSample& g) {
+            return std::make_pair(g.time_us(), int64_t(g.host()));
+        });
+        metaroce_run::GatherAppend(flowGoodputRows);
+        metaroce_run::SumSamples(flowGoodputRows, [](const pb::FlowGoodputSample& g) {
+            return std::make_pair(g.time_us(), int64_t(g.flow_id()));
+        });
+        events = MetaRoceSumOverRanks(events);
+        channelDrops = MetaRoceSumOverRanks(channelDrops);
+        placed = MetaRoceSumOverRanks(placed);
+        retransmissions = MetaRoceSumOverRanks(retransmissions);
+        timeouts = MetaRoceSumOverRanks(timeouts);
+        if (!root)
+        {
+            Simulator::Destroy();
+            MetaRoceDisableDistributed();
+            return 0;
+        }
+    }
+    for (const pb::SwitchCounters& sw : switches)
+    {
+        switchDrops += sw.total().drops_total() - sw.total().drops_channel_loss();
+        ecnMarked += sw.total().ecn_marked();
+        pfcPauses += sw.total().pfc_pause_sent();
     }
 
     // Summary.
@@ -2062,16 +2121,6 @@ main(int argc, char* argv[])
     }
     sum.set_collectives_completed(collectivesDone);
     sum.set_busbw_gbps_mean(collectivesDone ? busbw / collectivesDone : 0);
-    uint64_t placed = 0;
-    uint64_t retransmissions = 0;
-    uint64_t timeouts = 0;
-    for (const Ptr<MetaRoceNic>& nic : nics)
-    {
-        const metaroce::CounterSet& k = nic->GetEngineCounters();
-        placed += k.Get(metaroce::Counter::BYTES_PLACED);
-        retransmissions += k.Get(metaroce::Counter::TX_RETRANSMIT);
-        timeouts += k.Get(metaroce::Counter::RTO);
-    }
     sum.set_goodput_mean_gbps(lastFinish > firstStart && firstStart >= 0
                                   ? placed * 8 / ((lastFinish - firstStart) * 1e3)
                                   : 0);
@@ -2127,7 +2176,7 @@ main(int argc, char* argv[])
     {
         std::ofstream out = OpenOutput(dir, "goodput.csv");
         out << GOODPUT_HEADER << "\n";
-        for (const pb::GoodputSample& g : goodput.Samples())
+        for (const pb::GoodputSample& g : goodputRows)
         {
             out << Fixed(g.time_us(), 3) << "," << Fixed(g.interval_us(), 3) << "," << g.host()
                 << "," << g.bytes() << "," << Fixed(g.goodput_gbps(), 3) << "\n";
@@ -2175,7 +2224,7 @@ main(int argc, char* argv[])
     {
         std::ofstream out = OpenOutput(dir, "flow_goodput.csv");
         out << FLOW_GOODPUT_HEADER << "\n";
-        for (const pb::FlowGoodputSample& g : flowGoodput->Samples())
+        for (const pb::FlowGoodputSample& g : flowGoodputRows)
         {
             out << Fixed(g.time_us(), 3) << "," << Fixed(g.interval_us(), 3) << "," << g.flow_id()
                 << "," << g.src() << "," << g.dst() << "," << g.bytes() << ","
@@ -2259,14 +2308,14 @@ main(int argc, char* argv[])
             *r.mutable_collective() = c;
             write(r);
         }
-        for (const pb::GoodputSample& g : goodput.Samples())
+        for (const pb::GoodputSample& g : goodputRows)
         {
             *r.mutable_goodput() = g;
             write(r);
         }
         if (flowGoodput)
         {
-            for (const pb::FlowGoodputSample& g : flowGoodput->Samples())
+            for (const pb::FlowGoodputSample& g : flowGoodputRows)
             {
                 *r.mutable_flow_goodput() = g;
                 write(r);

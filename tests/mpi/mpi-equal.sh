@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs one scenario on 1 rank (plain metaroce-run) and on N ranks (mpirun -np N metaroce-run),
 # prints both wall times and compares flows.csv with compare-flows.py: "exact" requires
-# byte-identical files, "tolerance" the same flows with close FCTs (docs/distributed.md says why).
+# byte-identical files, "all" also byte-identical paths.csv, switches.csv and hosts.csv,
+# "tolerance" the same flows with close FCTs (docs/distributed.md says why).
 #
-#   mpi-equal.sh <metaroce-run> <mpirun> <scenario> <work dir> <ranks> <exact|tolerance>
+#   mpi-equal.sh <metaroce-run> <mpirun> <scenario> <work dir> <ranks> <exact|all|tolerance>
 #                [metaroce-run args...]
 set -euo pipefail
 
@@ -41,6 +42,19 @@ echo "wall: 1 rank ${wall1} s, $ranks ranks ${wallN} s"
 for f in "$work/rank1/flows.csv" "$work/rank$ranks/flows.csv"; do
     [[ -s "$f" ]] || { echo "FAIL: $f is missing or empty"; exit 1; }
 done
+if [[ "$mode" == all ]]; then
+    # Rank 0 gathers every node's counters: the per-path, per-switch-port and per-host-port
+    # files must be the same as one process's too (with event_order "link"; with ns-3's order
+    # the RTT estimates can differ in the last digits even when every FCT is the same).
+    for f in paths.csv switches.csv hosts.csv; do
+        if ! cmp -s "$work/rank1/$f" "$work/rank$ranks/$f"; then
+            echo "FAIL: $f differs between 1 and $ranks ranks:"
+            diff "$work/rank1/$f" "$work/rank$ranks/$f" | head -20
+            exit 1
+        fi
+        echo "$f byte-identical"
+    done
+fi
 compare=(/usr/bin/python3 "$(dirname "$0")/compare-flows.py")
-[[ "$mode" == exact ]] && compare+=(--exact)
+[[ "$mode" == exact || "$mode" == all ]] && compare+=(--exact)
 exec "${compare[@]}" "$work/rank1/flows.csv" "$work/rank$ranks/flows.csv"
