@@ -16,7 +16,9 @@
 #include "ns3/map-scheduler.h"
 #include "ns3/metaroce-scheduler.h"
 #include "ns3/object-factory.h"
+#include "ns3/nstime.h"
 #include "ns3/simulator.h"
+#include "ns3/uinteger.h"
 
 #include <cstdint>
 #include <gtest/gtest.h>
@@ -67,17 +69,26 @@ class EventPool
 };
 
 Ptr<MetaRoceScheduler>
-MakeScheduler(MetaRoceScheduler::TieBreak tieBreak)
+MakeScheduler(MetaRoceScheduler::TieBreak tieBreak, int64_t bucketSteps = 0, uint32_t buckets = 64)
 {
     Ptr<MetaRoceScheduler> s = CreateObject<MetaRoceScheduler>();
     s->SetAttribute("TieBreak", EnumValue(tieBreak));
+    s->SetAttribute("BucketWidth", TimeValue(TimeStep(bucketSteps)));
+    s->SetAttribute("Buckets", UintegerValue(buckets));
     return s;
 }
 
-TEST(MetaRoceSchedulerTest, SameOrderAsMapSchedulerUnderRandomInsertsAndRemovals)
+/// Scheduler layouts: the heap alone, and buckets of 1, 4 and 64 time steps (narrow windows,
+/// so that events also wait in the heap and the window slides and jumps).
+class MetaRoceSchedulerLayoutTest : public ::testing::TestWithParam<std::pair<int64_t, uint32_t>>
+{
+};
+
+TEST_P(MetaRoceSchedulerLayoutTest, SameOrderAsMapSchedulerUnderRandomInsertsAndRemovals)
 {
     EventPool pool;
-    Ptr<MetaRoceScheduler> ours = MakeScheduler(MetaRoceScheduler::INSERTION);
+    Ptr<MetaRoceScheduler> ours =
+        MakeScheduler(MetaRoceScheduler::INSERTION, GetParam().first, GetParam().second);
     Ptr<MapScheduler> map = CreateObject<MapScheduler>();
     std::mt19937_64 rng(11);
     uint64_t now = 0;
@@ -90,7 +101,9 @@ TEST(MetaRoceSchedulerTest, SameOrderAsMapSchedulerUnderRandomInsertsAndRemovals
         if (what < 5 || map->IsEmpty())
         {
             // Few distinct offsets, so that many events share a time stamp.
-            const uint64_t ts = now + (rng() % 4) * 500 + (rng() % 3 == 0 ? rng() % 7 : 0);
+            // Also, now and then, far ahead (beyond the buckets) or at the current time.
+            const uint64_t far = rng() % 50 == 0 ? 20000 + rng() % 100000 : 0;
+            const uint64_t ts = now + far + (rng() % 4) * 500 + (rng() % 3 == 0 ? rng() % 7 : 0);
             const Scheduler::Event ev = pool.Make(ts, uid++, uint32_t(rng() % 16));
             ours->Insert(ev);
             map->Insert(ev);
@@ -131,6 +144,13 @@ TEST(MetaRoceSchedulerTest, SameOrderAsMapSchedulerUnderRandomInsertsAndRemovals
     }
     EXPECT_TRUE(ours->IsEmpty());
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts,
+                         MetaRoceSchedulerLayoutTest,
+                         ::testing::Values(std::make_pair(int64_t(0), 64U),
+                                           std::make_pair(int64_t(1), 64U),
+                                           std::make_pair(int64_t(4), 64U),
+                                           std::make_pair(int64_t(64), 128U)));
 
 TEST(MetaRoceSchedulerTest, LinkTieBreakRunsUntaggedFirstThenArrivalsByLink)
 {
@@ -195,6 +215,7 @@ TEST(MetaRoceSchedulerTest, DrivesTheSimulatorIncludingCancelAndRemove)
 {
     ObjectFactory factory;
     factory.SetTypeId("ns3::MetaRoceScheduler");
+    factory.Set("BucketWidth", TimeValue(NanoSeconds(16)));
     Simulator::SetScheduler(factory);
     g_ran.clear();
     std::vector<EventId> ids;

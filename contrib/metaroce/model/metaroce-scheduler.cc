@@ -9,6 +9,7 @@
 #include "ns3/abort.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
+#include "ns3/uinteger.h"
 
 #include <algorithm>
 #include <atomic>
@@ -45,7 +46,21 @@ MetaRoceScheduler::GetTypeId()
                           EnumValue(INSERTION),
                           MakeEnumAccessor(&MetaRoceScheduler::SetTieBreak,
                                            &MetaRoceScheduler::GetTieBreak),
-                          MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"));
+                          MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"))
+            .AddAttribute("BucketWidth",
+                          "Width of the buckets that hold the near-future events (rounded down "
+                          "to a power of two of time steps); 0 keeps every event in the heap. "
+                          "Read at the first insert.",
+                          TimeValue(NanoSeconds(16)),
+                          MakeTimeAccessor(&MetaRoceScheduler::m_bucketWidth),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("Buckets",
+                          "Number of buckets (a power of two, at least 64): the buckets cover "
+                          "Buckets x BucketWidth ahead of the earliest event; later events wait "
+                          "in the heap. Read at the first insert.",
+                          UintegerValue(1024),
+                          MakeUintegerAccessor(&MetaRoceScheduler::m_bucketCount),
+                          MakeUintegerChecker<uint32_t>(64, 1U << 20));
     return tid;
 }
 
@@ -124,44 +139,201 @@ MetaRoceScheduler::Insert(const Event& ev)
     entry.impl = ev.impl;
     entry.uid = ev.key.m_uid;
     entry.context = ev.key.m_context;
+    if (!m_bucketsReady && m_bucketWidth.IsStrictlyPositive())
+    {
+        const uint64_t steps = std::max<int64_t>(1, m_bucketWidth.GetTimeStep());
+        m_shift = 63 - uint32_t(__builtin_clzll(steps));
+        uint32_t count = 64;
+        while (count < m_bucketCount)
+        {
+            count *= 2;
+        }
+        m_bucketCount = count;
+        m_buckets.assign(count, {});
+        m_occupied.assign(count / 64, 0);
+        m_current = 0;
+        m_currentSorted = false;
+        m_bucketsReady = true;
+    }
+    if (m_bucketsReady && (entry.ts >> m_shift) < m_current + m_bucketCount)
+    {
+        PutNear(entry);
+        return;
+    }
     m_heap.emplace_back();
     SiftUp(m_heap.size() - 1, entry);
 }
 
-bool
-MetaRoceScheduler::IsEmpty() const
+void
+MetaRoceScheduler::PutNear(const Entry& entry) const
 {
-    return m_heap.empty();
+    uint64_t bucket = entry.ts >> m_shift;
+    if (bucket <= m_current)
+    {
+        // At or before the current bucket (the simulator may insert an event earlier than the
+        // one PeekNext reported): it joins the current bucket.
+        bucket = m_current;
+        std::vector<Entry>& current = m_buckets[bucket & (m_bucketCount - 1)];
+        if (m_currentSorted)
+        {
+            // Sorted latest first: insert before the first entry that runs before this one.
+            auto at = std::upper_bound(current.begin(),
+                                       current.end(),
+                                       entry,
+                                       [](const Entry& a, const Entry& b) { return Before(b, a); });
+            current.insert(at, entry);
+        }
+        else
+        {
+            current.push_back(entry);
+        }
+    }
+    else
+    {
+        m_buckets[bucket & (m_bucketCount - 1)].push_back(entry);
+    }
+    const uint64_t slot = bucket & (m_bucketCount - 1);
+    m_occupied[slot / 64] |= uint64_t(1) << (slot % 64);
+    ++m_nearCount;
 }
 
-Scheduler::Event
-MetaRoceScheduler::PeekNext() const
+MetaRoceScheduler::Entry
+MetaRoceScheduler::PopFar() const
 {
-    NS_ASSERT(!m_heap.empty());
-    return ToEvent(m_heap.front());
-}
-
-Scheduler::Event
-MetaRoceScheduler::RemoveNext()
-{
-    NS_ASSERT(!m_heap.empty());
-    const Event next = ToEvent(m_heap.front());
+    const Entry first = m_heap.front();
     const Entry last = m_heap.back();
     m_heap.pop_back();
     if (!m_heap.empty())
     {
         SiftDown(0, last);
     }
-    return next;
+    return first;
+}
+
+void
+MetaRoceScheduler::PullFar() const
+{
+    const uint64_t end = m_current + m_bucketCount;
+    while (!m_heap.empty() && (m_heap.front().ts >> m_shift) < end)
+    {
+        PutNear(PopFar());
+    }
+}
+
+bool
+MetaRoceScheduler::Settle() const
+{
+    const uint64_t mask = m_bucketCount - 1;
+    for (;;)
+    {
+        if (m_nearCount > 0)
+        {
+            std::vector<Entry>& current = m_buckets[m_current & mask];
+            if (!current.empty())
+            {
+                if (!m_currentSorted)
+                {
+                    std::sort(current.begin(), current.end(), [](const Entry& a, const Entry& b) {
+                        return Before(b, a);
+                    });
+                    m_currentSorted = true;
+                }
+                return true;
+            }
+            // The next occupied bucket: the buckets cover m_bucketCount from m_current, and
+            // one of them holds an event.
+            uint64_t step = 1;
+            for (;;)
+            {
+                const uint64_t slot = (m_current + step) & mask;
+                const uint64_t bits = m_occupied[slot / 64] >> (slot % 64);
+                if (bits != 0)
+                {
+                    step += uint64_t(__builtin_ctzll(bits));
+                    break;
+                }
+                step += 64 - slot % 64;
+                NS_ABORT_MSG_IF(step > m_bucketCount, "MetaRoceScheduler: lost a bucket");
+            }
+            m_current += step;
+            m_currentSorted = false;
+            PullFar();
+            continue;
+        }
+        if (m_heap.empty())
+        {
+            return false;
+        }
+        // The buckets are empty: move them to the earliest later event.
+        m_current = m_heap.front().ts >> m_shift;
+        m_currentSorted = false;
+        PullFar();
+    }
+}
+
+bool
+MetaRoceScheduler::IsEmpty() const
+{
+    return m_nearCount == 0 && m_heap.empty();
+}
+
+Scheduler::Event
+MetaRoceScheduler::PeekNext() const
+{
+    NS_ASSERT(!IsEmpty());
+    if (m_bucketsReady && Settle())
+    {
+        return ToEvent(m_buckets[m_current & (m_bucketCount - 1)].back());
+    }
+    return ToEvent(m_heap.front());
+}
+
+Scheduler::Event
+MetaRoceScheduler::RemoveNext()
+{
+    NS_ASSERT(!IsEmpty());
+    if (m_bucketsReady && Settle())
+    {
+        const uint64_t slot = m_current & (m_bucketCount - 1);
+        std::vector<Entry>& current = m_buckets[slot];
+        const Event next = ToEvent(current.back());
+        current.pop_back();
+        --m_nearCount;
+        if (current.empty())
+        {
+            m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+        }
+        return next;
+    }
+    return ToEvent(PopFar());
 }
 
 void
 MetaRoceScheduler::Remove(const Event& ev)
 {
     // Only Simulator::Remove gets here (EventId::Cancel does not): a linear search is enough.
+    const auto same = [&ev](const Entry& e) {
+        return e.uid == ev.key.m_uid && e.impl == ev.impl;
+    };
+    for (uint64_t slot = 0; slot < m_buckets.size(); ++slot)
+    {
+        std::vector<Entry>& bucket = m_buckets[slot];
+        auto it = std::find_if(bucket.begin(), bucket.end(), same);
+        if (it == bucket.end())
+        {
+            continue;
+        }
+        bucket.erase(it); // keeps the current bucket sorted
+        --m_nearCount;
+        if (bucket.empty())
+        {
+            m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+        }
+        return;
+    }
     for (std::size_t i = 0; i < m_heap.size(); ++i)
     {
-        if (m_heap[i].uid != ev.key.m_uid || m_heap[i].impl != ev.impl)
+        if (!same(m_heap[i]))
         {
             continue;
         }
@@ -185,7 +357,7 @@ MetaRoceScheduler::Remove(const Event& ev)
 }
 
 void
-MetaRoceScheduler::SiftUp(std::size_t hole, const Entry& entry)
+MetaRoceScheduler::SiftUp(std::size_t hole, const Entry& entry) const
 {
     while (hole > 0)
     {
@@ -201,7 +373,7 @@ MetaRoceScheduler::SiftUp(std::size_t hole, const Entry& entry)
 }
 
 void
-MetaRoceScheduler::SiftDown(std::size_t hole, const Entry& entry)
+MetaRoceScheduler::SiftDown(std::size_t hole, const Entry& entry) const
 {
     const std::size_t size = m_heap.size();
     for (;;)

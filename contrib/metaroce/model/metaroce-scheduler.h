@@ -7,6 +7,7 @@
 #ifndef METAROCE_SCHEDULER_H
 #define METAROCE_SCHEDULER_H
 
+#include "ns3/nstime.h"
 #include "ns3/scheduler.h"
 
 #include <cstdint>
@@ -14,9 +15,8 @@
 
 /**
  * \file
- * An ns-3 event scheduler for fabric simulations: a 4-ary implicit heap in one array (no
- * allocation per event, no pointer chasing), with a choice of how events of equal time are
- * ordered.
+ * An ns-3 event scheduler for fabric simulations: near-future events in a ring of small time
+ * buckets, later ones in a 4-ary heap, with a choice of how events of equal time are ordered.
  */
 
 namespace ns3
@@ -24,12 +24,16 @@ namespace ns3
 
 /**
  * \ingroup metaroce
- * \brief Event scheduler: a 4-ary heap of 32-byte entries in one contiguous array.
+ * \brief Event scheduler: a ring of time buckets for the near future, a 4-ary heap beyond.
  *
  * ns-3's MapScheduler (the default) allocates a red-black tree node per event and walks the
- * tree on every insert; this scheduler keeps the pending events in one vector and moves
- * entries, so an insert allocates nothing once the array has grown and both insert and remove
- * touch a few contiguous cache lines per level of a shallow (4-ary) tree.
+ * tree on every insert. A packet network schedules almost every event a serialization time or
+ * a link delay ahead, so this scheduler keeps the events of the next Buckets x BucketWidth
+ * (1,024 x 16 ns by default) in a ring of buckets: an insert appends to its bucket, and a
+ * bucket is sorted once, when it becomes the earliest non-empty one, and then popped from its
+ * end. Later events (timers) wait in a 4-ary heap in one array and move into the ring as it
+ * slides. Nothing is allocated per event once the vectors have grown. BucketWidth 0 keeps all
+ * events in the heap. The order is the same total order either way.
  *
  * Events of equal time (TieBreak attribute):
  *  - INSERTION (default): in the order they were scheduled (their ns-3 uid), exactly like
@@ -125,16 +129,46 @@ class MetaRoceScheduler : public Scheduler
      * \param hole its index
      * \param entry the entry (not yet stored)
      */
-    void SiftUp(std::size_t hole, const Entry& entry);
+    void SiftUp(std::size_t hole, const Entry& entry) const;
     /**
      * Move the entry down from \p hole until its children are after it.
      * \param hole its index
      * \param entry the entry (not yet stored)
      */
-    void SiftDown(std::size_t hole, const Entry& entry);
+    void SiftDown(std::size_t hole, const Entry& entry) const;
 
-    std::vector<Entry> m_heap; //!< the 4-ary heap; root at 0, children of i at 4i+1..4i+4
-    TieBreak m_tieBreak{INSERTION}; //!< TieBreak attribute
+    /**
+     * Make the current bucket hold the earliest near event, sorted (min at the back), moving
+     * events of the far heap into the buckets as the window slides.
+     * \return false if no event is pending
+     */
+    bool Settle() const;
+    /**
+     * Move far-heap events that the window now covers into their buckets.
+     */
+    void PullFar() const;
+    /**
+     * \param entry an event of the window
+     */
+    void PutNear(const Entry& entry) const;
+    /// \return the earliest far-heap entry, removed
+    Entry PopFar() const;
+
+    // Buckets (BucketWidth > 0): events earlier than m_windowEnd are in a ring of buckets of
+    // 2^m_shift time steps each, m_heap holds the later ones. The current bucket is sorted
+    // (earliest at the back) once it is the earliest non-empty one; the others are unsorted.
+    // Mutable: PeekNext (const) settles the buckets.
+    Time m_bucketWidth;                          //!< BucketWidth attribute
+    uint32_t m_bucketCount{1024};                //!< Buckets attribute (a power of two)
+    mutable bool m_bucketsReady{false};          //!< m_shift and m_buckets are set up
+    mutable uint32_t m_shift{0};                 //!< log2 of the bucket width in time steps
+    mutable std::vector<std::vector<Entry>> m_buckets; //!< the ring
+    mutable std::vector<uint64_t> m_occupied;    //!< bit per bucket: not empty
+    mutable uint64_t m_current{0};               //!< absolute number of the current bucket
+    mutable bool m_currentSorted{false};         //!< the current bucket is sorted
+    mutable uint64_t m_nearCount{0};             //!< events in the buckets
+    mutable std::vector<Entry> m_heap; //!< 4-ary heap; root at 0, children of i at 4i+1..4i+4
+    TieBreak m_tieBreak{INSERTION};    //!< TieBreak attribute
 };
 
 } // namespace ns3
