@@ -14,7 +14,9 @@
 
 #include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-partition.h"
+#include "ns3/metaroce-workload-helper.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -176,6 +178,67 @@ SumSamples(std::vector<Row>& rows, Key key)
         }
     }
     rows = std::move(merged);
+}
+
+/**
+ * Complete the collectives' records on rank 0: each rank has seen the (rank, channel) pairs of
+ * the hosts it owns finish; a collective is done when the pairs of all ranks add up, and it
+ * finished when the last of them did.
+ * \param records the records (rank 0's view; completed on rank 0)
+ * \param local this rank's collectives, in the same order
+ */
+inline void
+MergeCollectives(std::vector<metaroce::results::CollectiveRecord>& records,
+                 const std::vector<ns3::MetaRoceCollective>& local)
+{
+    // Per collective: pairs done, the latest pair's time (ps), failed.
+    std::string mine;
+    for (const ns3::MetaRoceCollective& c : local)
+    {
+        const int64_t row[3] = {int64_t(c.ranksDone),
+                                c.ranksDone > 0 ? c.lastRankDone.GetPicoSeconds() : -1,
+                                c.failed ? 1 : 0};
+        mine.append(reinterpret_cast<const char*>(row), sizeof(row));
+    }
+    const std::vector<std::string> all = ns3::MetaRoceGatherToRoot(mine);
+    if (ns3::MetaRoceGetRank() != 0)
+    {
+        return;
+    }
+    for (size_t i = 0; i < local.size() && i < records.size(); ++i)
+    {
+        int64_t pairs = 0;
+        int64_t last = -1;
+        bool failed = false;
+        for (const std::string& from : all)
+        {
+            if (from.size() < (i + 1) * 3 * sizeof(int64_t))
+            {
+                continue;
+            }
+            int64_t row[3];
+            std::memcpy(row, from.data() + i * sizeof(row), sizeof(row));
+            pairs += row[0];
+            last = std::max(last, row[1]);
+            failed = failed || row[2] != 0;
+        }
+        const ns3::MetaRoceCollective& c = local[i];
+        metaroce::results::CollectiveRecord& r = records[i];
+        const bool done = !failed && uint64_t(pairs) == c.ranks.size() * c.channels && last >= 0;
+        r.set_completed(done);
+        if (!done)
+        {
+            continue;
+        }
+        const double finishUs = double(last) / 1e6;
+        const double durationUs = finishUs - r.start_us();
+        const double algbw = durationUs > 0 ? double(c.bytesPerRank) * 8 / (durationUs * 1e3) : 0;
+        const double n = double(c.ranks.size());
+        r.set_finish_us(finishUs);
+        r.set_duration_us(durationUs);
+        r.set_algbw_gbps(algbw);
+        r.set_busbw_gbps(algbw * 2 * (n - 1) / n);
+    }
 }
 
 } // namespace metaroce_run

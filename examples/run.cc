@@ -2022,6 +2022,7 @@ main(int argc, char* argv[])
             mine.push_back(MetaRoceIsLocal(fabric->GetHost(row.host())));
         }
         metaroce_run::GatherRows(hostPorts, mine);
+        metaroce_run::MergeCollectives(collectives, load->GetCollectives());
         metaroce_run::GatherAppend(paths);
         std::stable_sort(paths.begin(),
                          paths.end(),

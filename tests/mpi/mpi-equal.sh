@@ -2,9 +2,11 @@
 # Runs one scenario on 1 rank (plain metaroce-run) and on N ranks (mpirun -np N metaroce-run),
 # prints both wall times and compares flows.csv with compare-flows.py: "exact" requires
 # byte-identical files, "all" also byte-identical paths.csv, switches.csv and hosts.csv,
-# "tolerance" the same flows with close FCTs (docs/distributed.md says why).
+# "collectives" byte-identical collectives.csv (completed) and flows.csv, "tolerance" the same
+# flows with close FCTs (docs/distributed.md says why).
 #
-#   mpi-equal.sh <metaroce-run> <mpirun> <scenario> <work dir> <ranks> <exact|all|tolerance>
+#   mpi-equal.sh <metaroce-run> <mpirun> <scenario> <work dir> <ranks>
+#                <exact|all|collectives|tolerance>
 #                [metaroce-run args...]
 set -euo pipefail
 
@@ -55,6 +57,16 @@ if [[ "$mode" == all ]]; then
         echo "$f byte-identical"
     done
 fi
+if [[ "$mode" == collectives ]]; then
+    # Each rank sees the (rank, channel) pairs of its own hosts finish; rank 0 merges them.
+    if ! cmp -s "$work/rank1/collectives.csv" "$work/rank$ranks/collectives.csv"; then
+        echo "FAIL: collectives.csv differs between 1 and $ranks ranks:"
+        diff "$work/rank1/collectives.csv" "$work/rank$ranks/collectives.csv"
+        exit 1
+    fi
+    grep -q ',1$' "$work/rank1/collectives.csv" || { echo "FAIL: the collective did not complete"; exit 1; }
+    echo "collectives.csv byte-identical"
+fi
 compare=(/usr/bin/python3 "$(dirname "$0")/compare-flows.py")
-[[ "$mode" == exact || "$mode" == all ]] && compare+=(--exact)
+[[ "$mode" != tolerance ]] && compare+=(--exact)
 exec "${compare[@]}" "$work/rank1/flows.csv" "$work/rank$ranks/flows.csv"

@@ -183,9 +183,17 @@ MetaRoceWorkloadHelper::GlobalCheck()
         return;
     }
     // Each flow is counted by the rank that owns its source (or, on a receive failure, its
-    // destination); collectives span ranks and are not counted here.
+    // destination); a collective's (rank, channel) pairs by the ranks that own their hosts.
     const uint64_t finished = MetaRoceSumOverRanks(m_flowsFinished);
-    if (finished >= m_flows.size() && m_collectives.empty())
+    bool collectivesFinished = true;
+    for (const MetaRoceCollective& c : m_collectives)
+    {
+        const uint64_t pairs = MetaRoceSumOverRanks(c.ranksDone);
+        const uint64_t failed = MetaRoceSumOverRanks(c.failed ? 1 : 0);
+        collectivesFinished =
+            collectivesFinished && (failed > 0 || pairs >= c.ranks.size() * c.channels);
+    }
+    if (finished >= m_flows.size() && collectivesFinished)
     {
         Simulator::Stop();
         return;
@@ -527,6 +535,7 @@ MetaRoceWorkloadHelper::OnCompletion(uint32_t host, const metaroce::Completion& 
     ++rc.received;
     if (rc.received == steps)
     {
+        c.lastRankDone = Simulator::Now();
         if (++c.ranksDone == c.ranks.size() * c.channels)
         {
             c.done = true;

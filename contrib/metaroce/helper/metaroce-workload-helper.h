@@ -84,7 +84,8 @@ struct MetaRoceCollective
     Time finish;                 //!< the last rank finished (valid if done)
     bool done{false};            //!< every rank received every chunk
     bool failed{false};          //!< a completion reported an error
-    uint32_t ranksDone{0};       //!< (rank, channel) pairs finished
+    uint32_t ranksDone{0};       //!< (rank, channel) pairs finished (on this MPI rank's hosts)
+    Time lastRankDone;           //!< when the latest of those pairs finished
 
     /// \return bytesPerRank / (finish - start) in b/s: NCCL's algorithm bandwidth.
     double AlgorithmBandwidth() const;
