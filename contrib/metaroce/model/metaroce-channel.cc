@@ -114,7 +114,12 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
     }
     // The arrival's tag orders it among arrivals of equal time (MetaRoceScheduler, TieBreak
     // Link); ignored by other schedulers.
-    MetaRoceScheduler::TagNextEvent(MetaRoceScheduler::LinkTag(GetId(), direction));
+    uint32_t& tag = m_arrivalTag[direction];
+    if (tag == 0)
+    {
+        tag = MetaRoceScheduler::LinkTag(GetId(), direction);
+    }
+    MetaRoceScheduler::TagNextEvent(tag);
     Simulator::ScheduleWithContext(context,
                                    txTime + m_delay,
                                    &MetaRoceChannel::Deliver,

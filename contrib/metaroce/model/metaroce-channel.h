@@ -200,6 +200,8 @@ class MetaRoceChannel : public Channel
     std::size_t m_nDevices{0};                       //!< attached devices
     /// Event context (node id) of each end once known (NO_CONTEXT until its node is set).
     std::array<uint32_t, 2> m_context{NO_CONTEXT, NO_CONTEXT};
+    /// MetaRoceScheduler::LinkTag of the arrivals of each direction (0 until first used).
+    std::array<uint32_t, 2> m_arrivalTag{0, 0};
     static constexpr uint32_t NO_CONTEXT = 0xffffffff; //!< context not yet known
     Time m_delay;                                      //!< propagation delay
     std::array<Ptr<ErrorModel>, 2> m_errorModels;      //!< per direction
