@@ -1492,7 +1492,7 @@ main(int argc, char* argv[])
 
     // ---- Build
     // ns3::MetaRoceScheduler: with TieBreak Insertion the same event order (and results) as
-    // ns-3's default MapScheduler, ~1.1x faster on large fabrics (docs/benchmarks.md).
+    // ns-3's default MapScheduler, and faster on large fabrics (docs/benchmarks.md).
     ObjectFactory scheduler;
     scheduler.SetTypeId("ns3::MetaRoceScheduler");
     scheduler.Set("TieBreak",
