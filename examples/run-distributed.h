@@ -29,16 +29,58 @@ namespace metaroce_run
 {
 
 /**
- * Start a distributed run when launched by mpirun with more than one rank, or with --mpi.
- * Must run before anything uses the Simulator.
- * \param argc main's argc
- * \param argv main's argv
- * \return true if this run is distributed
+ * Serialize the selected rows for MetaRoceGatherToRoot. Frame: 4-byte row index, 4-byte
+ * length, the serialized row.
+ * \param rows the rows
+ * \param send send(i): whether to send row i
+ * \return the frames
  */
-inline bool
-StartDistributed(int* argc, char*** argv)
+template <typename Row, typename Send>
+std::string
+PackRows(const std::vector<Row>& rows, Send send)
 {
-    return ns3::MetaRoceStartDistributed(argc, argv, "metaroce-run");
+    std::string part;
+    for (size_t i = 0; i < rows.size(); ++i)
+    {
+        if (send(i))
+        {
+            const std::string row = rows[i].SerializeAsString();
+            const uint32_t head[2] = {static_cast<uint32_t>(i), static_cast<uint32_t>(row.size())};
+            part.append(reinterpret_cast<const char*>(head), sizeof(head));
+            part += row;
+        }
+    }
+    return part;
+}
+
+/**
+ * Call \p use(index, row) for every row in the frames of every rank (PackRows), rank 0's
+ * first; a truncated frame ends its rank's part.
+ * \param parts every rank's frames
+ * \param use the consumer
+ */
+template <typename Row, typename Use>
+void
+UnpackRows(const std::vector<std::string>& parts, Use use)
+{
+    for (const std::string& from : parts)
+    {
+        size_t at = 0;
+        while (at + 8 <= from.size())
+        {
+            uint32_t head[2];
+            std::memcpy(head, from.data() + at, sizeof(head));
+            at += sizeof(head);
+            if (at + head[1] > from.size())
+            {
+                break;
+            }
+            Row row;
+            row.ParseFromArray(from.data() + at, static_cast<int>(head[1]));
+            use(head[0], row);
+            at += head[1];
+        }
+    }
 }
 
 /**
@@ -53,38 +95,18 @@ template <typename Row>
 bool
 GatherRows(std::vector<Row>& rows, const std::vector<bool>& mine)
 {
-    // Frame: 4-byte row index, 4-byte length, the serialized row.
-    std::string part;
-    for (size_t i = 0; i < rows.size(); ++i)
-    {
-        if (i < mine.size() && mine[i])
-        {
-            const std::string row = rows[i].SerializeAsString();
-            const uint32_t head[2] = {static_cast<uint32_t>(i), static_cast<uint32_t>(row.size())};
-            part.append(reinterpret_cast<const char*>(head), sizeof(head));
-            part += row;
-        }
-    }
-    const std::vector<std::string> all = ns3::MetaRoceGatherToRoot(part);
+    const std::vector<std::string> parts = ns3::MetaRoceGatherToRoot(
+        PackRows(rows, [&mine](size_t i) { return i < mine.size() && mine[i]; }));
     if (ns3::MetaRoceGetRank() != 0)
     {
         return false;
     }
-    for (const std::string& from : all)
-    {
-        size_t at = 0;
-        while (at + 8 <= from.size())
+    UnpackRows<Row>(parts, [&rows](uint32_t index, const Row& row) {
+        if (index < rows.size())
         {
-            uint32_t head[2];
-            std::memcpy(head, from.data() + at, sizeof(head));
-            at += sizeof(head);
-            if (head[0] < rows.size() && at + head[1] <= from.size())
-            {
-                rows[head[0]].ParseFromArray(from.data() + at, static_cast<int>(head[1]));
-            }
-            at += head[1];
+            rows[index] = row;
         }
-    }
+    });
     return true;
 }
 
@@ -98,39 +120,14 @@ template <typename Row>
 bool
 GatherAppend(std::vector<Row>& rows)
 {
-    // Frame: 4-byte length, the serialized row.
-    std::string part;
-    for (const Row& r : rows)
-    {
-        const std::string row = r.SerializeAsString();
-        const uint32_t length = static_cast<uint32_t>(row.size());
-        part.append(reinterpret_cast<const char*>(&length), sizeof(length));
-        part += row;
-    }
-    const std::vector<std::string> parts = ns3::MetaRoceGatherToRoot(part);
+    const std::vector<std::string> parts =
+        ns3::MetaRoceGatherToRoot(PackRows(rows, [](size_t) { return true; }));
     if (ns3::MetaRoceGetRank() != 0)
     {
         return false;
     }
     rows.clear();
-    for (const std::string& from : parts)
-    {
-        size_t at = 0;
-        while (at + 4 <= from.size())
-        {
-            uint32_t length;
-            std::memcpy(&length, from.data() + at, sizeof(length));
-            at += sizeof(length);
-            if (at + length > from.size())
-            {
-                break;
-            }
-            Row r;
-            r.ParseFromArray(from.data() + at, static_cast<int>(length));
-            rows.push_back(r);
-            at += length;
-        }
-    }
+    UnpackRows<Row>(parts, [&rows](uint32_t, const Row& row) { rows.push_back(row); });
     return true;
 }
 

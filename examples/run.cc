@@ -1325,7 +1325,7 @@ main(int argc, char* argv[])
 {
     const auto wallStart = std::chrono::steady_clock::now();
     // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl.
-    const bool distributed = metaroce_run::StartDistributed(&argc, &argv);
+    const bool distributed = MetaRoceStartDistributed(&argc, &argv, "metaroce-run");
     std::string commandLine;
     for (int i = 0; i < argc; ++i)
     {
