@@ -141,19 +141,7 @@ MetaRoceScheduler::Insert(const Event& ev)
     entry.context = ev.key.m_context;
     if (!m_bucketsReady && m_bucketWidth.IsStrictlyPositive())
     {
-        const uint64_t steps = std::max<int64_t>(1, m_bucketWidth.GetTimeStep());
-        m_shift = 63 - uint32_t(__builtin_clzll(steps));
-        uint32_t count = 64;
-        while (count < m_bucketCount)
-        {
-            count *= 2;
-        }
-        m_bucketCount = count;
-        m_buckets.assign(count, {});
-        m_occupied.assign(count / 64, 0);
-        m_current = 0;
-        m_currentSorted = false;
-        m_bucketsReady = true;
+        SetUpBuckets();
     }
     if (m_bucketsReady && (entry.ts >> m_shift) < m_current + m_bucketCount)
     {
@@ -165,34 +153,55 @@ MetaRoceScheduler::Insert(const Event& ev)
 }
 
 void
+MetaRoceScheduler::SetUpBuckets()
+{
+    const uint64_t steps = std::max<int64_t>(1, m_bucketWidth.GetTimeStep());
+    m_shift = 63 - uint32_t(__builtin_clzll(steps));
+    uint32_t count = 64;
+    while (count < m_bucketCount)
+    {
+        count *= 2;
+    }
+    m_bucketCount = count;
+    m_buckets.assign(count, {});
+    m_occupied.assign(count / 64, 0);
+    m_current = 0;
+    m_currentSorted = false;
+    m_bucketsReady = true;
+}
+
+void
+MetaRoceScheduler::TakeFromBucket(uint64_t slot, std::vector<Entry>::iterator it)
+{
+    std::vector<Entry>& bucket = m_buckets[slot];
+    bucket.erase(it); // keeps the current bucket sorted; the last entry is the usual case
+    --m_nearCount;
+    if (bucket.empty())
+    {
+        m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+    }
+}
+
+void
 MetaRoceScheduler::PutNear(const Entry& entry) const
 {
-    uint64_t bucket = entry.ts >> m_shift;
-    if (bucket <= m_current)
+    // At or before the current bucket (the simulator may insert an event earlier than the one
+    // PeekNext reported), an event joins the current bucket.
+    const uint64_t slot = std::max<uint64_t>(entry.ts >> m_shift, m_current) & (m_bucketCount - 1);
+    std::vector<Entry>& bucket = m_buckets[slot];
+    if (slot == (m_current & (m_bucketCount - 1)) && m_currentSorted)
     {
-        // At or before the current bucket (the simulator may insert an event earlier than the
-        // one PeekNext reported): it joins the current bucket.
-        bucket = m_current;
-        std::vector<Entry>& current = m_buckets[bucket & (m_bucketCount - 1)];
-        if (m_currentSorted)
-        {
-            // Sorted latest first: insert before the first entry that runs before this one.
-            auto at = std::upper_bound(current.begin(),
-                                       current.end(),
+        // Sorted latest first: insert before the first entry that runs before this one.
+        bucket.insert(std::upper_bound(bucket.begin(),
+                                       bucket.end(),
                                        entry,
-                                       [](const Entry& a, const Entry& b) { return Before(b, a); });
-            current.insert(at, entry);
-        }
-        else
-        {
-            current.push_back(entry);
-        }
+                                       [](const Entry& a, const Entry& b) { return Before(b, a); }),
+                      entry);
     }
     else
     {
-        m_buckets[bucket & (m_bucketCount - 1)].push_back(entry);
+        bucket.push_back(entry);
     }
-    const uint64_t slot = bucket & (m_bucketCount - 1);
     m_occupied[slot / 64] |= uint64_t(1) << (slot % 64);
     ++m_nearCount;
 }
@@ -297,12 +306,7 @@ MetaRoceScheduler::RemoveNext()
         const uint64_t slot = m_current & (m_bucketCount - 1);
         std::vector<Entry>& current = m_buckets[slot];
         const Event next = ToEvent(current.back());
-        current.pop_back();
-        --m_nearCount;
-        if (current.empty())
-        {
-            m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
-        }
+        TakeFromBucket(slot, current.end() - 1);
         return next;
     }
     return ToEvent(PopFar());
@@ -323,12 +327,7 @@ MetaRoceScheduler::Remove(const Event& ev)
         {
             continue;
         }
-        bucket.erase(it); // keeps the current bucket sorted
-        --m_nearCount;
-        if (bucket.empty())
-        {
-            m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
-        }
+        TakeFromBucket(slot, it);
         return;
     }
     for (std::size_t i = 0; i < m_heap.size(); ++i)

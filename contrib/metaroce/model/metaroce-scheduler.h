@@ -147,10 +147,18 @@ class MetaRoceScheduler : public Scheduler
      * Move far-heap events that the window now covers into their buckets.
      */
     void PullFar() const;
+    /// Size the ring from BucketWidth and Buckets (at the first insert).
+    void SetUpBuckets();
     /**
      * \param entry an event of the window
      */
     void PutNear(const Entry& entry) const;
+    /**
+     * Take an entry out of its bucket, keeping the counts and the occupancy bits.
+     * \param slot the bucket's slot
+     * \param it the entry
+     */
+    void TakeFromBucket(uint64_t slot, std::vector<Entry>::iterator it);
     /// \return the earliest far-heap entry, removed
     Entry PopFar() const;
 
