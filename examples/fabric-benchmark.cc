@@ -26,11 +26,16 @@
  * every link, i.e. the MetaRoceNetDevice txFrames counters minus PFC frames), packet-hops per
  * wall-second and per CPU-second, ns-3 events executed per wall-second and the peak RSS of the
  * process. CPU time is the steadier figure on a shared machine.
+ *
+ * The heap uses transparent huge pages when the machine allows (MetaRoceUseHugePages: the
+ * program starts itself again once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1); the last line
+ * says how the heap was backed. METAROCE_HUGE_PAGES=0 keeps 4 KiB pages.
  */
 
 #include "ns3/command-line.h"
 #include "ns3/metaroce-channel.h"
 #include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-huge-pages.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-partition.h"
@@ -94,6 +99,8 @@ SecondsSince(std::chrono::steady_clock::time_point t0)
 int
 main(int argc, char** argv)
 {
+    // Transparent huge pages for the heap (may start the program again, once; docs/benchmarks.md).
+    const std::string heapPages = MetaRoceUseHugePages(argv);
     // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl, the fat tree
     // split by pod (docs/distributed.md); the figures are summed over the ranks.
     const bool distributed = MetaRoceStartDistributed(&argc, &argv, "metaroce-fabric-benchmark");
@@ -332,6 +339,10 @@ main(int argc, char** argv)
                 static_cast<unsigned long>(events),
                 double(events) / wall,
                 rssAll);
+    std::printf("heap: %s; %.0f MiB in huge pages at the end%s\n",
+                heapPages.c_str(),
+                double(MetaRoceAnonHugePageBytes()) / (1024.0 * 1024.0),
+                ranks > 1 ? " (rank 0)" : "");
     if (ranks > 1)
     {
         std::printf("ranks %u: cpu of rank 0 %.2f s, all ranks %.2f s; peak RSS summed over the "

@@ -29,6 +29,7 @@
 #include "ns3/core-module.h"
 #include "ns3/metaroce-channel.h"
 #include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-huge-pages.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-scheduler.h"
@@ -1323,6 +1324,9 @@ PortLine(const pb::PortCounters& r)
 int
 main(int argc, char* argv[])
 {
+    // Transparent huge pages for the heap: may start the program again, once, with the same
+    // arguments (ns3/metaroce-huge-pages.h); results do not depend on it.
+    const std::string heapPages = MetaRoceUseHugePages(argv);
     const auto wallStart = std::chrono::steady_clock::now();
     // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl.
     const bool distributed = MetaRoceStartDistributed(&argc, &argv, "metaroce-run");
@@ -2287,6 +2291,7 @@ main(int argc, char* argv[])
           << ecnMarked << " ECN marks, " << pfcPauses << " PFC pauses\n"
           << "simulated       " << Fixed(sum.sim_time_us(), 1) << " us, " << events << " events, "
           << Fixed(sum.wall_time_s(), 2) << " s wall\n"
+          << "heap            " << heapPages << "\n"
           << "all completed   " << (sum.all_completed() ? "yes" : "NO") << "\n"
           << "run folder      " << dir.string() << "\n";
     OpenOutput(dir, "summary.txt") << human.str();

@@ -12,6 +12,7 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.cc
@@ -29,6 +30,7 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h

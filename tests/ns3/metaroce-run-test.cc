@@ -159,11 +159,13 @@ class MetaRoceRunTest : public ::testing::Test
      * Run metaroce-run.
      * \param args arguments (shell-quoted by the caller where needed)
      * \param[out] output its stdout and stderr
+     * \param env environment changes, as arguments of env(1) (e.g. "-u X Y=1"); none if empty
      * \return its exit code
      */
-    int Run(const std::string& args, std::string& output)
+    int Run(const std::string& args, std::string& output, const std::string& env = "")
     {
-        const std::string command = std::string(METAROCE_RUN_BINARY) + " " + args + " 2>&1";
+        const std::string command = (env.empty() ? "" : "env " + env + " ") +
+                                    std::string(METAROCE_RUN_BINARY) + " " + args + " 2>&1";
         FILE* pipe = ::popen(command.c_str(), "r");
         if (!pipe)
         {
@@ -184,15 +186,19 @@ class MetaRoceRunTest : public ::testing::Test
      * Run the tiny scenario into a subfolder.
      * \param name the subfolder
      * \param extra more arguments
+     * \param env environment changes (see Run)
      * \return the run folder
      */
-    fs::path RunTiny(const std::string& name, const std::string& extra = "")
+    fs::path RunTiny(const std::string& name,
+                     const std::string& extra = "",
+                     const std::string& env = "")
     {
         const fs::path out = m_dir / name;
         std::string output;
         const int code =
             Run("--scenario=" + m_scenario.string() + " --out=" + out.string() + " " + extra,
-                output);
+                output,
+                env);
         EXPECT_EQ(code, 0) << output;
         return out;
     }
@@ -440,6 +446,63 @@ TEST_F(MetaRoceRunTest, SameSeedGivesIdenticalOutputsAndOverridesChangeThem)
     EXPECT_EQ(scenario.transport().name(), "rocev2");
     EXPECT_TRUE(scenario.topology().pfc()) << "PFC defaults to on for rocev2";
     EXPECT_EQ(ReadCsv(roce / "paths.csv").rows.at(0).at("path"), "-1");
+}
+
+/// \return the text after "heap" on the heap line of a run's summary.txt
+std::string
+HeapLine(const fs::path& run)
+{
+    std::istringstream in(ReadFile(run / "summary.txt"));
+    std::string line;
+    while (std::getline(in, line))
+    {
+        if (line.rfind("heap ", 0) == 0)
+        {
+            return line.substr(line.find_first_not_of(' ', 4));
+        }
+    }
+    return "";
+}
+
+TEST_F(MetaRoceRunTest, HugePagesChangeOnlyTheHeapAndKeepTheArguments)
+{
+    // The runner may start itself again with glibc.malloc.hugetlb=1 (MetaRoceUseHugePages): the
+    // second run must get every argument (one holds spaces) and give the same results.
+    const std::string extra = "--seed=4 --set='transport { paths: 2 }'";
+    const std::string clean = "-u GLIBC_TUNABLES -u METAROCE_HUGE_PAGES -u LD_PRELOAD";
+    const fs::path off = RunTiny("off", extra, clean + " METAROCE_HUGE_PAGES=0");
+    const fs::path forced =
+        RunTiny("forced", extra, clean + " GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
+    const fs::path automatic = RunTiny("automatic", extra, clean);
+    EXPECT_EQ(HeapLine(off), "4 KiB pages (METAROCE_HUGE_PAGES=0)");
+    EXPECT_EQ(HeapLine(forced),
+              "transparent huge pages requested (GLIBC_TUNABLES glibc.malloc.hugetlb=1)");
+    const std::string automaticLine = HeapLine(automatic);
+    std::string thp;
+    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), thp);
+    if (thp.find("[never]") == std::string::npos && !thp.empty())
+    {
+        // glibc 2.36 (Debian 12) reads the tunable, so the runner started itself again.
+        EXPECT_EQ(automaticLine,
+                  "transparent huge pages requested (GLIBC_TUNABLES glibc.malloc.hugetlb=1)");
+    }
+    else
+    {
+        EXPECT_EQ(automaticLine.rfind("4 KiB pages (the kernel", 0), 0U) << automaticLine;
+    }
+    pb::Scenario scenario;
+    ASSERT_TRUE(
+        google::protobuf::TextFormat::ParseFromString(ReadFile(automatic / "scenario.pb.txt"),
+                                                      &scenario));
+    EXPECT_EQ(scenario.transport().paths(), 2U) << "an argument was lost";
+    EXPECT_EQ(scenario.seed(), 4U) << "an argument was lost";
+    for (const char* file : {"flows.csv", "goodput.csv", "paths.csv", "switches.csv", "hosts.csv"})
+    {
+        const std::string reference = ReadFile(off / file);
+        EXPECT_FALSE(reference.empty()) << file;
+        EXPECT_EQ(reference, ReadFile(forced / file)) << file;
+        EXPECT_EQ(reference, ReadFile(automatic / file)) << file;
+    }
 }
 
 TEST_F(MetaRoceRunTest, BadInputExitsWithTwoAndNamesTheLine)

@@ -17,6 +17,7 @@
 
 #include "ns3/command-line.h"
 #include "ns3/metaroce-fabric.h"
+#include "ns3/metaroce-huge-pages.h"
 #include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-stack-helper.h"
 #include "ns3/metaroce-switch.h"
@@ -36,6 +37,9 @@ using namespace ns3;
 int
 main(int argc, char** argv)
 {
+    // Large fabrics run faster on a heap of huge pages; this may start the program again, once
+    // (ns3/metaroce-huge-pages.h). METAROCE_HUGE_PAGES=0 turns it off.
+    MetaRoceUseHugePages(argv);
     uint32_t k = 4;
     uint32_t tiers = 3;
     uint64_t bytes = 2 * 1024 * 1024;
