@@ -15,8 +15,8 @@
 #include "ns3/make-event.h"
 #include "ns3/map-scheduler.h"
 #include "ns3/metaroce-scheduler.h"
-#include "ns3/object-factory.h"
 #include "ns3/nstime.h"
+#include "ns3/object-factory.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -211,13 +211,20 @@ Record(int id)
     g_ran.emplace_back(Simulator::Now().GetNanoSeconds(), id);
 }
 
-TEST(MetaRoceSchedulerTest, DrivesTheSimulatorIncludingCancelAndRemove)
+/// Run the Simulator on a MetaRoceScheduler with 16 ns buckets, and forget earlier runs.
+void
+UseMetaRoceScheduler()
 {
     ObjectFactory factory;
     factory.SetTypeId("ns3::MetaRoceScheduler");
     factory.Set("BucketWidth", TimeValue(NanoSeconds(16)));
     Simulator::SetScheduler(factory);
     g_ran.clear();
+}
+
+TEST(MetaRoceSchedulerTest, DrivesTheSimulatorIncludingCancelAndRemove)
+{
+    UseMetaRoceScheduler();
     std::vector<EventId> ids;
     for (int i = 0; i < 1000; ++i)
     {
@@ -240,6 +247,62 @@ TEST(MetaRoceSchedulerTest, DrivesTheSimulatorIncludingCancelAndRemove)
         EXPECT_NE(id, 10);
         EXPECT_NE(id, 20);
     }
+}
+
+/// Prefetch() calls seen: (event id, number of events run before the call).
+std::vector<std::pair<int, std::size_t>> g_prefetched;
+
+/// An event that records its Prefetch() calls and its run.
+class CountingEvent : public MetaRocePrefetchEvent
+{
+  public:
+    /// \param id the event's id
+    explicit CountingEvent(int id)
+        : m_id(id)
+    {
+    }
+
+    void Prefetch() const override
+    {
+        g_prefetched.emplace_back(m_id, g_ran.size());
+    }
+
+  protected:
+    void Notify() override
+    {
+        Record(m_id);
+    }
+
+  private:
+    int m_id; //!< the event's id
+};
+
+TEST(MetaRoceSchedulerTest, OnlyAnnouncedEventsArePrefetchedJustBeforeTheyRun)
+{
+    UseMetaRoceScheduler();
+    g_prefetched.clear();
+    // Ten events in one bucket; the even ones are announced.
+    for (int id = 0; id < 10; ++id)
+    {
+        Ptr<CountingEvent> event = Create<CountingEvent>(id);
+        if (id % 2 == 0)
+        {
+            MetaRoceScheduler::AnnounceNextEvent(PeekPointer(event));
+        }
+        Simulator::Schedule(NanoSeconds(1 + id), event);
+    }
+    // An announcement that is not followed by its event must not mark the next one (a plain
+    // event, which has no Prefetch).
+    Ptr<CountingEvent> never = Create<CountingEvent>(99);
+    MetaRoceScheduler::AnnounceNextEvent(PeekPointer(never));
+    Simulator::Schedule(NanoSeconds(12), &Record, 100);
+    Simulator::Run();
+    Simulator::Destroy();
+    ASSERT_EQ(g_ran.size(), 11U);
+    // Event 0 runs first, with nothing before it to prefetch it; each later even event is
+    // prefetched once, when the event before it leaves the queue.
+    const std::vector<std::pair<int, std::size_t>> expected{{2, 1}, {4, 3}, {6, 5}, {8, 7}};
+    EXPECT_EQ(g_prefetched, expected);
 }
 
 } // namespace

@@ -90,6 +90,61 @@ MetaRoceChannel::Attach(Ptr<MetaRoceNetDevice> device)
     return true;
 }
 
+/**
+ * The arrival of a frame at the far end of the link: runs MetaRoceChannel::Deliver. Before it
+ * runs, MetaRoceScheduler lets it prefetch the frame, the channel and the per-frame fields of
+ * the receiving device (MetaRoceNetDevice keeps them in its first cache lines): on a large
+ * fabric all of them have left the caches since the frame was sent.
+ */
+class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
+{
+  public:
+    /**
+     * \param channel the channel
+     * \param frame the frame
+     * \param direction its direction
+     * \param epoch the link epoch when it was sent
+     */
+    ArrivalEvent(MetaRoceChannel* channel, Ptr<Packet> frame, uint32_t direction, uint64_t epoch)
+        : m_channel(channel),
+          m_destination(PeekPointer(channel->m_devices[1 - direction])),
+          m_frame(std::move(frame)),
+          m_direction(direction),
+          m_epoch(epoch)
+    {
+    }
+
+    void Prefetch() const override
+    {
+        const char* frame = reinterpret_cast<const char*>(PeekPointer(m_frame));
+        __builtin_prefetch(frame);
+        __builtin_prefetch(frame + 64);
+        __builtin_prefetch(frame + 128);
+        __builtin_prefetch(m_channel);
+        const char* device = reinterpret_cast<const char*>(m_destination);
+        for (uint32_t offset = 0; offset < DEVICE_PREFETCH_BYTES; offset += 64)
+        {
+            __builtin_prefetch(device + offset);
+        }
+    }
+
+  protected:
+    void Notify() override
+    {
+        m_channel->Deliver(std::move(m_frame), m_direction, m_epoch);
+    }
+
+  private:
+    /// Bytes of the receiving device to prefetch: its per-frame fields come first.
+    static constexpr uint32_t DEVICE_PREFETCH_BYTES = 512;
+
+    MetaRoceChannel* m_channel;             //!< the channel
+    const MetaRoceNetDevice* m_destination; //!< the receiving device (read only by Prefetch)
+    Ptr<Packet> m_frame;                    //!< the frame
+    uint32_t m_direction;                   //!< its direction
+    uint64_t m_epoch;                       //!< the link epoch when it was sent
+};
+
 void
 MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source, Time txTime)
 {
@@ -120,13 +175,9 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
         tag = MetaRoceScheduler::LinkTag(GetId(), direction);
     }
     MetaRoceScheduler::TagNextEvent(tag);
-    Simulator::ScheduleWithContext(context,
-                                   txTime + m_delay,
-                                   &MetaRoceChannel::Deliver,
-                                   this,
-                                   frame,
-                                   direction,
-                                   m_epoch);
+    auto* arrival = new ArrivalEvent(this, frame, direction, m_epoch);
+    MetaRoceScheduler::AnnounceNextEvent(arrival);
+    Simulator::ScheduleWithContext(context, txTime + m_delay, arrival);
 }
 
 void

@@ -187,6 +187,8 @@ class MetaRoceChannel : public Channel
     }
 
   private:
+    class ArrivalEvent; // the Deliver event of a frame, with prefetches (metaroce-channel.cc)
+
     /// Attribute setter of ErrorModel0. \param model the model
     void SetErrorModel0(Ptr<ErrorModel> model);
     /// Attribute setter of ErrorModel1. \param model the model

@@ -25,6 +25,11 @@ namespace
 {
 /// The tag of the next event this thread inserts (0 = none).
 thread_local uint32_t g_nextTag = 0;
+/// The event this thread announced (AnnounceNextEvent) and has not inserted yet.
+thread_local const EventImpl* g_announced = nullptr;
+/// Bit 0 of Entry::impl: the event is a MetaRocePrefetchEvent.
+constexpr uintptr_t PREFETCH_BIT = 1;
+static_assert(alignof(EventImpl) > 1, "bit 0 of an EventImpl* must be free");
 /// Schedulers with the Link tie-break that exist.
 std::atomic<uint32_t> g_linkSchedulers{0};
 /// Children per heap node.
@@ -39,14 +44,14 @@ MetaRoceScheduler::GetTypeId()
             .SetParent<Scheduler>()
             .SetGroupName("MetaRoce")
             .AddConstructor<MetaRoceScheduler>()
-            .AddAttribute("TieBreak",
-                          "Order of events of equal time: Insertion (ns-3's order: by uid) or "
-                          "Link (untagged events by uid, then frame arrivals by link end; the "
-                          "same order on any number of MPI ranks).",
-                          EnumValue(INSERTION),
-                          MakeEnumAccessor(&MetaRoceScheduler::SetTieBreak,
-                                           &MetaRoceScheduler::GetTieBreak),
-                          MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"))
+            .AddAttribute(
+                "TieBreak",
+                "Order of events of equal time: Insertion (ns-3's order: by uid) or "
+                "Link (untagged events by uid, then frame arrivals by link end; the "
+                "same order on any number of MPI ranks).",
+                EnumValue(INSERTION),
+                MakeEnumAccessor(&MetaRoceScheduler::SetTieBreak, &MetaRoceScheduler::GetTieBreak),
+                MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"))
             .AddAttribute("BucketWidth",
                           "Width of the buckets that hold the near-future events (rounded down "
                           "to a power of two of time steps); 0 keeps every event in the heap. "
@@ -67,6 +72,10 @@ MetaRoceScheduler::GetTypeId()
 MetaRoceScheduler::MetaRoceScheduler()
 {
     NS_LOG_FUNCTION(this);
+    // An announcement left over from a simulation run with another scheduler must not match a
+    // new event that reuses its address.
+    g_announced = nullptr;
+    g_nextTag = 0;
 }
 
 MetaRoceScheduler::~MetaRoceScheduler()
@@ -111,6 +120,12 @@ MetaRoceScheduler::TagNextEvent(uint32_t tag)
     g_nextTag = tag;
 }
 
+void
+MetaRoceScheduler::AnnounceNextEvent(const MetaRocePrefetchEvent* event)
+{
+    g_announced = event;
+}
+
 uint32_t
 MetaRoceScheduler::LinkTag(uint32_t channelId, uint32_t direction)
 {
@@ -121,7 +136,7 @@ Scheduler::Event
 MetaRoceScheduler::ToEvent(const Entry& entry)
 {
     Event ev;
-    ev.impl = entry.impl;
+    ev.impl = reinterpret_cast<EventImpl*>(entry.impl & ~PREFETCH_BIT);
     ev.key.m_ts = entry.ts;
     ev.key.m_uid = entry.uid;
     ev.key.m_context = entry.context;
@@ -136,7 +151,9 @@ MetaRoceScheduler::Insert(const Event& ev)
     Entry entry;
     entry.ts = ev.key.m_ts;
     entry.order = m_tieBreak == LINK ? (uint64_t(tag) << 32) | ev.key.m_uid : ev.key.m_uid;
-    entry.impl = ev.impl;
+    const EventImpl* announced = g_announced;
+    g_announced = nullptr;
+    entry.impl = reinterpret_cast<uintptr_t>(ev.impl) | (ev.impl == announced ? PREFETCH_BIT : 0);
     entry.uid = ev.key.m_uid;
     entry.context = ev.key.m_context;
     if (!m_bucketsReady && m_bucketWidth.IsStrictlyPositive())
@@ -309,14 +326,25 @@ MetaRoceScheduler::RemoveNext()
         TakeFromBucket(slot, current.end() - 1);
         // The events after this one were allocated a link delay or a serialization time of
         // simulated time ago (tens of thousands of events on a large fabric) and have left the
-        // caches: start loading the next two while this one runs.
+        // caches: start loading the next two while this one runs, and what the next one will
+        // touch if it says (its EventImpl was prefetched by the previous call).
         const std::size_t left = current.size();
         if (left > 0)
         {
-            __builtin_prefetch(current[left - 1].impl);
+            const uintptr_t following = current[left - 1].impl;
+            if (following & PREFETCH_BIT)
+            {
+                static_cast<const MetaRocePrefetchEvent*>(
+                    reinterpret_cast<const EventImpl*>(following & ~PREFETCH_BIT))
+                    ->Prefetch();
+            }
+            else
+            {
+                __builtin_prefetch(reinterpret_cast<const void*>(following));
+            }
             if (left > 1)
             {
-                __builtin_prefetch(current[left - 2].impl);
+                __builtin_prefetch(reinterpret_cast<const void*>(current[left - 2].impl));
             }
         }
         return next;
@@ -329,7 +357,8 @@ MetaRoceScheduler::Remove(const Event& ev)
 {
     // Only Simulator::Remove gets here (EventId::Cancel does not): a linear search is enough.
     const auto same = [&ev](const Entry& e) {
-        return e.uid == ev.key.m_uid && e.impl == ev.impl;
+        return e.uid == ev.key.m_uid &&
+               (e.impl & ~PREFETCH_BIT) == reinterpret_cast<uintptr_t>(ev.impl);
     };
     for (uint64_t slot = 0; slot < m_buckets.size(); ++slot)
     {

@@ -7,6 +7,7 @@
 #ifndef METAROCE_SCHEDULER_H
 #define METAROCE_SCHEDULER_H
 
+#include "ns3/event-impl.h"
 #include "ns3/nstime.h"
 #include "ns3/scheduler.h"
 
@@ -21,6 +22,22 @@
 
 namespace ns3
 {
+
+/**
+ * \ingroup metaroce
+ * \brief An event that can start loading, ahead of time, the memory it will touch.
+ *
+ * On a large fabric an event runs tens of thousands of events after it was scheduled, when
+ * its data (the frame, the device it arrives at) has left the caches. MetaRoceScheduler calls
+ * Prefetch() of the next event while the one before it runs, for events announced with
+ * MetaRoceScheduler::AnnounceNextEvent; other schedulers never call it.
+ */
+class MetaRocePrefetchEvent : public EventImpl
+{
+  public:
+    /// Issue prefetches of what Notify() will read; must have no other effect.
+    virtual void Prefetch() const = 0;
+};
 
 /**
  * \ingroup metaroce
@@ -78,6 +95,14 @@ class MetaRoceScheduler : public Scheduler
     static void TagNextEvent(uint32_t tag);
 
     /**
+     * Announce the event this thread schedules next: when it is inserted (and only if the
+     * inserted event is this one), the scheduler calls its Prefetch() while the event before
+     * it runs. Harmless with other schedulers.
+     * \param event the event about to be scheduled
+     */
+    static void AnnounceNextEvent(const MetaRocePrefetchEvent* event);
+
+    /**
      * \return true while a scheduler with the Link tie-break exists in this process (then a
      *         frame from another MPI rank must be re-scheduled as a tagged arrival)
      */
@@ -103,7 +128,7 @@ class MetaRoceScheduler : public Scheduler
     {
         uint64_t ts;      //!< time stamp
         uint64_t order;   //!< tie-break: uid (INSERTION) or tag << 32 | uid (LINK)
-        EventImpl* impl;  //!< the event
+        uintptr_t impl;   //!< the event's EventImpl*, bit 0 set for an announced event
         uint32_t uid;     //!< ns-3 event uid
         uint32_t context; //!< ns-3 event context
     };
@@ -166,15 +191,15 @@ class MetaRoceScheduler : public Scheduler
     // 2^m_shift time steps each, m_heap holds the later ones. The current bucket is sorted
     // (earliest at the back) once it is the earliest non-empty one; the others are unsorted.
     // Mutable: PeekNext (const) settles the buckets.
-    Time m_bucketWidth;                          //!< BucketWidth attribute
-    uint32_t m_bucketCount{1024};                //!< Buckets attribute (a power of two)
-    mutable bool m_bucketsReady{false};          //!< m_shift and m_buckets are set up
-    mutable uint32_t m_shift{0};                 //!< log2 of the bucket width in time steps
+    Time m_bucketWidth;                                //!< BucketWidth attribute
+    uint32_t m_bucketCount{1024};                      //!< Buckets attribute (a power of two)
+    mutable bool m_bucketsReady{false};                //!< m_shift and m_buckets are set up
+    mutable uint32_t m_shift{0};                       //!< log2 of the bucket width in time steps
     mutable std::vector<std::vector<Entry>> m_buckets; //!< the ring
-    mutable std::vector<uint64_t> m_occupied;    //!< bit per bucket: not empty
-    mutable uint64_t m_current{0};               //!< absolute number of the current bucket
-    mutable bool m_currentSorted{false};         //!< the current bucket is sorted
-    mutable uint64_t m_nearCount{0};             //!< events in the buckets
+    mutable std::vector<uint64_t> m_occupied;          //!< bit per bucket: not empty
+    mutable uint64_t m_current{0};                     //!< absolute number of the current bucket
+    mutable bool m_currentSorted{false};               //!< the current bucket is sorted
+    mutable uint64_t m_nearCount{0};                   //!< events in the buckets
     mutable std::vector<Entry> m_heap; //!< 4-ary heap; root at 0, children of i at 4i+1..4i+4
     TieBreak m_tieBreak{INSERTION};    //!< TieBreak attribute
 };
