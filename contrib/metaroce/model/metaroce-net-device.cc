@@ -9,6 +9,7 @@
 #include "metaroce-byte-order.h"
 #include "metaroce-channel.h"
 #include "metaroce-nic.h"
+#include "metaroce-scheduler.h"
 #include "metaroce-switch.h"
 
 #include "ns3/boolean.h"
@@ -571,6 +572,59 @@ MetaRoceNetDevice::TryTransmit()
     StartTransmission(frame);
 }
 
+/**
+ * The end of a frame's serialization: runs TransmitComplete. Before it runs, MetaRoceScheduler
+ * lets it prefetch the device's per-frame fields (they come first in MetaRoceNetDevice) and the
+ * frame queued next, which a large fabric has evicted from the caches in the meantime.
+ */
+class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
+{
+  public:
+    /**
+     * \param device the device
+     * \param next the queue slot of the frame expected to follow (a hint), or nullptr
+     */
+    TxCompleteEvent(MetaRoceNetDevice* device, const MetaRocePacketFifo::Entry* next)
+        : m_device(device),
+          m_slot(next),
+          m_next(next ? PeekPointer(next->packet) : nullptr)
+    {
+    }
+
+    void Prefetch() const override
+    {
+        const char* device = reinterpret_cast<const char*>(m_device);
+        for (uint32_t offset = 0; offset < DEVICE_PREFETCH_BYTES; offset += 64)
+        {
+            __builtin_prefetch(device + offset);
+        }
+        // Hints taken when the frame started: the slot or the frame may have gone since (a
+        // link flush); a prefetch of such an address is harmless.
+        __builtin_prefetch(m_slot);
+        const char* next = reinterpret_cast<const char*>(m_next);
+        if (next != nullptr)
+        {
+            __builtin_prefetch(next);
+            __builtin_prefetch(next + 64);
+            __builtin_prefetch(next + 128);
+        }
+    }
+
+  protected:
+    void Notify() override
+    {
+        m_device->TransmitComplete();
+    }
+
+  private:
+    /// Bytes of the device to prefetch: its per-frame fields come first.
+    static constexpr uint32_t DEVICE_PREFETCH_BYTES = 512;
+
+    MetaRoceNetDevice* m_device;             //!< the device
+    const MetaRocePacketFifo::Entry* m_slot; //!< queue slot of the next frame (hint)
+    const Packet* m_next;                    //!< the next frame (hint)
+};
+
 void
 MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
 {
@@ -588,7 +642,20 @@ MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
     }
     ++m_counters.txFrames;
     m_counters.txBytes += size;
-    m_txCompleteEvent = Simulator::Schedule(txTime, &MetaRoceNetDevice::TransmitComplete, this);
+    // The frame that will follow this one, if one is queued already: its TxCompleteEvent
+    // prefetches it (and its queue slot) before TransmitComplete runs.
+    const MetaRocePacketFifo::Entry* next = nullptr;
+    if (!m_controlQueue.IsEmpty())
+    {
+        next = &m_controlQueue.Front();
+    }
+    else if (m_busyQueues != 0)
+    {
+        next = &m_queues[31 - __builtin_clz(m_busyQueues)].Front();
+    }
+    Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
+    MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));
+    m_txCompleteEvent = Simulator::Schedule(txTime, done);
     if (m_channel)
     {
         m_channel->Transmit(frame, this, txTime);

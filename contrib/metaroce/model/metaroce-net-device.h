@@ -354,6 +354,7 @@ class MetaRoceNetDevice : public NetDevice
     Time NextSerializationTime(uint32_t bytes);
     /// The frame on the wire has been serialized.
     void TransmitComplete();
+    class TxCompleteEvent; // the TransmitComplete event, with prefetches (the .cc)
     /**
      * Apply a received MAC control frame.
      * \param frame the frame
