@@ -116,15 +116,11 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
 
     void Prefetch() const override
     {
-        const char* frame = reinterpret_cast<const char*>(PeekPointer(m_frame));
-        __builtin_prefetch(frame);
-        __builtin_prefetch(frame + 64);
-        __builtin_prefetch(frame + 128);
-        __builtin_prefetch(m_channel);
-        const char* device = reinterpret_cast<const char*>(m_destination);
-        for (uint32_t offset = 0; offset < DEVICE_PREFETCH_BYTES; offset += 64)
+        MetaRocePrefetchBytes(PeekPointer(m_frame), sizeof(Packet));
+        MetaRocePrefetchBytes(m_channel, sizeof(MetaRoceChannel));
+        if (m_destination != nullptr)
         {
-            __builtin_prefetch(device + offset);
+            m_destination->PrefetchFrameFields();
         }
     }
 
@@ -135,9 +131,6 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
     }
 
   private:
-    /// Bytes of the receiving device to prefetch: its per-frame fields come first.
-    static constexpr uint32_t DEVICE_PREFETCH_BYTES = 512;
-
     MetaRoceChannel* m_channel;             //!< the channel
     const MetaRoceNetDevice* m_destination; //!< the receiving device (read only by Prefetch)
     Ptr<Packet> m_frame;                    //!< the frame

@@ -98,6 +98,23 @@ TunableValue(const char* tunables)
     return value;
 }
 
+/// \return true if a debugger or tracer (ptrace) is attached to this process
+bool
+Traced()
+{
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+    {
+        unsigned long pid = 0;
+        if (std::sscanf(line.c_str(), "TracerPid: %lu", &pid) == 1)
+        {
+            return pid != 0;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 std::string
@@ -123,7 +140,12 @@ MetaRoceUseHugePages(char** argv)
         return "4 KiB pages (GLIBC_TUNABLES did not reach the second run)";
     }
     const std::string mode = KernelThpMode();
-    if (mode != "always" && mode != "madvise")
+    if (mode == "always")
+    {
+        // glibc acts on the tunable only in madvise mode; here every region gets them anyway.
+        return "transparent huge pages (the kernel's mode is always)";
+    }
+    if (mode != "madvise")
     {
         return "4 KiB pages (the kernel's transparent huge pages are " +
                (mode.empty() ? std::string("unknown") : mode) + ")";
@@ -139,6 +161,11 @@ MetaRoceUseHugePages(char** argv)
         // A tool such as valgrind or heaptrack watches this process through a preloaded
         // library: a new run could escape it (valgrind does not follow exec by default).
         return "4 KiB pages (LD_PRELOAD is set: a tool watches this process)";
+    }
+    if (Traced())
+    {
+        // Under gdb or strace a new run would hit early breakpoints twice.
+        return "4 KiB pages (a debugger or tracer is attached)";
     }
     if (argv == nullptr || argv[0] == nullptr)
     {
@@ -157,18 +184,21 @@ MetaRoceUseHugePages(char** argv)
         // start that program without its own arguments.
         return std::string("4 KiB pages (the running image is ") + self + ", not " + argv[0] + ")";
     }
-    std::string updated = tunables != nullptr && *tunables != '\0'
-                              ? std::string(tunables) + ":" + TUNABLE + "=1"
-                              : std::string(TUNABLE) + "=1";
+    // Copied: setenv may invalidate what getenv returned.
+    const bool hadTunables = tunables != nullptr;
+    const std::string previous = hadTunables ? tunables : "";
+    const std::string updated =
+        previous.empty() ? std::string(TUNABLE) + "=1" : previous + ":" + TUNABLE + "=1";
     setenv("GLIBC_TUNABLES", updated.c_str(), 1);
     setenv(REEXEC_MARK, "1", 1);
     std::fflush(nullptr);
-    execv(self, argv);
+    // /proc/self/exe is the running image even if its file has been replaced since.
+    execv("/proc/self/exe", argv);
     // Only reached when the new run could not start: go on as we are.
     const int error = errno;
-    if (tunables != nullptr)
+    if (hadTunables)
     {
-        setenv("GLIBC_TUNABLES", tunables, 1);
+        setenv("GLIBC_TUNABLES", previous.c_str(), 1);
     }
     else
     {

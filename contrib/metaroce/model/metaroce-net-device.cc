@@ -582,32 +582,24 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
   public:
     /**
      * \param device the device
-     * \param next the queue slot of the frame expected to follow (a hint), or nullptr
+     * \param queue the queue of the frame expected to follow (a hint), or nullptr
      */
-    TxCompleteEvent(MetaRoceNetDevice* device, const MetaRocePacketFifo::Entry* next)
+    TxCompleteEvent(MetaRoceNetDevice* device, const MetaRocePacketFifo* queue)
         : m_device(device),
-          m_slot(next),
-          m_next(next ? PeekPointer(next->packet) : nullptr)
+          m_queue(queue),
+          m_slot(queue ? &queue->Front() : nullptr),
+          m_next(queue ? PeekPointer(queue->Front().packet) : nullptr)
     {
     }
 
     void Prefetch() const override
     {
-        const char* device = reinterpret_cast<const char*>(m_device);
-        for (uint32_t offset = 0; offset < DEVICE_PREFETCH_BYTES; offset += 64)
-        {
-            __builtin_prefetch(device + offset);
-        }
+        m_device->PrefetchFrameFields();
         // Hints taken when the frame started: the slot or the frame may have gone since (a
         // link flush); a prefetch of such an address is harmless.
-        __builtin_prefetch(m_slot);
-        const char* next = reinterpret_cast<const char*>(m_next);
-        if (next != nullptr)
-        {
-            __builtin_prefetch(next);
-            __builtin_prefetch(next + 64);
-            __builtin_prefetch(next + 128);
-        }
+        MetaRocePrefetchBytes(m_queue, sizeof(MetaRocePacketFifo));
+        MetaRocePrefetchBytes(m_slot, sizeof(MetaRocePacketFifo::Entry));
+        MetaRocePrefetchBytes(m_next, sizeof(Packet));
     }
 
   protected:
@@ -617,13 +609,20 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
     }
 
   private:
-    /// Bytes of the device to prefetch: its per-frame fields come first.
-    static constexpr uint32_t DEVICE_PREFETCH_BYTES = 512;
-
     MetaRoceNetDevice* m_device;             //!< the device
-    const MetaRocePacketFifo::Entry* m_slot; //!< queue slot of the next frame (hint)
+    const MetaRocePacketFifo* m_queue;       //!< queue of the next frame (hint)
+    const MetaRocePacketFifo::Entry* m_slot; //!< its slot (hint)
     const Packet* m_next;                    //!< the next frame (hint)
 };
+
+void
+MetaRoceNetDevice::PrefetchFrameFields() const
+{
+    // The per-frame fields run from the start of the object up to m_queues (see the header).
+    MetaRocePrefetchBytes(this,
+                          std::size_t(reinterpret_cast<const char*>(&m_queues) -
+                                      reinterpret_cast<const char*>(this)));
+}
 
 void
 MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
@@ -644,14 +643,14 @@ MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
     m_counters.txBytes += size;
     // The frame that will follow this one, if one is queued already: its TxCompleteEvent
     // prefetches it (and its queue slot) before TransmitComplete runs.
-    const MetaRocePacketFifo::Entry* next = nullptr;
+    const MetaRocePacketFifo* next = nullptr;
     if (!m_controlQueue.IsEmpty())
     {
-        next = &m_controlQueue.Front();
+        next = &m_controlQueue;
     }
     else if (m_busyQueues != 0)
     {
-        next = &m_queues[31 - __builtin_clz(m_busyQueues)].Front();
+        next = &m_queues[31 - __builtin_clz(m_busyQueues)];
     }
     Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
     MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));

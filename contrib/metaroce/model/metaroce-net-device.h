@@ -281,6 +281,12 @@ class MetaRoceNetDevice : public NetDevice
     /// \return the MAC address of the peer (broadcast if unattached).
     Mac48Address GetPeerMac() const;
 
+    /**
+     * Prefetch the fields every frame reads (for events that prefetch, MetaRocePrefetchEvent);
+     * reads nothing and changes nothing.
+     */
+    void PrefetchFrameFields() const;
+
     /// \return the channel, or nullptr.
     Ptr<MetaRoceChannel> GetMetaRoceChannel() const;
 
@@ -395,8 +401,10 @@ class MetaRoceNetDevice : public NetDevice
 
     // Field order: a large fabric touches each device once per many thousand events, so every
     // field read per frame costs a cache miss. The fields of the per-frame path (Receive,
-    // Enqueue, TryTransmit, StartTransmission) come first and together (about six cache lines
-    // instead of twelve); set-up and rare-path state follows.
+    // Enqueue, TryTransmit, StartTransmission) come first: with the Object header they fill the
+    // first 512 bytes (8 cache lines, which PrefetchFrameFields loads), then the 8 data queues
+    // (a frame uses one); before, they were spread over 12 of the object's 19 lines. Set-up and
+    // rare-path state follows.
     Ptr<MetaRoceChannel> m_channel;    //!< the channel
     MetaRoceSwitch* m_switch{nullptr}; //!< owning switch (SetSwitchPort); not owned
     MetaRoceNic* m_nic{nullptr};       //!< owning NIC (SetNicPort); not owned

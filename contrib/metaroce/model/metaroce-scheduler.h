@@ -11,6 +11,7 @@
 #include "ns3/nstime.h"
 #include "ns3/scheduler.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -28,9 +29,11 @@ namespace ns3
  * \brief An event that can start loading, ahead of time, the memory it will touch.
  *
  * On a large fabric an event runs tens of thousands of events after it was scheduled, when
- * its data (the frame, the device it arrives at) has left the caches. MetaRoceScheduler calls
- * Prefetch() of the next event while the one before it runs, for events announced with
- * MetaRoceScheduler::AnnounceNextEvent; other schedulers never call it.
+ * its data (the frame, the device it arrives at) has left the caches. For an event announced
+ * with MetaRoceScheduler::AnnounceNextEvent, MetaRoceScheduler calls Prefetch() when it hands
+ * out the event before it, if both are in the same time bucket (not for the first event of a
+ * bucket, nor for events taken from the far heap, nor with BucketWidth 0). Other schedulers
+ * never call it.
  */
 class MetaRocePrefetchEvent : public EventImpl
 {
@@ -38,6 +41,27 @@ class MetaRocePrefetchEvent : public EventImpl
     /// Issue prefetches of what Notify() will read; must have no other effect.
     virtual void Prefetch() const = 0;
 };
+
+/**
+ * Prefetch every cache line of \p bytes bytes at \p address (nothing if it is null); no other
+ * effect, so a stale address is harmless.
+ * \param address the first byte
+ * \param bytes how many bytes
+ */
+inline void
+MetaRocePrefetchBytes(const void* address, std::size_t bytes)
+{
+    if (address == nullptr)
+    {
+        return;
+    }
+    constexpr uintptr_t LINE = 64;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(address);
+    for (uintptr_t line = start & ~(LINE - 1); line < start + bytes; line += LINE)
+    {
+        __builtin_prefetch(reinterpret_cast<const void*>(line));
+    }
+}
 
 /**
  * \ingroup metaroce
