@@ -98,21 +98,25 @@ TunableValue(const char* tunables)
     return value;
 }
 
-/// \return true if a debugger or tracer (ptrace) is attached to this process
-bool
-Traced()
+/**
+ * \param path a file of "Key: value" lines under /proc
+ * \param format sscanf format of the wanted line, with one %llu
+ * \return the number on the first line that matches, or 0 when none does
+ */
+uint64_t
+ProcNumber(const char* path, const char* format)
 {
-    std::ifstream in("/proc/self/status");
+    std::ifstream in(path);
     std::string line;
     while (std::getline(in, line))
     {
-        unsigned long pid = 0;
-        if (std::sscanf(line.c_str(), "TracerPid: %lu", &pid) == 1)
+        unsigned long long value = 0;
+        if (std::sscanf(line.c_str(), format, &value) == 1)
         {
-            return pid != 0;
+            return value;
         }
     }
-    return false;
+    return 0;
 }
 
 } // namespace
@@ -162,7 +166,7 @@ MetaRoceUseHugePages(char** argv)
         // library: a new run could escape it (valgrind does not follow exec by default).
         return "4 KiB pages (LD_PRELOAD is set: a tool watches this process)";
     }
-    if (Traced())
+    if (ProcNumber("/proc/self/status", "TracerPid: %llu") != 0)
     {
         // Under gdb or strace a new run would hit early breakpoints twice.
         return "4 KiB pages (a debugger or tracer is attached)";
@@ -212,17 +216,7 @@ MetaRoceUseHugePages(char** argv)
 uint64_t
 MetaRoceAnonHugePageBytes()
 {
-    std::ifstream in("/proc/self/smaps_rollup");
-    std::string line;
-    while (std::getline(in, line))
-    {
-        unsigned long long kib = 0;
-        if (std::sscanf(line.c_str(), "AnonHugePages: %llu kB", &kib) == 1)
-        {
-            return uint64_t(kib) * 1024;
-        }
-    }
-    return 0;
+    return ProcNumber("/proc/self/smaps_rollup", "AnonHugePages: %llu kB") * 1024;
 }
 
 } // namespace ns3
