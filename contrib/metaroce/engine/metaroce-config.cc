@@ -85,6 +85,11 @@ ConnectionConfig::Validate(std::string& why) const
         why = "lineRateBps must not be negative";
         return false;
     }
+    if (retryLimit > 255)
+    {
+        why = "retryLimit must be at most 255";
+        return false;
+    }
     return ValidateRoceV2(why);
 }
 

@@ -86,8 +86,13 @@ struct ConnectionConfig
     Time rtoMax{MilliSeconds(10)};      //!< RTO ceiling (after backoff)
     uint32_t failureThreshold{3};       //!< consecutive RTOs without an ACK that fail a path
     Time probeInterval{MicroSeconds(100)}; //!< probe period of a failed path
-    /// Give up (RETRY_EXC_ERR) when no path has acknowledged anything for this long.
+    /// Give up (RETRY_EXC_ERR) when no path has acknowledged data for this long. Time in
+    /// which the host did not run the engine (a late timer, a clock jump) does not count.
     Time connectionTimeout{MilliSeconds(100)};
+    /// Retransmissions of one packet (after SACK-gap loss or a timeout, on any path) before its
+    /// message completes with RETRY_EXC_ERR: IB's retry_cnt, per packet; probes and RNR
+    /// resends do not count (at most 255).
+    uint32_t retryLimit{15};
     Time rnrRetryDelay{MicroSeconds(20)}; //!< wait before resending after an RNR NAK
     uint32_t rnrRetryLimit{7};          //!< RNR retries per message; 7 means unlimited (IB)
 

@@ -86,8 +86,11 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
         }
         return PostStatus::INVALID_ARGUMENT;
     }
-    if (m_conns.size() >= m_shared.Config().maxConnections ||
-        m_conns.size() + FIRST_QPN > PSN_MASK)
+    // Live connections count against the limit, destroyed ones do not. A new QPN is taken
+    // while the table may grow; then the one destroyed longest ago is reused.
+    bool tableFull =
+        m_conns.size() >= m_shared.Config().maxConnections || m_conns.size() + FIRST_QPN > PSN_MASK;
+    if (m_live >= m_shared.Config().maxConnections || (tableFull && m_freeQpns.empty()))
     {
         if (why)
         {
@@ -95,7 +98,7 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
         }
         return PostStatus::QUEUE_FULL;
     }
-    qpn = uint32_t(m_conns.size() + FIRST_QPN);
+    qpn = tableFull ? m_freeQpns.front() : uint32_t(m_conns.size() + FIRST_QPN);
     std::unique_ptr<TransportConnection> conn;
     if (cfg.transport == "metaroce")
     {
@@ -122,7 +125,15 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
         }
         return PostStatus::INVALID_ARGUMENT;
     }
-    m_conns.push_back(std::move(conn));
+    if (tableFull)
+    {
+        m_freeQpns.pop_front();
+        m_conns[qpn - FIRST_QPN] = std::move(conn);
+    }
+    else
+    {
+        m_conns.push_back(std::move(conn));
+    }
     ++m_live;
     return PostStatus::OK;
 }
@@ -163,6 +174,7 @@ Endpoint::DestroyConnection(uint32_t qpn)
     }
     m_shared.Forget(*c);
     m_conns[qpn - FIRST_QPN].reset(); // ready-list and timer entries are skipped once it is gone
+    m_freeQpns.push_back(qpn);
     --m_live;
     return true;
 }

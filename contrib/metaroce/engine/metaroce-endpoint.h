@@ -86,7 +86,12 @@ class Endpoint
                                 std::string* why = nullptr);
     /// Bind connection \p qpn to the peer connection \p remoteQpn at \p remoteIp.
     PostStatus Connect(uint32_t qpn, uint32_t remoteIp, uint32_t remoteQpn);
-    /// Destroy a connection (its outstanding work is dropped). \return false if unknown.
+    /**
+     * Destroy a connection (its outstanding work is dropped). Its place counts no longer
+     * against maxConnections; its QPN is handed out again only when the table is full, the
+     * longest-free first, so late packets of a destroyed connection rarely meet a new one.
+     * \return false if unknown
+     */
     bool DestroyConnection(uint32_t qpn);
 
     /// Post a send work request on connection \p qpn.
@@ -146,6 +151,7 @@ class Endpoint
 
     EndpointShared m_shared;                                   //!< shared state
     std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by qpn - FIRST_QPN
+    RingQueue<uint32_t> m_freeQpns;                            //!< destroyed, oldest first
     size_t m_live{0};                                          //!< live connections
     RingQueue<uint32_t> m_ready;                               //!< connections that may send
     std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>>

@@ -199,8 +199,10 @@ MultipathConnection::AllocateSlot()
 }
 
 PostStatus
-MultipathConnection::PostSend(Time now, const SendWr& wr, const uint8_t* localPtr)
+MultipathConnection::PostSend(Time now, const SendWr& wr, const uint8_t* /*localPtr*/)
 {
+    // The source is looked up again for every packet sent (TransmitPacket), so that a region
+    // deregistered after the post is never read.
     m_now = now;
     if (wr.streamId >= m_cfg.maxStreams)
     {
@@ -218,7 +220,6 @@ MultipathConnection::PostSend(Time now, const SendWr& wr, const uint8_t* localPt
     SendMessage& m = m_messages[slot];
     Stream& s = GetStream(wr.streamId);
     m.wr = wr;
-    m.localPtr = localPtr;
     m.messageSeq = s.nextMessageSeq++;
     m.recvSlot = ConsumesRecv(wr.opcode) ? s.nextRecvSlot++ : 0;
     m.numPackets = std::max<uint32_t>(1, (wr.sge.length + m_cfg.mtu - 1) / m_cfg.mtu);
@@ -275,9 +276,9 @@ MultipathConnection::NextNewPacket(uint32_t& slot, uint32_t& packetIndex)
         {
             s.sendCursor = m_messages[s.sendCursor].nextInStream;
         }
-        if (s.sendCursor == NONE)
+        if (s.sendCursor == NONE || RnrHeld(s.sendCursor))
         {
-            s.inSendRing = false;
+            s.inSendRing = false; // ReleaseRnr puts a held stream back
             continue;
         }
         SendMessage& m = m_messages[s.sendCursor];
@@ -451,13 +452,18 @@ MultipathConnection::SendData(Time now, TxDatagram& out)
                 --k;
                 continue;
             }
-            if (e.sentTime > now) // RNR back-off: sentTime holds the release time
-            {
-                continue;
-            }
             path.lostPsns.erase(path.lostPsns.begin() + k);
-            uint32_t slot = PacketWanted(e.messageSlot, e.generation, e.packetIndex) ? e.messageSlot : NONE;
-            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true);
+            // An unwanted packet (acknowledged meanwhile, or parked by an RNR NAK) fills its
+            // PSN with a NOP, so the receiver's cumulative PSN does not wait for it.
+            uint32_t slot =
+                PacketWanted(e.messageSlot, e.generation, e.packetIndex) ? e.messageSlot : NONE;
+            uint32_t retries = slot == NONE ? 0 : e.retries + 1u;
+            if (retries > m_cfg.retryLimit)
+            {
+                EnterError(now, slot, WcStatus::RETRY_EXC_ERR);
+                return false;
+            }
+            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true, retries);
         }
     }
     if (!ConnectionWindowOpen())
@@ -473,6 +479,18 @@ MultipathConnection::SendData(Time now, TxDatagram& out)
             m_resends.pop_front();
             continue;
         }
+        if (RnrHeld(r.slot) && !r.rnr)
+        {
+            m_resends.pop_front();
+            m_rnrParked.push_back(r); // would only be NAKed again: wait with the others
+            continue;
+        }
+        uint32_t retries = r.retries + (r.rnr ? 0u : 1u);
+        if (retries > m_cfg.retryLimit)
+        {
+            EnterError(now, r.slot, WcStatus::RETRY_EXC_ERR);
+            return false;
+        }
         int pid = m_scheduler->Select(m_paths, now);
         if (pid < 0)
         {
@@ -480,7 +498,7 @@ MultipathConnection::SendData(Time now, TxDatagram& out)
         }
         m_resends.pop_front();
         PathState& path = m_paths[pid];
-        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, true);
+        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, true, retries);
     }
     // 3. New data, sprayed.
     if (!HasNewData())
@@ -495,7 +513,7 @@ MultipathConnection::SendData(Time now, TxDatagram& out)
         return false;
     }
     PathState& path = m_paths[pid];
-    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, false);
+    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, false, 0);
 }
 
 bool
@@ -505,7 +523,8 @@ MultipathConnection::TransmitPacket(Time now,
                                     uint32_t psn,
                                     uint32_t slot,
                                     uint32_t packetIndex,
-                                    bool retransmission)
+                                    bool retransmission,
+                                    uint32_t retries)
 {
     ParsedPacket pkt;
     pkt.bth.destQp = m_remoteQpn;
@@ -526,7 +545,18 @@ MultipathConnection::TransmitPacket(Time now,
         generation = m.generation;
         uint32_t offset = packetIndex * m_cfg.mtu;
         payloadLength = std::min(m_cfg.mtu, m.wr.sge.length - offset);
-        payload = m.localPtr ? m.localPtr + offset : nullptr;
+        if (payloadLength > 0)
+        {
+            // IB: the source must still be registered when the NIC reads it.
+            uint8_t* src = nullptr;
+            if (m_ep.memory.Check(m.wr.sge.lkey, m.wr.sge.addr + offset, payloadLength, 0, &src) !=
+                PostStatus::OK)
+            {
+                EnterError(now, slot, WcStatus::LOC_PROT_ERR);
+                return false;
+            }
+            payload = src;
+        }
         pkt.bth.opcode = OpcodeFor(m.wr.opcode);
         pkt.bth.solicited = (m.wr.opcode == WrOpcode::SEND || m.wr.opcode ==
                              WrOpcode::SEND_WITH_IMM);
@@ -573,6 +603,7 @@ MultipathConnection::TransmitPacket(Time now,
     e.sentTime = now;
     e.state = InflightEntry::INFLIGHT;
     e.retransmitted = retransmission;
+    e.retries = uint8_t(std::min<uint32_t>(retries, 255));
     ++path.inflight;
     ++path.packetsSent;
     if (retransmission)
@@ -592,8 +623,10 @@ MultipathConnection::TransmitPacket(Time now,
 }
 
 bool
-MultipathConnection::SendProbe(Time /*now*/, TxDatagram& out, PathState& path)
+MultipathConnection::SendProbe(Time now, TxDatagram& out, PathState& path)
 {
+    path.probeSentTime = now;
+    ++path.probesInEpoch;
     ParsedPacket pkt;
     pkt.info = &LookupOpcode(MR_PROBE);
     pkt.bth.opcode = MR_PROBE;
@@ -630,6 +663,77 @@ MultipathConnection::UpdateRtt(PathState& path, Time sample)
         path.minRtt = std::min(path.minRtt, sample);
     }
     path.rto = std::clamp(path.srtt + 4 * path.rttVar, m_cfg.rtoMin, m_cfg.rtoMax);
+}
+
+void
+MultipathConnection::RetireEpoch(PathState& path)
+{
+    // A path that timed out again before any data left in its new epoch (only a probe) keeps
+    // the record of the epoch that carried data.
+    if (path.nextPsn == path.ackedPsn)
+    {
+        return;
+    }
+    path.hasRetired = true;
+    path.retiredEpoch = path.epoch;
+    path.retiredAckedPsn = path.ackedPsn;
+    path.retiredNextPsn = path.nextPsn;
+    path.retiredRing.swap(path.ring);
+    path.ring.assign(path.retiredRing.size(), InflightEntry{});
+}
+
+void
+MultipathConnection::HandleRetiredAck(Time now, PathState& path, const Mah& ack)
+{
+    // A late ACK of the epoch the last RTO retired. Its packets did arrive: credit them, so
+    // their resends are skipped, and take the RTT sample it carries (with a round trip above
+    // the RTO, the only sample the path can get).
+    uint32_t newlyAcked = 0;
+    Time rttSample = -1;
+    const uint32_t mask = uint32_t(path.retiredRing.size() - 1);
+    auto visit = [&](uint32_t psn) {
+        if (PsnDiff(psn, path.retiredAckedPsn) < 0 || PsnDiff(psn, path.retiredNextPsn) >= 0)
+        {
+            return;
+        }
+        InflightEntry& e = path.retiredRing[psn & mask];
+        if (e.state != InflightEntry::INFLIGHT && e.state != InflightEntry::LOST)
+        {
+            return;
+        }
+        e.state = InflightEntry::ACKED;
+        if (psn == ack.triggerPsn && !e.retransmitted)
+        {
+            rttSample = now - e.sentTime;
+        }
+        if (PacketWanted(e.messageSlot, e.generation, e.packetIndex))
+        {
+            ++newlyAcked;
+            CreditPacket(e.messageSlot, e.generation, e.packetIndex);
+        }
+    };
+    for (uint32_t psn = path.retiredAckedPsn;
+         PsnDiff(psn, ack.cumulativePsn) < 0 && PsnDiff(psn, path.retiredNextPsn) < 0;
+         psn = PsnAdd(psn, 1))
+    {
+        visit(psn);
+    }
+    for (uint32_t w = 0; w < 4; ++w)
+    {
+        for (uint64_t bits = ack.sack[w]; bits != 0; bits &= bits - 1)
+        {
+            visit(PsnAdd(ack.cumulativePsn, 1 + w * 64 + uint32_t(__builtin_ctzll(bits))));
+        }
+    }
+    if (rttSample >= 0)
+    {
+        UpdateRtt(path, rttSample);
+        NotifyPath(now, PathEvent::RTT, path);
+    }
+    if (newlyAcked > 0)
+    {
+        m_progressTime = now;
+    }
 }
 
 void
@@ -694,6 +798,11 @@ MultipathConnection::HandleAck(Time now, const Mah& ack)
     }
     if (ack.pathEpoch != path.epoch)
     {
+        if (path.hasRetired && ack.pathEpoch == path.retiredEpoch &&
+            !(ack.flags & Mah::FLAG_PROBE_REPLY))
+        {
+            HandleRetiredAck(now, path, ack);
+        }
         Count(Counter::RX_STALE_EPOCH);
         return;
     }
@@ -702,20 +811,18 @@ MultipathConnection::HandleAck(Time now, const Mah& ack)
         Count(Counter::RX_INVALID); // acknowledges PSNs never sent
         return;
     }
-    m_progressTime = now;
     path.lastAck = now;
     path.consecutiveRtos = 0;
     if (path.status != PathStatus::ACTIVE)
     {
-        // A probe reply (or any ACK of the new epoch): the path works again.
+        // A probe reply (or any ACK of the new epoch): the path works again. The RTO keeps
+        // its back-off until an RTT sample is taken (RFC 6298, 5.7): a round trip above the
+        // RTO must not time out again at once.
         bool failed = path.status == PathStatus::FAILED;
         path.status = PathStatus::ACTIVE;
         path.cwnd = std::max(path.cwnd, m_cfg.initialPathWindow);
         path.probeDeadline = TIME_INFINITE;
         path.rtoDeadline = TIME_INFINITE;
-        path.rto = path.hasRtt
-                       ? std::clamp(path.srtt + 4 * path.rttVar, m_cfg.rtoMin, m_cfg.rtoMax)
-                       : m_cfg.rtoInitial;
         if (failed)
         {
             Count(Counter::PATH_RECOVERED);
@@ -724,6 +831,13 @@ MultipathConnection::HandleAck(Time now, const Mah& ack)
     }
     if (ack.flags & Mah::FLAG_PROBE_REPLY)
     {
+        // One probe in this epoch: its reply is an unambiguous RTT sample (Karn). A reply is
+        // not progress: it says the path works, not that data gets through.
+        if (path.probesInEpoch == 1 && path.probeSentTime >= 0)
+        {
+            UpdateRtt(path, now - path.probeSentTime);
+            NotifyPath(now, PathEvent::RTT, path);
+        }
         return;
     }
     uint32_t newlyAcked = 0;
@@ -760,6 +874,10 @@ MultipathConnection::HandleAck(Time now, const Mah& ack)
     {
         UpdateRtt(path, rttSample);
         NotifyPath(now, PathEvent::RTT, path);
+    }
+    if (newlyAcked > 0)
+    {
+        m_progressTime = now;
     }
     AckEvent ev;
     ev.now = now;
@@ -815,6 +933,11 @@ MultipathConnection::CreditPacket(uint32_t slot, uint32_t generation, uint32_t p
     }
     SendMessage& m = m_messages[slot];
     m.acked[packetIndex / 64] |= uint64_t(1) << (packetIndex % 64);
+    const Stream& s = m_streams[m.wr.streamId];
+    if (s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0)
+    {
+        ReleaseRnr(m.wr.streamId); // the receive it waited for is there now
+    }
     if (++m.packetsAcked == m.numPackets)
     {
         m.finished = true;
@@ -885,15 +1008,38 @@ MultipathConnection::HandleNak(Time now, const Mnh& nak)
         EnterError(now, slot, StatusFor(nak.syndrome));
         return;
     }
-    ++m.rnrRetries;
-    if (m_cfg.rnrRetryLimit != 7 && m.rnrRetries > m_cfg.rnrRetryLimit)
+    // RNR: the responder is alive but has no receive yet. IB counts retries of the message,
+    // not NAKed packets: the first NAK of a wait and the answer to each asking packet count;
+    // the NAKs of packets that were already on their way do not.
+    m_progressTime = now;
+    Stream& s = m_streams[nak.streamId];
+    const uint32_t packetIndex = nak.offset / m_cfg.mtu;
+    bool newWait = !s.rnrHold || int32_t(m.recvSlot - s.rnrSlot) < 0;
+    bool answer = s.rnrHold && s.rnrProbeOut && s.rnrProbeSeq == m.messageSeq &&
+                  s.rnrProbePacket == packetIndex;
+    if (newWait || answer)
     {
-        EnterError(now, slot, WcStatus::RNR_RETRY_EXC_ERR);
-        return;
+        ++m.rnrRetries;
+        if (m_cfg.rnrRetryLimit != 7 && m.rnrRetries > m_cfg.rnrRetryLimit)
+        {
+            EnterError(now, slot, WcStatus::RNR_RETRY_EXC_ERR);
+            return;
+        }
+        if (!s.rnrHold)
+        {
+            ++m_rnrHeldStreams;
+        }
+        if (newWait)
+        {
+            s.rnrSlot = m.recvSlot;
+        }
+        s.rnrHold = true;
+        s.rnrProbeOut = false;
+        s.rnrProbeAt = now + m_cfg.rnrRetryDelay;
     }
-    // Resend the same PSN on the same path after the RNR delay (the responder did not
-    // acknowledge it, so the path's cumulative PSN waits for it).
-    if (nak.pathId >= m_paths.size())
+    // Park the packet until the wait ends, and fill its PSN with a NOP at once: the path's
+    // cumulative PSN must not wait on a receive, and an RNR wait is not path silence.
+    if (nak.pathId >= m_paths.size() || packetIndex >= m.numPackets)
     {
         return;
     }
@@ -901,18 +1047,94 @@ MultipathConnection::HandleNak(Time now, const Mnh& nak)
     if (nak.pathEpoch != path.epoch || PsnDiff(nak.psn, path.ackedPsn) < 0 ||
         PsnDiff(nak.psn, path.nextPsn) >= 0)
     {
-        return;
+        return; // that copy was moved off the path; its resend is NAKed or parked in turn
     }
     InflightEntry& e = path.Entry(nak.psn);
+    if ((e.state != InflightEntry::INFLIGHT && e.state != InflightEntry::LOST) ||
+        e.messageSlot != slot || e.generation != m.generation || e.packetIndex != packetIndex)
+    {
+        return;
+    }
     if (e.state == InflightEntry::INFLIGHT)
     {
         --path.inflight;
         e.state = InflightEntry::LOST;
         path.lostPsns.push_back(nak.psn);
     }
-    if (e.state == InflightEntry::LOST)
+    e.messageSlot = NONE; // resent as a NOP
+    m_rnrParked.push_back(Resend{slot, m.generation, packetIndex, e.retries, true});
+}
+
+bool
+MultipathConnection::RnrHeld(uint32_t slot) const
+{
+    const SendMessage& m = m_messages[slot];
+    const Stream& s = m_streams[m.wr.streamId];
+    return s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0;
+}
+
+void
+MultipathConnection::ReleaseRnr(uint16_t streamId)
+{
+    Stream& s = m_streams[streamId];
+    s.rnrHold = false;
+    s.rnrProbeOut = false;
+    --m_rnrHeldStreams;
+    size_t kept = 0;
+    for (const Resend& r : m_rnrParked)
     {
-        e.sentTime = now + m_cfg.rnrRetryDelay; // release time, see SendData
+        if (m_messages[r.slot].wr.streamId == streamId)
+        {
+            m_resends.push_back(r);
+        }
+        else
+        {
+            m_rnrParked[kept++] = r;
+        }
+    }
+    m_rnrParked.resize(kept);
+    if (s.sendCursor != NONE && !s.inSendRing)
+    {
+        s.inSendRing = true;
+        m_sendStreams.push_back(streamId);
+    }
+}
+
+void
+MultipathConnection::AskAfterRnr(Time now)
+{
+    // Each stream in an RNR wait lets one parked packet (of the earliest waiting receive slot)
+    // ask again every rnrRetryDelay. If it is lost rather than NAKed, another asks one RTO
+    // later.
+    for (uint16_t sid = 0; sid < m_streams.size() && m_rnrHeldStreams > 0; ++sid)
+    {
+        Stream& s = m_streams[sid];
+        if (!s.rnrHold || s.rnrProbeAt > now)
+        {
+            continue;
+        }
+        s.rnrProbeAt = now + m_cfg.rnrRetryDelay + m_cfg.rtoInitial;
+        size_t best = m_rnrParked.size();
+        for (size_t i = 0; i < m_rnrParked.size(); ++i)
+        {
+            const SendMessage& m = m_messages[m_rnrParked[i].slot];
+            if (m.wr.streamId == sid &&
+                (best == m_rnrParked.size() ||
+                 int32_t(m.recvSlot - m_messages[m_rnrParked[best].slot].recvSlot) < 0))
+            {
+                best = i;
+            }
+        }
+        if (best == m_rnrParked.size())
+        {
+            continue;
+        }
+        const Resend r = m_rnrParked[best];
+        m_rnrParked.erase(m_rnrParked.begin() + long(best));
+        s.rnrProbeOut = true;
+        s.rnrProbeSeq = m_messages[r.slot].messageSeq;
+        s.rnrProbePacket = r.packetIndex;
+        m_resends.push_back(r);
     }
 }
 
@@ -928,6 +1150,8 @@ MultipathConnection::ResetPathSequence(PathState& path)
     path.anyAcked = false;
     std::fill(path.ring.begin(), path.ring.end(), InflightEntry{});
     path.lostPsns.clear();
+    path.probeSentTime = -1;
+    path.probesInEpoch = 0;
 }
 
 uint16_t
@@ -962,9 +1186,11 @@ MultipathConnection::OnRto(Time now, PathState& path)
         if ((e.state == InflightEntry::INFLIGHT || e.state == InflightEntry::LOST) &&
             PacketWanted(e.messageSlot, e.generation, e.packetIndex))
         {
-            m_resends.push_back(Resend{e.messageSlot, e.generation, e.packetIndex});
+            m_resends.push_back(
+                Resend{e.messageSlot, e.generation, e.packetIndex, e.retries, false});
         }
     }
+    RetireEpoch(path);
     ResetPathSequence(path);
     if (path.status == PathStatus::ACTIVE)
     {
@@ -983,6 +1209,15 @@ MultipathConnection::OnRto(Time now, PathState& path)
     path.status = PathStatus::SUSPECT;
     m_probeNow |= uint64_t(1) << path.id;
     ArmRto(path, now);
+}
+
+Time
+MultipathConnection::ProbeInterval()
+{
+    // Uniform in [0.5, 1.5) x probeInterval: a path that flaps with a period dividing the
+    // interval is not probed only while it is down.
+    Time base = m_cfg.probeInterval;
+    return base / 2 + Time(m_ep.rng.Below(uint64_t(base)));
 }
 
 void
@@ -1038,6 +1273,12 @@ MultipathConnection::EnterError(Time now, uint32_t failedSlot, WcStatus status)
     }
     m_sendStreams.clear();
     m_resends.clear();
+    m_rnrParked.clear();
+    m_rnrHeldStreams = 0;
+    for (Stream& s : m_streams)
+    {
+        s.rnrHold = false;
+    }
     m_naks.clear();
     m_ackNow = 0;
     m_probeNow = 0;
@@ -1058,8 +1299,10 @@ MultipathConnection::EnterError(Time now, uint32_t failedSlot, WcStatus status)
 // ---------------------------------------------------------------------------------------------
 
 PostStatus
-MultipathConnection::PostRecv(Time /*now*/, const RecvWr& wr, uint8_t* localPtr)
+MultipathConnection::PostRecv(Time /*now*/, const RecvWr& wr, uint8_t* /*localPtr*/)
 {
+    // The destination is looked up again for every packet placed (PlaceData), so that a
+    // region deregistered after the post is never written.
     if (wr.streamId >= m_cfg.maxStreams)
     {
         return PostStatus::INVALID_STREAM;
@@ -1071,7 +1314,6 @@ MultipathConnection::PostRecv(Time /*now*/, const RecvWr& wr, uint8_t* localPtr)
     }
     PostedRecv r;
     r.wr = wr;
-    r.ptr = localPtr;
     r.completion.wrId = wr.wrId;
     r.completion.connectionId = m_qpn;
     r.completion.streamId = wr.streamId;
@@ -1380,21 +1622,43 @@ MultipathConnection::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicat
             Count(Counter::RX_INVALID);
             return Mnh::INVALID_REQUEST;
         }
-        if (!info.write)
+        if (!info.write && pkt.payloadLength > 0 &&
+            m_ep.memory.Check(recv->wr.sge.lkey,
+                              recv->wr.sge.addr + offset,
+                              pkt.payloadLength,
+                              ACCESS_LOCAL_WRITE,
+                              &dst) != PostStatus::OK)
         {
-            dst = recv->ptr ? recv->ptr + offset : nullptr;
+            // IB: the receive buffer was deregistered; the receive completes with a local
+            // protection error and the requester gets a remote operational error.
+            recv->done = true;
+            recv->completion.status = WcStatus::LOC_PROT_ERR;
+            DeliverRecvCompletions(*stream);
+            if (m_rejected.size() >= MAX_REJECTED)
+            {
+                m_rejected.pop_front();
+            }
+            m_rejected.push_back(Rejected{sid, seq, Mnh::REMOTE_OPERATION});
+            Count(Counter::RX_ACCESS_ERROR);
+            return Mnh::REMOTE_OPERATION;
         }
     }
-    if (info.write)
+    if (info.write && length > 0)
     {
-        uint8_t* p = nullptr;
-        if (m_ep.memory.Check(pkt.reth.rkey, pkt.reth.va, pkt.payloadLength, ACCESS_REMOTE_WRITE,
-                              &p) != PostStatus::OK)
+        // Every packet carries the message's whole DMA range: check all of it, so that no
+        // packet of a WRITE that is partly outside the region is placed (IB checks the whole
+        // range before writing). A zero-length WRITE checks no key (IB).
+        uint8_t* base = nullptr;
+        if (pkt.reth.va < offset || m_ep.memory.Check(pkt.reth.rkey,
+                                                      pkt.reth.va - offset,
+                                                      length,
+                                                      ACCESS_REMOTE_WRITE,
+                                                      &base) != PostStatus::OK)
         {
             Count(Counter::RX_ACCESS_ERROR);
             return Mnh::REMOTE_ACCESS;
         }
-        dst = p;
+        dst = base ? base + offset : nullptr;
     }
     if (rec == nullptr)
     {
@@ -1521,18 +1785,20 @@ MultipathConnection::NextDeadline() const
         {
             t = std::min(t, p.probeDeadline);
         }
-        for (uint32_t psn : p.lostPsns)
-        {
-            const InflightEntry& e = p.ring[psn & (p.ring.size() - 1)];
-            if (e.state == InflightEntry::LOST && e.sentTime > m_now)
-            {
-                t = std::min(t, e.sentTime); // RNR release: a condition, so only if ahead
-            }
-        }
     }
     for (const RecvPath& rp : m_recvPaths)
     {
         t = std::min(t, rp.ackDeadline);
+    }
+    if (m_rnrHeldStreams > 0)
+    {
+        for (const Stream& s : m_streams)
+        {
+            if (s.rnrHold)
+            {
+                t = std::min(t, s.rnrProbeAt); // always moved ahead when reached
+            }
+        }
     }
     bool dataPending = HasNewData() || HasResendReady();
     if (m_pacingRate > 0 && dataPending && m_nextSendTime > m_now)
@@ -1549,10 +1815,23 @@ MultipathConnection::NextDeadline() const
 void
 MultipathConnection::HandleTimeout(Time now)
 {
-    m_now = now;
     if (m_error)
     {
+        m_now = now;
         return;
+    }
+    // Time the host let pass beyond the deadline it was given (a stalled host, a late timer,
+    // a clock jump) was no chance to retry: it does not count against connectionTimeout.
+    Time due = NextDeadline();
+    Time since = std::max(due, m_now);
+    if (due != TIME_INFINITE && now - since > m_cfg.rtoMin)
+    {
+        m_progressTime += now - since;
+    }
+    m_now = now;
+    if (m_rnrHeldStreams > 0)
+    {
+        AskAfterRnr(now);
     }
     if (m_outstanding > 0 && now - m_progressTime >= m_cfg.connectionTimeout)
     {
@@ -1568,7 +1847,7 @@ MultipathConnection::HandleTimeout(Time now)
         if (p.status == PathStatus::FAILED && p.probeDeadline <= now)
         {
             m_probeNow |= uint64_t(1) << p.id;
-            p.probeDeadline = now + m_cfg.probeInterval;
+            p.probeDeadline = now + ProbeInterval();
         }
     }
     for (size_t i = 0; i < m_recvPaths.size(); ++i)

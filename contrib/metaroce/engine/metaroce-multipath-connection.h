@@ -72,8 +72,7 @@ class MultipathConnection : public TransportConnection
     /// Requester state of one send work request.
     struct SendMessage
     {
-        SendWr wr;                         //!< the work request
-        const uint8_t* localPtr{nullptr};  //!< source bytes (nullptr: virtual, zeros)
+        SendWr wr;                         //!< the work request (its SGE is checked per packet)
         uint32_t messageSeq{0};            //!< per-stream sequence number
         uint32_t recvSlot{0};              //!< receive slot (receive-consuming opcodes)
         uint32_t numPackets{0};            //!< packets in the message
@@ -94,13 +93,14 @@ class MultipathConnection : public TransportConnection
         uint32_t slot;        //!< message slot
         uint32_t generation;  //!< slot generation
         uint32_t packetIndex; //!< packet within the message
+        uint8_t retries;      //!< retransmissions so far
+        bool rnr;             //!< resent after an RNR wait: not a retry
     };
 
     /// A posted receive work request.
     struct PostedRecv
     {
-        RecvWr wr;                 //!< the work request
-        uint8_t* ptr{nullptr};     //!< destination bytes (nullptr: virtual)
+        RecvWr wr;                 //!< the work request (its SGE is checked per packet)
         bool done{false};          //!< message complete (or failed)
         Completion completion;     //!< completion to report in order
     };
@@ -135,6 +135,14 @@ class MultipathConnection : public TransportConnection
         uint32_t nextMessageSeq{0}; //!< sequence number of the next posted message
         uint32_t nextRecvSlot{0};  //!< receive slot of the next receive-consuming message
         bool inSendRing{false};    //!< in m_sendStreams
+        // requester: RNR wait. The responder had no receive for slot rnrSlot: messages that
+        // consume slot rnrSlot or later wait, and one packet at a time asks again.
+        bool rnrHold{false};        //!< in an RNR wait
+        bool rnrProbeOut{false};    //!< the asking packet is out
+        uint32_t rnrSlot{0};        //!< first receive slot the responder lacked
+        uint32_t rnrProbeSeq{0};    //!< message of the asking packet
+        uint32_t rnrProbePacket{0}; //!< its packet index
+        Time rnrProbeAt{0};         //!< when the next packet may ask
         // responder
         uint32_t doneBelow{0};     //!< every message before this one is complete
         uint32_t recvBase{0};      //!< receive slot of recvs.front()
@@ -160,8 +168,14 @@ class MultipathConnection : public TransportConnection
     PostStatus CheckSendable(const SendWr& wr) const;
     bool SendData(Time now, TxDatagram& out);
     bool SendProbe(Time now, TxDatagram& out, PathState& path);
-    bool TransmitPacket(Time now, TxDatagram& out, PathState& path, uint32_t psn,
-                        uint32_t slot, uint32_t packetIndex, bool retransmission);
+    bool TransmitPacket(Time now,
+                        TxDatagram& out,
+                        PathState& path,
+                        uint32_t psn,
+                        uint32_t slot,
+                        uint32_t packetIndex,
+                        bool retransmission,
+                        uint32_t retries);
     bool NextNewPacket(uint32_t& slot, uint32_t& packetIndex);
     bool PacketWanted(uint32_t slot, uint32_t generation, uint32_t packetIndex) const;
     void HandleAck(Time now, const Mah& ack);
@@ -171,6 +185,12 @@ class MultipathConnection : public TransportConnection
     void CreditPacket(uint32_t slot, uint32_t generation, uint32_t packetIndex);
     void CompleteStreamHead(uint16_t streamId);
     void UpdateRtt(PathState& path, Time sample);
+    void HandleRetiredAck(Time now, PathState& path, const Mah& ack);
+    void RetireEpoch(PathState& path);
+    bool RnrHeld(uint32_t slot) const;
+    void ReleaseRnr(uint16_t streamId);
+    void AskAfterRnr(Time now);
+    Time ProbeInterval();
     void ArmRto(PathState& path, Time now);
     void OnRto(Time now, PathState& path);
     void ResetPathSequence(PathState& path);
@@ -207,6 +227,8 @@ class MultipathConnection : public TransportConnection
     uint32_t m_outstanding{0};                  //!< messages posted, not completed
     RingQueue<uint16_t> m_sendStreams;          //!< streams with unsent packets (round robin)
     RingQueue<Resend> m_resends;                //!< packets to resend on any path
+    std::vector<Resend> m_rnrParked;            //!< packets waiting out an RNR wait
+    uint32_t m_rnrHeldStreams{0};               //!< streams in an RNR wait
     std::vector<RecvMessage> m_recvMessages;    //!< messages being received
     std::vector<std::pair<uint16_t, uint32_t>> m_doneAbove; //!< complete, above doneBelow
     RingQueue<Rejected> m_rejected;             //!< messages rejected for good
@@ -216,7 +238,7 @@ class MultipathConnection : public TransportConnection
     std::vector<uint32_t> m_lostScratch;        //!< reused by loss detection
     double m_pacingRate{0};                     //!< current pacing rate, b/s (0: none)
     Time m_nextSendTime{0};                     //!< pacing: earliest next data packet
-    Time m_progressTime{0};                     //!< last ACK, or start of outstanding work
+    Time m_progressTime{0}; //!< last acknowledged data or RNR NAK, or start of the work
     Time m_now{0};                              //!< latest time the host passed in
 };
 

@@ -52,6 +52,7 @@ struct InflightEntry
     Time sentTime{0};        //!< last transmission time
     State state{FREE};       //!< state
     bool retransmitted{false}; //!< sent more than once (no RTT sample: Karn)
+    uint8_t retries{0};        //!< retransmissions of this packet so far, on any path
 };
 
 /// Everything the engine keeps per path.
@@ -92,6 +93,16 @@ struct PathState
     Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
     Time lastAck{0};        //!< time of the last ACK for this path
     uint32_t consecutiveRtos{0}; //!< RTOs since the last ACK
+    Time probeSentTime{-1};      //!< when the last probe of this epoch left
+    uint32_t probesInEpoch{0};   //!< probes sent in this epoch (one: its reply is an RTT sample)
+
+    // The epoch the last RTO retired, kept for late ACKs: with a round trip above the RTO
+    // they are the only RTT samples a path gets, and they prove the packets arrived.
+    bool hasRetired{false};                 //!< the fields below describe a retired epoch
+    uint8_t retiredEpoch{0};                //!< its number
+    uint32_t retiredAckedPsn{0};            //!< its cumulative PSN when retired
+    uint32_t retiredNextPsn{0};             //!< its next PSN when retired
+    std::vector<InflightEntry> retiredRing; //!< its entries (allocated at the first RTO)
 
     // Statistics
     uint64_t packetsSent{0};     //!< transmissions, including retransmissions

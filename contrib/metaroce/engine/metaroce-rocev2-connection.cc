@@ -133,8 +133,10 @@ RoceV2Connection::PacingRate() const
 // ---------------------------------------------------------------------------------------------
 
 PostStatus
-RoceV2Connection::PostSend(Time now, const SendWr& wr, const uint8_t* localPtr)
+RoceV2Connection::PostSend(Time now, const SendWr& wr, const uint8_t* /*localPtr*/)
 {
+    // The source is looked up again for every packet sent (SendDataPacket), so that a region
+    // deregistered after the post is never read.
     m_now = now;
     if (wr.streamId != 0)
     {
@@ -156,7 +158,6 @@ RoceV2Connection::PostSend(Time now, const SendWr& wr, const uint8_t* localPtr)
     }
     SendWqe w;
     w.wr = wr;
-    w.localPtr = localPtr;
     w.firstPsn = m_nextPostPsn;
     w.numPackets = packets;
     if (IsSend(wr.opcode) || HasImm(wr.opcode))
@@ -342,7 +343,15 @@ RoceV2Connection::SendDataPacket(Time now, TxDatagram& out)
     pkt.reth.rkey = w.wr.rkey;
     pkt.reth.dmaLength = w.wr.sge.length;
     pkt.immDt = w.wr.immData;
-    const uint8_t* payload = w.localPtr ? w.localPtr + offset : nullptr;
+    uint8_t* payload = nullptr;
+    if (length > 0 &&
+        m_ep.memory.Check(w.wr.sge.lkey, w.wr.sge.addr + offset, length, 0, &payload) !=
+            PostStatus::OK)
+    {
+        // IB: the source must still be registered when the NIC reads it.
+        EnterError(WcStatus::LOC_PROT_ERR, m_sendPsn, WcStatus::WR_FLUSH_ERR);
+        return false;
+    }
     if (!EmitDatagram(out, pkt, payload, length, Ecn::ECT0, m_srcPort))
     {
         return false;
@@ -679,7 +688,7 @@ RoceV2Connection::HandleAck(Time now, const ParsedPacket& pkt)
 // ---------------------------------------------------------------------------------------------
 
 PostStatus
-RoceV2Connection::PostRecv(Time now, const RecvWr& wr, uint8_t* localPtr)
+RoceV2Connection::PostRecv(Time now, const RecvWr& wr, uint8_t* /*localPtr*/)
 {
     m_now = now;
     if (wr.streamId != 0)
@@ -690,7 +699,7 @@ RoceV2Connection::PostRecv(Time now, const RecvWr& wr, uint8_t* localPtr)
     {
         return PostStatus::QUEUE_FULL;
     }
-    m_rq.push_back(PostedRecv{wr, localPtr});
+    m_rq.push_back(PostedRecv{wr});
     return PostStatus::OK;
 }
 
@@ -777,25 +786,12 @@ RoceV2Connection::HandleData(Time now, const DatagramMeta& meta, const ParsedPac
         ScheduleAck(now, immediate);
         return;
     }
-    case Exec::RNR:
-        Count(Counter::RX_RNR);
-        m_nakEpisode = true; // later packets are dropped silently until the resend
-        QueueNak(Aeth::TYPE_RNR_NAK | (m_cfg.rocev2.minRnrTimer & Aeth::VALUE_MASK), pkt.bth.psn);
-        return;
-    case Exec::ACCESS:
-        Count(Counter::RX_ACCESS_ERROR);
-        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_REMOTE_ACCESS_ERROR, pkt.bth.psn);
-        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
-        return;
-    case Exec::LENGTH:
-        Count(Counter::RX_INVALID);
-        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, pkt.bth.psn);
-        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::LOC_LEN_ERR);
-        return;
-    case Exec::INVALID:
-        Count(Counter::RX_INVALID);
-        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, pkt.bth.psn);
-        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
+    default:
+        if (result == Exec::RNR)
+        {
+            m_nakEpisode = true; // later packets are dropped silently until the resend
+        }
+        NakFor(result, pkt.bth.psn);
         return;
     }
 }
@@ -900,17 +896,10 @@ RoceV2Connection::Execute(const ParsedPacket& pkt)
         m_respOffset = 0;
     }
     PostedRecv& recv = m_rq.front();
-    if (uint64_t(m_respOffset) + len > recv.wr.sge.length)
+    Exec placed = PlaceIntoRecv(recv, m_respOffset, pkt);
+    if (placed != Exec::OK)
     {
-        return Exec::LENGTH;
-    }
-    if (len > 0)
-    {
-        if (recv.ptr != nullptr)
-        {
-            std::memcpy(recv.ptr + m_respOffset, pkt.payload, len);
-        }
-        Count(Counter::BYTES_PLACED, len);
+        return placed;
     }
     m_respOffset += len;
     if (!last)
@@ -1179,6 +1168,11 @@ RoceV2Connection::NakFor(Exec result, uint32_t psn)
         QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, psn);
         EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::LOC_LEN_ERR);
         return;
+    case Exec::LOCAL_PROT:
+        Count(Counter::RX_ACCESS_ERROR);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_REMOTE_OPERATIONAL_ERROR, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::LOC_PROT_ERR);
+        return;
     case Exec::INVALID:
         Count(Counter::RX_INVALID);
         QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, psn);
@@ -1294,12 +1288,15 @@ RoceV2Connection::IrnPlace(const ParsedPacket& pkt)
         {
             return Exec::INVALID;
         }
+        // Every IRN WRITE packet carries the message's RETH: check the whole range on each,
+        // so that a Middle that arrives before its First is never placed when the message is
+        // partly outside the region.
         uint8_t* dst = nullptr;
-        if (first && reth.dmaLength > 0 &&
+        if (reth.dmaLength > 0 &&
             m_ep.memory.Check(reth.rkey, reth.va, reth.dmaLength, ACCESS_REMOTE_WRITE, &dst) !=
                 PostStatus::OK)
         {
-            return Exec::ACCESS; // as go-back-N: the whole message is checked on its First
+            return Exec::ACCESS;
         }
         if (info.consumesRecv && pkt.irh.recvWqeSn - m_rqBaseSn >= m_rq.size())
         {
@@ -1326,19 +1323,37 @@ RoceV2Connection::IrnPlace(const ParsedPacket& pkt)
     {
         return first ? Exec::RNR : Exec::INVALID;
     }
-    PostedRecv& recv = m_rq[k];
-    if (end > recv.wr.sge.length)
+    return PlaceIntoRecv(m_rq[k], offset, pkt);
+}
+
+RoceV2Connection::Exec
+RoceV2Connection::PlaceIntoRecv(const PostedRecv& recv, uint32_t offset, const ParsedPacket& pkt)
+{
+    uint32_t len = pkt.payloadLength;
+    if (uint64_t(offset) + len > recv.wr.sge.length)
     {
         return Exec::LENGTH;
     }
-    if (len > 0)
+    if (len == 0)
     {
-        if (recv.ptr != nullptr)
-        {
-            std::memcpy(recv.ptr + offset, pkt.payload, len);
-        }
-        Count(Counter::BYTES_PLACED, len);
+        return Exec::OK;
     }
+    // The receive buffer is looked up again for every packet: a region deregistered after
+    // the post is never written (IB: local protection error).
+    uint8_t* dst = nullptr;
+    if (m_ep.memory.Check(recv.wr.sge.lkey,
+                          recv.wr.sge.addr + offset,
+                          len,
+                          ACCESS_LOCAL_WRITE,
+                          &dst) != PostStatus::OK)
+    {
+        return Exec::LOCAL_PROT;
+    }
+    if (dst != nullptr)
+    {
+        std::memcpy(dst, pkt.payload, len);
+    }
+    Count(Counter::BYTES_PLACED, len);
     return Exec::OK;
 }
 

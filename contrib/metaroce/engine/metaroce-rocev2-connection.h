@@ -141,8 +141,7 @@ class RoceV2Connection : public TransportConnection
     /// Requester state of one send work request.
     struct SendWqe
     {
-        SendWr wr;                        //!< the work request
-        const uint8_t* localPtr{nullptr}; //!< source bytes (nullptr: virtual, zeros)
+        SendWr wr;                        //!< the work request (its SGE is checked per packet)
         uint32_t firstPsn{0};             //!< PSN of its first packet
         uint32_t numPackets{1};           //!< packets in the message
         uint32_t recvWqeSn{0}; //!< IRN: receive WQE it consumes (SEND, WRITE with immediate)
@@ -162,8 +161,7 @@ class RoceV2Connection : public TransportConnection
     /// A posted receive work request.
     struct PostedRecv
     {
-        RecvWr wr;             //!< the work request
-        uint8_t* ptr{nullptr}; //!< destination bytes (nullptr: virtual)
+        RecvWr wr; //!< the work request (its SGE is checked per packet)
     };
 
     /// Outcome of executing an in-sequence request packet at the responder.
@@ -174,6 +172,7 @@ class RoceV2Connection : public TransportConnection
         INVALID, //!< NAK invalid request (opcode sequence, lengths)
         ACCESS,  //!< NAK remote access error (R_Key, bounds, permission)
         LENGTH,  //!< SEND longer than the receive buffer: NAK invalid request
+        LOCAL_PROT, //!< receive buffer no longer registered: NAK remote operational error
     };
 
     // Requester
@@ -219,6 +218,7 @@ class RoceV2Connection : public TransportConnection
     void IrnQueueNack(uint32_t sackPsn);
     bool SendIrnNack(TxDatagram& out, uint32_t sackPsn);
     void NakFor(Exec result, uint32_t psn);
+    Exec PlaceIntoRecv(const PostedRecv& recv, uint32_t offset, const ParsedPacket& pkt);
 
     // Both
     void EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus recvStatus);
