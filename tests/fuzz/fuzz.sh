@@ -137,10 +137,15 @@ cmd_campaign() {
         pids+=($!)
     done
     wait "${pids[@]}"
-    local table="$out/results.md" failed=0 line rc wall
+    local table="$out/results.md" failed=0 line rc wall commit
+    commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    # The engine as fuzzed: uncommitted changes are kept next to the results.
+    if ! git -C "$ROOT" diff --quiet HEAD -- contrib/metaroce/engine 2>/dev/null; then
+        git -C "$ROOT" diff HEAD -- contrib/metaroce/engine >"$out/engine.diff"
+        commit="$commit + uncommitted engine changes (engine.diff)"
+    fi
     {
-        echo "Fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit" \
-            "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+        echo "Fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit $commit," \
             "$(nproc) cores, $("$CXX" --version | head -1)"
         echo
         echo "| transport | executions | cov | ft | corpus (files/bytes) | exec/s | wall (s) | result |"
