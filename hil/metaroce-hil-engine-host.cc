@@ -6,6 +6,8 @@
 
 #include "metaroce-hil-engine-host.h"
 
+#include "metaroce-wire.h"
+
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -60,11 +62,23 @@ EngineHost::OnDatagram(const DatagramMeta& meta, const uint8_t* data, size_t len
 {
     Time now = m_clock.Now();
     RxStatus st = m_endpoint.HandleDatagram(now, meta, data, len);
-    ++m_rxStatus[size_t(st)];
+    const char* why = RxStatusName(st);
+    // The engine parsed the BTH before it looked the connection up, so len >= Bth::SIZE.
+    if (st == RxStatus::UNKNOWN_CONNECTION &&
+        m_destroyed.count(uint32_t(data[Bth::DEST_QP]) << 16 |
+                          uint32_t(data[Bth::DEST_QP + 1]) << 8 | data[Bth::DEST_QP + 2]))
+    {
+        ++m_rx.lateAfterTeardown;
+        why = "LATE_AFTER_TEARDOWN (for a connection already destroyed)";
+    }
+    else
+    {
+        ++m_rx.byStatus[size_t(st)];
+    }
     if (st != RxStatus::ACCEPTED)
     {
         spdlog::trace("rx drop {} {}:{} -> {}:{} tos {}/{} len {}",
-                      RxStatusName(st),
+                      why,
                       Ipv4ToString(meta.srcIp),
                       meta.srcPort,
                       Ipv4ToString(meta.dstIp),
@@ -80,7 +94,7 @@ EngineHost::OnDatagram(const DatagramMeta& meta, const uint8_t* data, size_t len
                          len,
                          Ipv4ToString(meta.srcIp),
                          meta.srcPort,
-                         RxStatusName(st),
+                         why,
                          suppressed);
         }
     }
@@ -260,25 +274,45 @@ EngineHost::ClearCompletionHandler(uint32_t qpn)
     m_handlers.erase(qpn);
 }
 
-uint64_t
-EngineHost::RxDropped() const
+PostStatus
+EngineHost::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why)
 {
-    uint64_t n = 0;
-    for (size_t i = 0; i < m_rxStatus.size(); ++i)
+    PostStatus st = m_endpoint.CreateConnection(cfg, qpn, why);
+    if (st == PostStatus::OK)
+    {
+        m_destroyed.erase(qpn);
+    }
+    return st;
+}
+
+void
+EngineHost::DestroyConnection(uint32_t qpn)
+{
+    if (m_endpoint.DestroyConnection(qpn))
+    {
+        m_destroyed.insert(qpn);
+    }
+}
+
+uint64_t
+EngineHost::RxDropped(const RxCounts& since) const
+{
+    uint64_t n = m_rx.lateAfterTeardown - since.lateAfterTeardown;
+    for (size_t i = 0; i < m_rx.byStatus.size(); ++i)
     {
         if (i != size_t(RxStatus::ACCEPTED))
         {
-            n += m_rxStatus[i];
+            n += m_rx.byStatus[i] - since.byStatus[i];
         }
     }
     return n;
 }
 
 std::string
-EngineHost::DropSummary() const
+EngineHost::DropSummary(const RxCounts& since) const
 {
     std::string s;
-    for (size_t i = 0; i < m_rxStatus.size(); ++i)
+    for (size_t i = 0; i < m_rx.byStatus.size(); ++i)
     {
         if (i == size_t(RxStatus::ACCEPTED) || i > size_t(RxStatus::NOT_CONNECTED))
         {
@@ -286,7 +320,13 @@ EngineHost::DropSummary() const
         }
         std::string name = RxStatusName(RxStatus(i));
         std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-        s += (s.empty() ? "" : ", ") + name + " " + std::to_string(m_rxStatus[i]);
+        s += (s.empty() ? "" : ", ") + name + " " +
+             std::to_string(m_rx.byStatus[i] - since.byStatus[i]);
+        if (RxStatus(i) == RxStatus::UNKNOWN_CONNECTION)
+        {
+            s += ", late_after_teardown " +
+                 std::to_string(m_rx.lateAfterTeardown - since.lateAfterTeardown);
+        }
     }
     return s;
 }

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 /**
  * \file
@@ -35,6 +36,18 @@ namespace hil
 
 /// Deadlines closer than this are handled by re-queuing on the context, not by a kernel timer.
 constexpr Time SPIN_HORIZON = MicroSeconds(30);
+
+/**
+ * What EngineHost counts of received datagrams: the engine's RxStatus values, with
+ * UNKNOWN_CONNECTION split in two, because after a session ends its peer's last packets (late
+ * retransmissions, ACKs, a sender still running after a fatal error) reach a connection that
+ * no longer exists, and those are not strays.
+ */
+struct RxCounts
+{
+    std::array<uint64_t, 8> byStatus{}; //!< by RxStatus; UNKNOWN_CONNECTION excludes the next
+    uint64_t lateAfterTeardown{0};      //!< for a connection this host had destroyed
+};
 
 /// Runs an Endpoint on a FramePort.
 class EngineHost : private PumpSink
@@ -87,17 +100,34 @@ class EngineHost : private PumpSink
     /// Stop delivering the completions of \p qpn.
     void ClearCompletionHandler(uint32_t qpn);
 
-    /// \return how many received datagrams HandleDatagram() answered with \p status.
+    /// Endpoint::CreateConnection(), keeping track of reused QPNs (see DestroyConnection()).
+    PostStatus CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why);
+    /// Destroy connection \p qpn; datagrams that still arrive for it count as late until the
+    /// engine hands the QPN out again.
+    void DestroyConnection(uint32_t qpn);
+
+    /// \return how many received datagrams HandleDatagram() answered with \p status (for
+    /// UNKNOWN_CONNECTION: without the late ones, see RxCounts).
     uint64_t RxCount(RxStatus status) const
     {
-        return m_rxStatus[size_t(status)];
+        return m_rx.byStatus[size_t(status)];
     }
 
-    /// \return received datagrams the engine dropped (any status but ACCEPTED).
-    uint64_t RxDropped() const;
+    /// \return the receive counters so far (subtract an earlier copy for an interval).
+    const RxCounts& GetRxCounts() const
+    {
+        return m_rx;
+    }
 
-    /// \return a one-line summary of drops ("malformed 3, bad_icrc 0, ...").
-    std::string DropSummary() const;
+    /// \return received datagrams the engine dropped since \p since (any status but
+    /// ACCEPTED, late ones included).
+    uint64_t RxDropped(const RxCounts& since = RxCounts()) const;
+
+    /**
+     * \return a one-line summary of drops since \p since ("malformed 3, bad_icrc 0,
+     * unknown_connection 0, late_after_teardown 2, ...").
+     */
+    std::string DropSummary(const RxCounts& since = RxCounts()) const;
 
   private:
     bool Transmit(const TxDatagram& tx) override;
@@ -126,8 +156,9 @@ class EngineHost : private PumpSink
     bool m_again{false};               //!< Pump() was requested while running
     bool m_closed{false};              //!< Close() was called
     std::unordered_map<uint32_t, CompletionHandler> m_handlers; //!< by connection
-    std::array<uint64_t, 8> m_rxStatus{};                       //!< HandleDatagram results
-    RateLimiter m_dropLog;                                      //!< dropped-datagram lines
+    RxCounts m_rx;                                              //!< HandleDatagram results
+    std::unordered_set<uint32_t> m_destroyed; //!< QPNs destroyed and not handed out again
+    RateLimiter m_dropLog;                    //!< dropped-datagram lines
 };
 
 } // namespace hil

@@ -39,6 +39,7 @@
 #include <memory>
 #include <sched.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 namespace metaroce
 {
@@ -57,6 +58,14 @@ constexpr const char* GOODPUT_HEADER = "time_us,interval_us,host,bytes,goodput_g
 constexpr uint32_t CLIENT_HOST = 0;
 /// Host index of the server in results records.
 constexpr uint32_t SERVER_HOST = 1;
+/// Control connections that may wait for their Hello at once (--max-pending 0).
+constexpr uint32_t DEFAULT_MAX_PENDING = 16;
+/// Descriptors always left free for sessions past their Hello (control sockets, the UDP
+/// port's send sockets, result files) when the pending cap is derived from RLIMIT_NOFILE.
+constexpr uint64_t MIN_RESERVED_DESCRIPTORS = 16;
+/// While accept() fails (out of descriptors), try again this often unless a connection ends
+/// first: the pending connection stays in the backlog, so retrying at once would spin.
+constexpr std::chrono::milliseconds ACCEPT_RETRY(200);
 
 /// \return \p value with \p decimals digits after the point (the runner's CSV format).
 std::string
@@ -69,6 +78,24 @@ Fixed(double value, int decimals)
 
 /// Software name sent in Hello / Accept.
 constexpr const char* SOFTWARE = PERF_SOFTWARE;
+
+/// \return the counts of \p now accumulated since \p then.
+PortCounters
+CountersSince(const PortCounters& now, const PortCounters& then)
+{
+    PortCounters d;
+    d.txFrames = now.txFrames - then.txFrames;
+    d.txBytes = now.txBytes - then.txBytes;
+    d.txFailed = now.txFailed - then.txFailed;
+    d.rxFrames = now.rxFrames - then.rxFrames;
+    d.rxBytes = now.rxBytes - then.rxBytes;
+    d.rxMalformed = now.rxMalformed - then.rxMalformed;
+    d.rxIgnored = now.rxIgnored - then.rxIgnored;
+    d.faultDropped = now.faultDropped - then.faultDropped;
+    d.faultDuplicated = now.faultDuplicated - then.faultDuplicated;
+    d.faultReordered = now.faultReordered - then.faultReordered;
+    return d;
+}
 
 /// \return "12.34" for \p bps in Gb/s.
 std::string
@@ -114,6 +141,15 @@ class Session : public std::enable_shared_from_this<Session>
     {
         return m_state;
     }
+
+    /// \return true for a server connection that has not sent a valid Hello yet.
+    bool AwaitingHello() const
+    {
+        return !m_client && m_state == State::HANDSHAKE;
+    }
+
+    /// Close a connection that is still waiting for its Hello (nothing was set up for it).
+    void DropUnauthenticated(const std::string& reason);
 
     const std::string& Name() const
     {
@@ -197,6 +233,10 @@ class Session : public std::enable_shared_from_this<Session>
     bool m_interrupted{false};                 //!< stopped by a signal
     bool m_torn{false};                        //!< Teardown() ran
     bool m_scenarioWritten{false};             //!< results: the Scenario record went out
+    // The engine host outlives sessions (a daemon serves many): what it had counted before
+    // this session, so that the summary reports this session's share.
+    PortCounters m_portAtStart; //!< port counters then
+    RxCounts m_rxAtStart;       //!< engine receive results then
 };
 
 /// The program: context, signals, the engine host, the control plane and the sessions.
@@ -222,6 +262,8 @@ class PerfApp
     }
 
     void SessionDone(Session* session, int code);
+    /// A connection ended before a valid Hello: log it, at most once per second.
+    void NoteUnauthenticatedEnd(const std::string& peer, const std::string& reason);
     void WriteTelemetry(const proto::TelemetryRecord& record);
     void WriteResult(const rpb::ResultRecord& record);
     void WriteGoodput(const rpb::GoodputSample& sample);
@@ -246,6 +288,10 @@ class PerfApp
     void OnSignal(const boost::system::error_code& error, int signal);
     void DoAccept();
     void OnAccept(const boost::system::error_code& error, tcp::socket socket);
+    void PauseAccept();
+    void ResumeAccept();
+    uint32_t PendingCap() const;
+    void LimitPending();
     void DoConnect();
     void OnConnect(const boost::system::error_code& error);
     void DoReport();
@@ -258,6 +304,11 @@ class PerfApp
     HostClock m_clock;                              //!< time
     boost::asio::signal_set m_signals;              //!< SIGINT, SIGTERM
     tcp::acceptor m_acceptor;                       //!< server: control listener
+    boost::asio::steady_timer m_acceptRetry;        //!< server: accept paused until then
+    bool m_acceptPaused{false};                     //!< server: accept failed, waiting
+    uint32_t m_maxPending{DEFAULT_MAX_PENDING};     //!< server: connections without Hello
+    RateLimiter m_acceptLog;                        //!< server: accept error lines
+    RateLimiter m_pendingLog;                       //!< server: dropped pre-Hello connections
     tcp::socket m_connecting;                       //!< client: control socket being connected
     boost::asio::steady_timer m_retryTimer;         //!< client: connect retry
     boost::asio::steady_timer m_reportTimer;        //!< periodic report
@@ -286,7 +337,9 @@ Session::Session(PerfApp& app,
       m_channel(std::move(channel)),
       m_client(client),
       m_name(m_channel->PeerName()),
-      m_finishTimer(app.Io())
+      m_finishTimer(app.Io()),
+      m_portAtStart(host.Port().Counters()),
+      m_rxAtStart(host.GetRxCounts())
 {
     m_ccfg.transport = m_opts.transport;
     m_ccfg.mtu = m_opts.mtu;
@@ -323,7 +376,7 @@ Session::Teardown()
     for (uint32_t qpn : m_qpns)
     {
         m_host.ClearCompletionHandler(qpn);
-        ep.DestroyConnection(qpn);
+        m_host.DestroyConnection(qpn);
     }
     if (m_mr.lkey != 0)
     {
@@ -360,14 +413,13 @@ Session::DescribeEndpoint(uint16_t portBase,
 bool
 Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
 {
-    Endpoint& ep = m_host.GetEndpoint();
     m_ccfg.transport = transport;
     for (uint32_t i = 0; i < m_workload.connections(); ++i)
     {
         ConnectionConfig cfg = m_ccfg;
         cfg.sourcePortBase = uint16_t(portBase + i * PORTS_PER_CONNECTION);
         uint32_t qpn = 0;
-        PostStatus st = ep.CreateConnection(cfg, qpn, &why);
+        PostStatus st = m_host.CreateConnection(cfg, qpn, &why);
         if (st != PostStatus::OK)
         {
             why = "cannot create connection " + std::to_string(i) + ": " + PostStatusName(st) +
@@ -993,15 +1045,28 @@ Session::OnChannelError(const std::string& reason)
     {
         return;
     }
-    if (!m_client && m_state == State::HANDSHAKE)
+    if (AwaitingHello())
     {
         // Not a metaroce-hil client (or it left before saying hello): nothing was set up.
-        spdlog::warn("control connection from {} ended before a valid Hello: {}", m_name, reason);
+        m_app.NoteUnauthenticatedEnd(m_name, reason);
         m_state = State::DONE;
         m_app.SessionDone(this, -1);
         return;
     }
     Abort(reason, 1);
+}
+
+void
+Session::DropUnauthenticated(const std::string& reason)
+{
+    if (!AwaitingHello())
+    {
+        return;
+    }
+    m_state = State::DONE;
+    m_channel->Close(); // the descriptor is what the caller wants back, now
+    m_app.NoteUnauthenticatedEnd(m_name, reason);
+    m_app.SessionDone(this, -1);
 }
 
 void
@@ -1300,7 +1365,7 @@ Session::WriteResultSummary(Time now, bool pass)
     s->set_goodput_mean_gbps(double(m_bytes) * 8 / seconds / 1e9);
     s->set_retransmissions(sum.Get(Counter::TX_RETRANSMIT));
     s->set_timeouts(sum.Get(Counter::RTO));
-    s->set_channel_drops(m_host.Port().Counters().faultDropped);
+    s->set_channel_drops(CountersSince(m_host.Port().Counters(), m_portAtStart).faultDropped);
     s->set_sim_time_us(double(now - m_start) / 1e6);
     s->set_wall_time_s(seconds);
     s->set_all_completed(pass);
@@ -1327,7 +1392,9 @@ Session::PrintFinal(Time now)
     double seconds = std::max(1e-9, double(now - m_start) / 1e12);
     double gbps = double(m_bytes) * 8 / seconds / 1e9;
     uint64_t retx = sum.Get(Counter::TX_RETRANSMIT);
-    PortCounters pc = m_host.Port().Counters();
+    // This session's share: a daemon's port and engine outlive its sessions.
+    const PortCounters lifetime = m_host.Port().Counters();
+    const PortCounters pc = CountersSince(lifetime, m_portAtStart);
     bool pass;
     std::string verified;
     if (m_client)
@@ -1380,7 +1447,7 @@ Session::PrintFinal(Time now)
                 pc.faultDropped,
                 pc.faultDuplicated,
                 pc.faultReordered);
-    std::printf("engine rx drops: %s\n", m_host.DropSummary().c_str());
+    std::printf("engine rx drops: %s\n", m_host.DropSummary(m_rxAtStart).c_str());
     if (m_client)
     {
         std::printf("receiver verified %s messages, %" PRIu64 " bytes, %" PRIu64 " errors%s%s\n",
@@ -1400,7 +1467,7 @@ Session::PrintFinal(Time now)
     }
     std::printf("RESULT role=%s status=%s transport=%s op=%s size=%" PRIu64 " gbps=%.3f "
                 "msgs=%" PRIu64 " bytes=%" PRIu64 " retx=%" PRIu64 " verified=%s errors=%" PRIu64
-                " malformed=%" PRIu64 "\n",
+                " malformed=%" PRIu64 " malformed_lifetime=%" PRIu64 "\n",
                 m_client ? "client" : "server",
                 pass ? "PASS" : (m_interrupted && m_errors == 0 ? "INTERRUPTED" : "FAIL"),
                 m_ccfg.transport.c_str(),
@@ -1412,7 +1479,8 @@ Session::PrintFinal(Time now)
                 retx,
                 verified.c_str(),
                 m_errors,
-                m_host.RxDropped() + pc.rxMalformed);
+                m_host.RxDropped(m_rxAtStart) + pc.rxMalformed,
+                m_host.RxDropped() + lifetime.rxMalformed);
     std::fflush(stdout);
     if (m_app.WritesResults())
     {
@@ -1429,6 +1497,7 @@ PerfApp::PerfApp(const PerfOptions& opts)
     : m_opts(opts),
       m_signals(m_io, SIGINT, SIGTERM),
       m_acceptor(m_io),
+      m_acceptRetry(m_io),
       m_connecting(m_io),
       m_retryTimer(m_io),
       m_reportTimer(m_io)
@@ -1495,9 +1564,13 @@ PerfApp::Run()
     {
         boost::system::error_code ec;
         uint32_t bindIp = 0;
-        // In TAP mode --local-ip is the engine's address behind the TAP, not the kernel's.
-        if (!m_opts.localIp.empty() && m_opts.portMode != "tap")
+        if (!m_opts.listenIp.empty())
         {
+            ParseIpv4(m_opts.listenIp, bindIp);
+        }
+        else if (!m_opts.localIp.empty() && m_opts.portMode != "tap")
+        {
+            // In TAP mode --local-ip is the engine's address behind the TAP, not the kernel's.
             ParseIpv4(m_opts.localIp, bindIp);
         }
         tcp::endpoint ep(boost::asio::ip::address_v4(bindIp), m_opts.controlPort);
@@ -1522,6 +1595,7 @@ PerfApp::Run()
                      m_opts.controlPort,
                      m_opts.portMode,
                      m_opts.transport);
+        m_maxPending = PendingCap();
         DoAccept();
     }
     else
@@ -1554,6 +1628,11 @@ PerfApp::OnSignal(const boost::system::error_code& error, int signal)
     auto sessions = m_sessions;
     for (auto& s : sessions)
     {
+        if (s->AwaitingHello())
+        {
+            s->DropUnauthenticated(std::string("interrupted by ") + name);
+            continue;
+        }
         s->Abort(std::string("interrupted by ") + name, code == 0 ? 0 : 2);
     }
     Stop(m_exitCode != 0 ? m_exitCode : code);
@@ -1585,6 +1664,7 @@ PerfApp::Stop(int code)
     boost::system::error_code ignored;
     m_signals.cancel(ignored);
     m_acceptor.close(ignored);
+    m_acceptRetry.cancel();
     m_connecting.close(ignored);
     m_retryTimer.cancel();
     m_reportTimer.cancel();
@@ -1700,13 +1780,25 @@ PerfApp::OnAccept(const boost::system::error_code& error, tcp::socket socket)
 {
     if (error)
     {
-        if (error != boost::asio::error::operation_aborted)
+        if (error == boost::asio::error::operation_aborted || m_stopped)
         {
-            spdlog::error("accept: {}", error.message());
-            DoAccept();
+            return;
         }
+        // Typically EMFILE: the connection stays in the backlog and the listener readable, so
+        // an immediate retry fails again at once, forever. Wait for a descriptor instead.
+        uint64_t suppressed = 0;
+        if (m_acceptLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("accept: {} ({} more suppressed in the last second); retrying when a "
+                          "connection ends or in {} ms",
+                          error.message(),
+                          suppressed,
+                          ACCEPT_RETRY.count());
+        }
+        PauseAccept();
         return;
     }
+    LimitPending();
     auto channel =
         std::make_shared<ControlChannel>(std::move(socket), m_clock, Time(m_opts.timeout * 1e12));
     std::string why;
@@ -1721,6 +1813,110 @@ PerfApp::OnAccept(const boost::system::error_code& error, tcp::socket socket)
     m_sessions.push_back(session);
     session->StartServer();
     DoAccept();
+}
+
+void
+PerfApp::PauseAccept()
+{
+    m_acceptPaused = true;
+    m_acceptRetry.expires_after(ACCEPT_RETRY);
+    m_acceptRetry.async_wait([this](const boost::system::error_code& error) {
+        if (!error)
+        {
+            ResumeAccept();
+        }
+    });
+}
+
+void
+PerfApp::ResumeAccept()
+{
+    if (!m_acceptPaused || m_stopped)
+    {
+        return;
+    }
+    m_acceptPaused = false;
+    m_acceptRetry.cancel();
+    DoAccept();
+}
+
+uint32_t
+PerfApp::PendingCap() const
+{
+    if (m_opts.maxPending > 0)
+    {
+        return m_opts.maxPending;
+    }
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    {
+        return DEFAULT_MAX_PENDING;
+    }
+    std::error_code ec;
+    uint64_t inUse = 0;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec))
+    {
+        ++inUse;
+    }
+    if (ec || inUse == 0)
+    {
+        inUse = MIN_RESERVED_DESCRIPTORS; // no /proc: a guess
+    }
+    // Half of the free descriptors stay for clients past their Hello (at least the minimum),
+    // so that silent connections alone can never exhaust the table.
+    uint64_t free = limit.rlim_cur > inUse ? limit.rlim_cur - inUse : 0;
+    uint64_t reserve = std::max<uint64_t>(MIN_RESERVED_DESCRIPTORS, free / 2);
+    uint64_t cap = free > reserve ? free - reserve : 1;
+    cap = std::min<uint64_t>(cap, DEFAULT_MAX_PENDING);
+    if (cap < DEFAULT_MAX_PENDING)
+    {
+        spdlog::info("descriptor limit {} ({} in use): at most {} control connections may wait "
+                     "for their Hello",
+                     uint64_t(limit.rlim_cur),
+                     inUse,
+                     cap);
+    }
+    return uint32_t(cap);
+}
+
+void
+PerfApp::LimitPending()
+{
+    // Called with a new connection in hand: make room for it by closing the oldest silent one.
+    // The oldest has had the most time to say Hello, and a flood cannot lock real clients out
+    // by holding every slot.
+    uint32_t pending = 0;
+    Session* oldest = nullptr;
+    for (auto& s : m_sessions)
+    {
+        if (s->AwaitingHello())
+        {
+            ++pending;
+            oldest = oldest ? oldest : s.get();
+        }
+    }
+    if (pending >= m_maxPending && oldest)
+    {
+        oldest->DropUnauthenticated(std::to_string(pending) +
+                                    " connections are waiting for their Hello (--max-pending " +
+                                    std::to_string(m_maxPending) + "): closed the oldest");
+    }
+}
+
+void
+PerfApp::NoteUnauthenticatedEnd(const std::string& peer, const std::string& reason)
+{
+    uint64_t suppressed = 0;
+    if (m_pendingLog.Allow(m_clock.Now(), suppressed))
+    {
+        spdlog::warn("control connection from {} ended before a valid Hello: {} ({} more in the "
+                     "last second)",
+                     peer,
+                     reason,
+                     suppressed);
+    }
 }
 
 void
@@ -1810,6 +2006,7 @@ PerfApp::SessionDone(Session* session, int code)
     {
         boost::asio::post(m_io, [keep]() {});
     }
+    ResumeAccept(); // its control socket is closed (or closing): a descriptor to accept with
     if (code < 0)
     {
         return; // a connection that never became a session
@@ -2011,7 +2208,8 @@ Frames:
                          device (CAP_NET_ADMIN) (default udp)
   --dev IFACE            raw mode: the interface; tap mode: the TAP device (created if needed)
   --tap-addr A.B.C.D/N   tap mode: give the kernel side of the TAP this address (the gateway)
-  --local-ip A.B.C.D     engine address (default: the control connection's / interface's)
+  --local-ip A.B.C.D     engine address (default: the control connection's / interface's);
+                         in udp and raw mode the server's control listener binds it too
   --peer-mac MAC         raw mode: destination MAC (default: kernel neighbour table)
   --data-port N          UDP port datagrams are received on (default 4791)
   --sport-base N         UDP source port of path 0 (default client 50000, server 56000)
@@ -2033,6 +2231,11 @@ Output:
                          use --results)
   --report SECONDS       report interval (default 1)
   --port N               TCP control port (default 18515)
+  --listen A.B.C.D       server: address of the control listener (default: --local-ip in udp
+                         and raw mode, else all interfaces). Anyone who reaches it can start a
+                         session: there is no authentication (docs/hil.md, "Trust model")
+  --max-pending N        server: connections that may wait for their Hello at once; a new one
+                         closes the oldest (default 16, fewer under a low descriptor limit)
   --timeout SECONDS      control-plane timeout: connect, silence, stragglers (default 5)
   --seed N               seed of engine, data pattern and faults (default 1)
   --log LEVEL            trace|debug|info|warn|error|off (default info)
@@ -2267,6 +2470,22 @@ ParsePerfOptions(const std::vector<std::string>& args,
                 return bad(v);
             }
             opts.localIp = v;
+        }
+        else if (arg == "--listen")
+        {
+            uint32_t ip;
+            if (!ParseIpv4(v, ip))
+            {
+                return bad(v);
+            }
+            opts.listenIp = v;
+        }
+        else if (arg == "--max-pending")
+        {
+            if (!ParseNumber(v, opts.maxPending) || opts.maxPending == 0)
+            {
+                return bad(v);
+            }
         }
         else if (arg == "--peer-mac")
         {

@@ -72,6 +72,13 @@ struct PerfOptions
     uint64_t seed{1};                 //!< engine, pattern and fault seed
     bool icrc{true};                  //!< ICRC on
     std::string logLevel{"info"};     //!< spdlog level
+    /// Server: address the control listener binds ("": --local-ip in UDP and raw mode, else
+    /// every interface).
+    std::string listenIp;
+    /// Server: control connections that may wait for their Hello at once; beyond it the oldest
+    /// is closed. 0: 16, fewer when RLIMIT_NOFILE leaves less than twice that many descriptors
+    /// free, so that half of the free descriptors stay for clients that said Hello.
+    uint32_t maxPending{0};
 };
 
 /**

@@ -202,6 +202,41 @@ Process::Output() const
     return ss.str();
 }
 
+uint64_t
+Process::OutputSize() const
+{
+    struct stat st
+    {
+    };
+
+    return stat(m_log.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+std::chrono::milliseconds
+CpuTime(pid_t pid)
+{
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Fields after the command name (which may hold spaces) start after its ')'; utime and
+    // stime are fields 14 and 15 of the line, 12 and 13 after it.
+    size_t paren = text.rfind(')');
+    if (paren == std::string::npos)
+    {
+        return std::chrono::milliseconds(0);
+    }
+    std::istringstream fields(text.substr(paren + 2));
+    std::string field;
+    uint64_t ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i)
+    {
+        if (i >= 14)
+        {
+            ticks += std::stoull(field);
+        }
+    }
+    return std::chrono::milliseconds(ticks * 1000 / uint64_t(sysconf(_SC_CLK_TCK)));
+}
+
 int
 RunQuiet(const std::string& cmd)
 {

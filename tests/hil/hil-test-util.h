@@ -8,6 +8,7 @@
 #define METAROCE_HIL_TEST_UTIL_H
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <sys/types.h>
@@ -89,6 +90,14 @@ class Process
     void Signal(int signal);
     /// \return everything the process printed so far.
     std::string Output() const;
+    /// \return how many bytes the process printed so far (without reading them).
+    uint64_t OutputSize() const;
+
+    /// \return the process id (the program's own: `ip netns exec` and `prlimit` exec it).
+    pid_t Pid() const
+    {
+        return m_pid;
+    }
 
   private:
     pid_t m_pid{-1};   //!< child
@@ -106,6 +115,9 @@ bool WaitForOutput(const Process& process,
 
 /// \return "prog args... in namespace ns" as an argv for `ip netns exec`.
 std::vector<std::string> InNetns(const std::string& ns, std::vector<std::string> argv);
+
+/// \return user plus system CPU time process \p pid has used so far (0 if it is gone).
+std::chrono::milliseconds CpuTime(pid_t pid);
 
 /// \return the key=value fields of the last line starting with "RESULT" in \p output.
 std::map<std::string, std::string> ParseResult(const std::string& output);
