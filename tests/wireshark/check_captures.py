@@ -318,8 +318,10 @@ def check_metaroce(args, ts):
                 c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[f])
         for f in ("va", "rkey", "dma_len", "recv_slot", "msg_len", "imm"):
             c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s.get(f))
+        # On every frame: 0 on ACK, NAK, probe and NOP.
+        c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"),
+             s["payload_len"] if op in MR_DATA else 0)
         if op in MR_DATA:
-            c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"), s["payload_len"])
             pb = hexbytes(pkt, "metaroce.payload") if s["payload_len"] else b""
             c.eq(f"{w} payload bytes", pb, fr[HDRS + s["length"] - 4 - s["pad"] -
                                               s["payload_len"]:HDRS + s["length"] - 4 - s["pad"]])
@@ -533,7 +535,7 @@ def check_irn(args, ts):
                  s["aeth_syndrome"] & 0x1F)
             c.eq(f"{w} metaroce.irn.expected_psn", num(pkt, "metaroce.irn.expected_psn"),
                  s["psn"])
-            c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"), None)
+            c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"), 0)
             c.true(text.startswith(f"IRN NACK expected={s['psn']} sack={s['sack_psn']} "),
                    f"{w}: info column {text!r}")
             continue

@@ -612,9 +612,8 @@ local function dissect_metaroce(tvb, pinfo, root)
     if payload_len > 0 then
         tree:add(F.payload, tvb(off, payload_len))
     end
-    if row.payload then
-        tree:add(F.payload_len, payload_len):set_generated()
-    end
+    -- On every frame (0 without payload), so that a filter or a column never sees it missing.
+    tree:add(F.payload_len, payload_len):set_generated()
     if padded - payload_len > 0 then
         tree:add(F.pad_bytes, tvb(off + payload_len, padded - payload_len))
     end
@@ -739,8 +738,8 @@ local function dissect_irn(tvb, pinfo, root)
     if payload_len > 0 then
         tree:add(F.payload, tvb(off, payload_len))
     end
+    tree:add(F.payload_len, payload_len):set_generated() -- 0 on a NACK, as on MetaRoCE ACKs
     if not row.nack then
-        tree:add(F.payload_len, payload_len):set_generated()
         info[#info + 1] = string.format("len=%d", payload_len)
     end
     if padded - payload_len > 0 then
