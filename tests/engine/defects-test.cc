@@ -501,3 +501,38 @@ TEST(ClockJumpTest, AHostClockJumpDoesNotEndAConnection)
 } // namespace
 } // namespace test
 } // namespace metaroce
+
+namespace metaroce
+{
+namespace test
+{
+namespace
+{
+
+// Issue 21, point 4: IRN's fixed RTO_low/RTO_high under a round trip far above them (a
+// slow, deep FIFO and 10 ms of propagation): every timeout resends into the same queue and
+// retryCount timeouts in a row end the connection. rocev2.irnRtoBackoff backs the timer off.
+TEST_F(MultipathDefectTest, IrnWithRtoBackoffSurvivesARoundTripFarAboveItsTimeouts)
+{
+    for (bool backoff : {false, true})
+    {
+        ConnectionConfig cfg;
+        cfg.transport = "rocev2";
+        cfg.rocev2.recovery = "irn";
+        cfg.rocev2.irnRtoBackoff = backoff;
+        Build(cfg, 4 << 20);
+        ChangeLinks(m_a, m_b, [](LinkConfig& l) {
+            l.rateBps = 1e9;
+            l.delay = MilliSeconds(5);
+        });
+        Write(1, 0, 4 << 20);
+        m_net->RunUntil(MilliSeconds(3000));
+        // The paper's fixed timer fails here; the backed-off one delivers everything.
+        EXPECT_EQ(OnlyStatus(m_a), backoff ? WcStatus::SUCCESS : WcStatus::RETRY_EXC_ERR);
+        EXPECT_EQ(m_src == m_dst, backoff);
+    }
+}
+
+} // namespace
+} // namespace test
+} // namespace metaroce

@@ -133,6 +133,10 @@ struct ConnectionConfig
         /// IRN: retransmission timeout otherwise (the IRN paper's RTO_high).
         Time irnRtoHigh{MicroSeconds(320)};
         uint32_t irnLowThreshold{3}; //!< IRN: the paper's N, packets outstanding for RTO_low
+        /// IRN: double the RTO on each timeout without progress, up to localAckTimeout's
+        /// value (off: the paper's fixed RTO_low/RTO_high, which a round trip grown above
+        /// them, as behind a deep queue, turns into RETRY_EXC_ERR).
+        bool irnRtoBackoff{false};
         /// IRN: PSNs the responder tracks past its expected PSN (its out-of-order bitmap) and
         /// the sender's SACK bitmap; a power of two. It also bounds the BDP cap: the sender
         /// keeps at most min(maxInflightPackets, irnWindow) PSNs outstanding (0 = irnWindow).

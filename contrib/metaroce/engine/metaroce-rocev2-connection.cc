@@ -490,8 +490,19 @@ RoceV2Connection::RtoValue() const
 {
     if (m_irn)
     {
-        return InflightPackets() <= m_cfg.rocev2.irnLowThreshold ? m_cfg.rocev2.irnRtoLow
-                                                                 : m_cfg.rocev2.irnRtoHigh;
+        Time base = InflightPackets() <= m_cfg.rocev2.irnLowThreshold ? m_cfg.rocev2.irnRtoLow
+                                                                      : m_cfg.rocev2.irnRtoHigh;
+        if (!m_cfg.rocev2.irnRtoBackoff)
+        {
+            return base;
+        }
+        // Back off on timeouts without progress (RFC 6298, 5.5), up to go-back-N's timer:
+        // with IRN's fixed RTO_low/RTO_high under a round trip that grew above them (a deep
+        // queue), every timeout resends into the same queue and retryCount timeouts in a row
+        // end the connection. Progress resets the count, and so the back-off.
+        uint32_t backoff = uint32_t(m_cfg.rocev2.retryCount - m_retriesLeft);
+        Time ceiling = LocalAckTimeout(m_cfg.rocev2.localAckTimeout);
+        return std::min<Time>(base << backoff, std::max(ceiling, base));
     }
     return LocalAckTimeout(m_cfg.rocev2.localAckTimeout);
 }
