@@ -18,6 +18,9 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-loss-detection.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-memory.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-connection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-recovery.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-requester.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-responder.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
@@ -39,6 +42,9 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-loss-detection.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-memory.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-connection.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-requester.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-responder.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-role.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-observer.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.h

@@ -1,0 +1,458 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+// The requester's timers, path health and RNR waits (see metaroce-multipath-requester.h).
+
+#include "metaroce-multipath-requester.h"
+
+#include <algorithm>
+
+namespace metaroce
+{
+
+namespace
+{
+
+/// \return the completion status a NAK syndrome maps to.
+WcStatus
+StatusFor(uint8_t syndrome)
+{
+    switch (syndrome)
+    {
+    case Mnh::REMOTE_ACCESS:
+        return WcStatus::REM_ACCESS_ERR;
+    case Mnh::INVALID_REQUEST:
+        return WcStatus::REM_INV_REQ_ERR;
+    case Mnh::REMOTE_OPERATION:
+        return WcStatus::REM_OP_ERR;
+    default:
+        return WcStatus::GENERAL_ERR;
+    }
+}
+
+} // namespace
+
+bool
+MultipathRequester::SendProbe(Time now, TxDatagram& out, PathState& path)
+{
+    path.probeSentTime = now;
+    ++path.probesInEpoch;
+    ParsedPacket pkt;
+    pkt.info = &LookupOpcode(MR_PROBE);
+    pkt.bth.opcode = MR_PROBE;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.ackReq = true;
+    pkt.mdh.pathId = path.id;
+    pkt.mdh.pathEpoch = path.epoch;
+    Count(Counter::TX_PROBE);
+    return EmitDatagram(out, pkt, nullptr, 0, Ecn::ECT0, path.sourcePort);
+}
+
+void
+MultipathRequester::ArmRto(PathState& path, Time now)
+{
+    path.rtoDeadline = now + path.rto;
+}
+
+void
+MultipathRequester::UpdateRtt(PathState& path, Time sample)
+{
+    path.latestRtt = sample;
+    if (!path.hasRtt)
+    {
+        path.hasRtt = true;
+        path.srtt = sample;
+        path.rttVar = sample / 2;
+        path.minRtt = sample;
+    }
+    else
+    {
+        Time err = path.srtt > sample ? path.srtt - sample : sample - path.srtt;
+        path.rttVar = (3 * path.rttVar + err) / 4;
+        path.srtt = (7 * path.srtt + sample) / 8;
+        path.minRtt = std::min(path.minRtt, sample);
+    }
+    path.rto = std::clamp(path.srtt + 4 * path.rttVar, m_cfg.rtoMin, m_cfg.rtoMax);
+}
+
+void
+MultipathRequester::RetireEpoch(PathState& path)
+{
+    // A path that timed out again before any data left in its new epoch (only a probe) keeps
+    // the record of the epoch that carried data.
+    if (path.nextPsn == path.ackedPsn)
+    {
+        return;
+    }
+    path.hasRetired = true;
+    path.retiredEpoch = path.epoch;
+    path.retiredAckedPsn = path.ackedPsn;
+    path.retiredNextPsn = path.nextPsn;
+    path.retiredRing.swap(path.ring);
+    path.ring.assign(path.retiredRing.size(), InflightEntry{});
+}
+
+void
+MultipathRequester::HandleRetiredAck(Time now, PathState& path, const Mah& ack)
+{
+    // A late ACK of the epoch the last RTO retired. Its packets did arrive: credit them, so
+    // their resends are skipped, and take the RTT sample it carries (with a round trip above
+    // the RTO, the only sample the path can get).
+    uint32_t newlyAcked = 0;
+    Time rttSample = -1;
+    const uint32_t mask = uint32_t(path.retiredRing.size() - 1);
+    auto visit = [&](uint32_t psn) {
+        if (PsnDiff(psn, path.retiredAckedPsn) < 0 || PsnDiff(psn, path.retiredNextPsn) >= 0)
+        {
+            return;
+        }
+        InflightEntry& e = path.retiredRing[psn & mask];
+        if (e.state != InflightEntry::INFLIGHT && e.state != InflightEntry::LOST)
+        {
+            return;
+        }
+        e.state = InflightEntry::ACKED;
+        if (psn == ack.triggerPsn && !e.retransmitted)
+        {
+            rttSample = now - e.sentTime;
+        }
+        if (PacketWanted(e.messageSlot, e.generation, e.packetIndex))
+        {
+            ++newlyAcked;
+            CreditPacket(e.messageSlot, e.generation, e.packetIndex);
+        }
+    };
+    for (uint32_t psn = path.retiredAckedPsn;
+         PsnDiff(psn, ack.cumulativePsn) < 0 && PsnDiff(psn, path.retiredNextPsn) < 0;
+         psn = PsnAdd(psn, 1))
+    {
+        visit(psn);
+    }
+    for (uint32_t w = 0; w < 4; ++w)
+    {
+        for (uint64_t bits = ack.sack[w]; bits != 0; bits &= bits - 1)
+        {
+            visit(PsnAdd(ack.cumulativePsn, 1 + w * 64 + uint32_t(__builtin_ctzll(bits))));
+        }
+    }
+    if (rttSample >= 0)
+    {
+        UpdateRtt(path, rttSample);
+        NotifyPath(now, PathEvent::RTT, path);
+    }
+    if (newlyAcked > 0)
+    {
+        m_progressTime = now;
+    }
+}
+
+void
+MultipathRequester::HandleNak(Time now, const Mnh& nak)
+{
+    Count(Counter::RX_NAK);
+    if (nak.streamId >= m_streams.size())
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    uint32_t slot = m_streams[nak.streamId].head;
+    while (slot != NONE && m_messages[slot].messageSeq != nak.messageSeq)
+    {
+        slot = m_messages[slot].nextInStream;
+    }
+    if (slot == NONE || m_messages[slot].finished)
+    {
+        return; // stale: the message is already complete or failed
+    }
+    SendMessage& m = m_messages[slot];
+    if (nak.syndrome != Mnh::RNR)
+    {
+        EnterError(now, slot, StatusFor(nak.syndrome));
+        return;
+    }
+    // RNR: the responder is alive but has no receive yet. IB counts retries of the message,
+    // not NAKed packets: the first NAK of a wait and the answer to each asking packet count;
+    // the NAKs of packets that were already on their way do not.
+    m_progressTime = now;
+    Stream& s = m_streams[nak.streamId];
+    const uint32_t packetIndex = nak.offset / m_cfg.mtu;
+    bool newWait = !s.rnrHold || int32_t(m.recvSlot - s.rnrSlot) < 0;
+    bool answer = s.rnrHold && s.rnrProbeOut && s.rnrProbeSeq == m.messageSeq &&
+                  s.rnrProbePacket == packetIndex;
+    if (newWait || answer)
+    {
+        ++m.rnrRetries;
+        if (m_cfg.rnrRetryLimit != 7 && m.rnrRetries > m_cfg.rnrRetryLimit)
+        {
+            EnterError(now, slot, WcStatus::RNR_RETRY_EXC_ERR);
+            return;
+        }
+        if (!s.rnrHold)
+        {
+            ++m_rnrHeldStreams;
+        }
+        if (newWait)
+        {
+            s.rnrSlot = m.recvSlot;
+        }
+        s.rnrHold = true;
+        s.rnrProbeOut = false;
+        s.rnrProbeAt = now + m_cfg.rnrRetryDelay;
+    }
+    // Park the packet until the wait ends, and fill its PSN with a NOP at once: the path's
+    // cumulative PSN must not wait on a receive, and an RNR wait is not path silence.
+    if (nak.pathId >= m_paths.size() || packetIndex >= m.numPackets)
+    {
+        return;
+    }
+    PathState& path = m_paths[nak.pathId];
+    if (nak.pathEpoch != path.epoch || PsnDiff(nak.psn, path.ackedPsn) < 0 ||
+        PsnDiff(nak.psn, path.nextPsn) >= 0)
+    {
+        return; // that copy was moved off the path; its resend is NAKed or parked in turn
+    }
+    InflightEntry& e = path.Entry(nak.psn);
+    if ((e.state != InflightEntry::INFLIGHT && e.state != InflightEntry::LOST) ||
+        e.messageSlot != slot || e.generation != m.generation || e.packetIndex != packetIndex)
+    {
+        return;
+    }
+    if (e.state == InflightEntry::INFLIGHT)
+    {
+        --path.inflight;
+        e.state = InflightEntry::LOST;
+        path.lostPsns.push_back(nak.psn);
+    }
+    e.messageSlot = NONE; // resent as a NOP
+    m_rnrParked.push_back(Resend{slot, m.generation, packetIndex, e.retries, true});
+}
+
+bool
+MultipathRequester::RnrHeld(uint32_t slot) const
+{
+    const SendMessage& m = m_messages[slot];
+    const Stream& s = m_streams[m.wr.streamId];
+    return s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0;
+}
+
+void
+MultipathRequester::ReleaseRnr(uint16_t streamId)
+{
+    Stream& s = m_streams[streamId];
+    s.rnrHold = false;
+    s.rnrProbeOut = false;
+    --m_rnrHeldStreams;
+    size_t kept = 0;
+    for (const Resend& r : m_rnrParked)
+    {
+        if (m_messages[r.slot].wr.streamId == streamId)
+        {
+            m_resends.push_back(r);
+        }
+        else
+        {
+            m_rnrParked[kept++] = r;
+        }
+    }
+    m_rnrParked.resize(kept);
+    if (s.sendCursor != NONE && !s.inSendRing)
+    {
+        s.inSendRing = true;
+        m_sendStreams.push_back(streamId);
+    }
+}
+
+void
+MultipathRequester::AskAfterRnr(Time now)
+{
+    // Each stream in an RNR wait lets one parked packet (of the earliest waiting receive slot)
+    // ask again every rnrRetryDelay. If it is lost rather than NAKed, another asks one RTO
+    // later.
+    for (uint16_t sid = 0; sid < m_streams.size() && m_rnrHeldStreams > 0; ++sid)
+    {
+        Stream& s = m_streams[sid];
+        if (!s.rnrHold || s.rnrProbeAt > now)
+        {
+            continue;
+        }
+        s.rnrProbeAt = now + m_cfg.rnrRetryDelay + m_cfg.rtoInitial;
+        size_t best = m_rnrParked.size();
+        for (size_t i = 0; i < m_rnrParked.size(); ++i)
+        {
+            const SendMessage& m = m_messages[m_rnrParked[i].slot];
+            if (m.wr.streamId == sid &&
+                (best == m_rnrParked.size() ||
+                 int32_t(m.recvSlot - m_messages[m_rnrParked[best].slot].recvSlot) < 0))
+            {
+                best = i;
+            }
+        }
+        if (best == m_rnrParked.size())
+        {
+            continue;
+        }
+        const Resend r = m_rnrParked[best];
+        m_rnrParked.erase(m_rnrParked.begin() + long(best));
+        s.rnrProbeOut = true;
+        s.rnrProbeSeq = m_messages[r.slot].messageSeq;
+        s.rnrProbePacket = r.packetIndex;
+        m_resends.push_back(r);
+    }
+}
+
+void
+MultipathRequester::ResetPathSequence(PathState& path)
+{
+    path.epoch = uint8_t(path.epoch + 1);
+    path.nextPsn = 0;
+    path.ackedPsn = 0;
+    path.inflight = 0;
+    path.sendCounter = 0;
+    path.highestAckedOrder = 0;
+    path.anyAcked = false;
+    std::fill(path.ring.begin(), path.ring.end(), InflightEntry{});
+    path.lostPsns.clear();
+    path.probeSentTime = -1;
+    path.probesInEpoch = 0;
+}
+
+uint16_t
+MultipathRequester::FreshSourcePort()
+{
+    while (true)
+    {
+        uint16_t port = uint16_t(EPHEMERAL_PORT_BASE + m_ep.rng.Below(16384));
+        bool used = false;
+        for (const auto& p : m_paths)
+        {
+            used = used || p.sourcePort == port;
+        }
+        if (!used)
+        {
+            return port;
+        }
+    }
+}
+
+void
+MultipathRequester::OnRto(Time now, PathState& path)
+{
+    Count(Counter::RTO);
+    ++path.timeouts;
+    ++path.consecutiveRtos;
+    // Everything outstanding on the path goes to the other paths; the path restarts its
+    // PSN space in a new epoch so the responder's cumulative PSN never waits for them.
+    for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
+    {
+        const InflightEntry& e = path.Entry(psn);
+        if ((e.state == InflightEntry::INFLIGHT || e.state == InflightEntry::LOST) &&
+            PacketWanted(e.messageSlot, e.generation, e.packetIndex))
+        {
+            m_resends.push_back(
+                Resend{e.messageSlot, e.generation, e.packetIndex, e.retries, false});
+        }
+    }
+    RetireEpoch(path);
+    ResetPathSequence(path);
+    if (path.status == PathStatus::ACTIVE)
+    {
+        m_cc->OnTimeout(path, m_cfg);
+    }
+    path.rto = std::min(path.rto * 2, m_cfg.rtoMax);
+    path.rtoDeadline = TIME_INFINITE;
+    NotifyPath(now, PathEvent::TIMEOUT, path);
+    if (path.consecutiveRtos >= m_cfg.failureThreshold)
+    {
+        FailPath(now, path);
+        return;
+    }
+    // Silence, not congestion: carry no data on the path, ask it with a probe whether it
+    // still works; an unanswered probe times out like data.
+    path.status = PathStatus::SUSPECT;
+    m_probeNow |= uint64_t(1) << path.id;
+    ArmRto(path, now);
+}
+
+Time
+MultipathRequester::ProbeInterval()
+{
+    // Uniform in [0.5, 1.5) x probeInterval: a path that flaps with a period dividing the
+    // interval is not probed only while it is down.
+    Time base = m_cfg.probeInterval;
+    return base / 2 + Time(m_ep.rng.Below(uint64_t(base)));
+}
+
+void
+MultipathRequester::FailPath(Time now, PathState& path)
+{
+    path.status = PathStatus::FAILED;
+    path.sourcePort = FreshSourcePort(); // steer the path onto another route
+    path.probeDeadline = now;
+    Count(Counter::PATH_FAILED);
+    NotifyPath(now, PathEvent::FAILED, path);
+}
+
+Time
+MultipathRequester::NextDeadline(Time lastNow) const
+{
+    Time t = TIME_INFINITE;
+    for (const PathState& p : m_paths)
+    {
+        t = std::min(t, p.rtoDeadline);
+        if (p.status == PathStatus::FAILED)
+        {
+            t = std::min(t, p.probeDeadline);
+        }
+    }
+    if (m_rnrHeldStreams > 0)
+    {
+        for (const Stream& s : m_streams)
+        {
+            if (s.rnrHold)
+            {
+                t = std::min(t, s.rnrProbeAt); // always moved ahead when reached
+            }
+        }
+    }
+    bool dataPending = HasNewData() || HasResendReady();
+    if (m_pacingRate > 0 && dataPending && m_nextSendTime > lastNow)
+    {
+        t = std::min(t, m_nextSendTime); // pacing release: a condition, so only if ahead
+    }
+    if (m_outstanding > 0)
+    {
+        t = std::min(t, m_progressTime + m_cfg.connectionTimeout);
+    }
+    return t;
+}
+
+void
+MultipathRequester::HandleTimeout(Time now)
+{
+    if (m_rnrHeldStreams > 0)
+    {
+        AskAfterRnr(now);
+    }
+    if (m_outstanding > 0 && now - m_progressTime >= m_cfg.connectionTimeout)
+    {
+        EnterError(now, NONE, WcStatus::RETRY_EXC_ERR);
+        return;
+    }
+    for (PathState& p : m_paths)
+    {
+        if (p.rtoDeadline <= now)
+        {
+            OnRto(now, p);
+        }
+        if (p.status == PathStatus::FAILED && p.probeDeadline <= now)
+        {
+            m_probeNow |= uint64_t(1) << p.id;
+            p.probeDeadline = now + ProbeInterval();
+        }
+    }
+}
+
+} // namespace metaroce

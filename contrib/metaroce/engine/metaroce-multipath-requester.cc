@@ -1,0 +1,804 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-multipath-requester.h"
+
+#include "metaroce-multipath-connection.h"
+
+#include <algorithm>
+
+namespace metaroce
+{
+
+namespace
+{
+
+/// \return the MetaRoCE opcode carrying \p op.
+uint8_t
+OpcodeFor(WrOpcode op)
+{
+    switch (op)
+    {
+    case WrOpcode::RDMA_WRITE:
+        return MR_WRITE;
+    case WrOpcode::RDMA_WRITE_WITH_IMM:
+        return MR_WRITE_IMM;
+    case WrOpcode::SEND:
+        return MR_SEND;
+    case WrOpcode::SEND_WITH_IMM:
+        return MR_SEND_IMM;
+    }
+    return MR_WRITE;
+}
+
+} // namespace
+
+MultipathRequester::MultipathRequester(MultipathConnection& conn)
+    : MultipathRole(conn),
+      m_cc(CreateCongestionControl(conn.Config().congestionControl)),
+      m_scheduler(CreatePathScheduler(conn.Config().pathScheduler)),
+      m_loss(CreateLossDetection(conn.Config().lossDetection)),
+      m_paths(conn.Config().numPaths),
+      m_pacingRate(conn.Config().lineRateBps)
+{
+    uint16_t base = m_cfg.sourcePortBase;
+    if (base == 0 || uint32_t(base) + m_cfg.numPaths > 65536)
+    {
+        base = uint16_t(EPHEMERAL_PORT_BASE + m_ep.rng.Below(16384 - m_cfg.numPaths));
+    }
+    for (uint32_t i = 0; i < m_cfg.numPaths; ++i)
+    {
+        PathState& p = m_paths[i];
+        p.id = uint8_t(i);
+        p.sourcePort = uint16_t(base + i);
+        p.cwnd = m_cfg.initialPathWindow;
+        p.rto = m_cfg.rtoInitial;
+        p.sackWindow = m_cfg.sackWindow;
+    }
+}
+
+size_t
+MultipathRequester::HeapBytes() const
+{
+    size_t bytes = 0;
+    for (const auto& p : m_paths)
+    {
+        bytes += sizeof(p) + p.ring.capacity() * sizeof(InflightEntry) +
+                 p.retiredRing.capacity() * sizeof(InflightEntry) +
+                 p.lostPsns.capacity() * sizeof(uint32_t);
+    }
+    bytes += m_streams.capacity() * sizeof(Stream);
+    for (const auto& m : m_messages)
+    {
+        bytes += sizeof(m) + m.acked.capacity() * sizeof(uint64_t);
+    }
+    bytes += m_freeSlots.capacity() * sizeof(uint32_t) + m_resends.CapacityBytes() +
+             m_sendStreams.CapacityBytes() + m_rnrParked.capacity() * sizeof(Resend);
+    return bytes;
+}
+
+MultipathRequester::Stream&
+MultipathRequester::GetStream(uint16_t id)
+{
+    if (id >= m_streams.size())
+    {
+        m_streams.resize(size_t(id) + 1);
+    }
+    return m_streams[id];
+}
+
+uint32_t
+MultipathRequester::AllocateSlot()
+{
+    if (!m_freeSlots.empty())
+    {
+        uint32_t slot = m_freeSlots.back();
+        m_freeSlots.pop_back();
+        return slot;
+    }
+    m_messages.emplace_back();
+    return uint32_t(m_messages.size() - 1);
+}
+
+PostStatus
+MultipathRequester::PostSend(Time now, const SendWr& wr)
+{
+    // The source is looked up again for every packet sent (TransmitPacket), so that a region
+    // deregistered after the post is never read.
+    if (wr.streamId >= m_cfg.maxStreams)
+    {
+        return PostStatus::INVALID_STREAM;
+    }
+    if (wr.sge.length > m_cfg.maxMessageSize)
+    {
+        return PostStatus::TOO_LONG;
+    }
+    if (m_outstanding >= m_cfg.maxOutstandingWrs)
+    {
+        return PostStatus::QUEUE_FULL;
+    }
+    uint32_t slot = AllocateSlot();
+    SendMessage& m = m_messages[slot];
+    Stream& s = GetStream(wr.streamId);
+    m.wr = wr;
+    m.messageSeq = s.nextMessageSeq++;
+    m.recvSlot = ConsumesRecv(wr.opcode) ? s.nextRecvSlot++ : 0;
+    m.numPackets = std::max<uint32_t>(1, (wr.sge.length + m_cfg.mtu - 1) / m_cfg.mtu);
+    m.nextPacket = 0;
+    m.packetsAcked = 0;
+    m.acked.assign((m.numPackets + 63) / 64, 0);
+    m.nextInStream = NONE;
+    m.rnrRetries = 0;
+    m.status = WcStatus::SUCCESS;
+    m.finished = false;
+    m.inUse = true;
+    if (s.tail != NONE)
+    {
+        m_messages[s.tail].nextInStream = slot;
+    }
+    else
+    {
+        s.head = slot;
+    }
+    s.tail = slot;
+    if (s.sendCursor == NONE)
+    {
+        s.sendCursor = slot;
+    }
+    if (!s.inSendRing)
+    {
+        s.inSendRing = true;
+        m_sendStreams.push_back(wr.streamId);
+    }
+    if (m_outstanding == 0)
+    {
+        m_progressTime = now;
+    }
+    ++m_outstanding;
+    return PostStatus::OK;
+}
+
+bool
+MultipathRequester::HasNewData() const
+{
+    return !m_sendStreams.empty();
+}
+
+bool
+MultipathRequester::NextNewPacket(uint32_t& slot, uint32_t& packetIndex)
+{
+    while (!m_sendStreams.empty())
+    {
+        uint16_t sid = m_sendStreams.front();
+        m_sendStreams.pop_front();
+        Stream& s = m_streams[sid];
+        while (s.sendCursor != NONE &&
+               m_messages[s.sendCursor].nextPacket >= m_messages[s.sendCursor].numPackets)
+        {
+            s.sendCursor = m_messages[s.sendCursor].nextInStream;
+        }
+        if (s.sendCursor == NONE || RnrHeld(s.sendCursor))
+        {
+            s.inSendRing = false; // ReleaseRnr puts a held stream back
+            continue;
+        }
+        SendMessage& m = m_messages[s.sendCursor];
+        slot = s.sendCursor;
+        packetIndex = m.nextPacket++;
+        if (m.nextPacket >= m.numPackets)
+        {
+            s.sendCursor = m.nextInStream;
+        }
+        if (s.sendCursor != NONE)
+        {
+            m_sendStreams.push_back(sid); // round robin: streams never block each other
+        }
+        else
+        {
+            s.inSendRing = false;
+        }
+        return true;
+    }
+    return false;
+}
+
+bool
+MultipathRequester::PacketWanted(uint32_t slot, uint32_t generation, uint32_t packetIndex) const
+{
+    if (slot == NONE || slot >= m_messages.size())
+    {
+        return false;
+    }
+    const SendMessage& m = m_messages[slot];
+    return m.inUse && m.generation == generation && !m.finished &&
+           !((m.acked[packetIndex / 64] >> (packetIndex % 64)) & 1);
+}
+
+uint32_t
+MultipathRequester::TotalInflight() const
+{
+    uint32_t n = 0;
+    for (const auto& p : m_paths)
+    {
+        n += p.inflight;
+    }
+    return n;
+}
+
+bool
+MultipathRequester::ConnectionWindowOpen() const
+{
+    return TotalInflight() < uint32_t(m_cfg.connectionWindow);
+}
+
+int
+MultipathRequester::PathWithPendingLoss() const
+{
+    for (size_t i = 0; i < m_paths.size(); ++i)
+    {
+        const PathState& p = m_paths[i];
+        if (!p.lostPsns.empty() && p.Usable() && p.inflight < uint32_t(p.cwnd))
+        {
+            return int(i);
+        }
+    }
+    return -1;
+}
+
+bool
+MultipathRequester::HasResendReady() const
+{
+    return !m_resends.empty();
+}
+
+bool
+MultipathRequester::WantsToSend(Time now) const
+{
+    if (m_probeNow)
+    {
+        return true;
+    }
+    if (m_pacingRate > 0 && now < m_nextSendTime)
+    {
+        return false;
+    }
+    if (PathWithPendingLoss() >= 0)
+    {
+        return true;
+    }
+    if (!HasResendReady() && !HasNewData())
+    {
+        return false;
+    }
+    if (!ConnectionWindowOpen())
+    {
+        return false;
+    }
+    for (const auto& p : m_paths)
+    {
+        if (p.HasRoom())
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+MultipathRequester::SendDueProbe(Time now, TxDatagram& out)
+{
+    uint8_t pid = uint8_t(__builtin_ctzll(m_probeNow));
+    m_probeNow &= m_probeNow - 1;
+    return SendProbe(now, out, m_paths[pid]);
+}
+
+bool
+MultipathRequester::PollData(Time now, TxDatagram& out)
+{
+    if (m_pacingRate > 0 && now < m_nextSendTime)
+    {
+        return false;
+    }
+    bool sent = SendData(now, out);
+    if (sent && m_pacingRate > 0)
+    {
+        m_nextSendTime = std::max(now, m_nextSendTime) +
+                         TransmissionTime(out.length + WIRE_OVERHEAD_BYTES, m_pacingRate);
+    }
+    return sent;
+}
+
+bool
+MultipathRequester::SendData(Time now, TxDatagram& out)
+{
+    // 1. Exactly the PSNs a SACK gap revealed, at once, on the path that lost them.
+    for (PathState& path : m_paths)
+    {
+        if (path.lostPsns.empty() || !path.Usable() || path.inflight >= uint32_t(path.cwnd))
+        {
+            continue;
+        }
+        for (size_t k = 0; k < path.lostPsns.size(); ++k)
+        {
+            uint32_t psn = path.lostPsns[k];
+            InflightEntry& e = path.Entry(psn);
+            if (e.state != InflightEntry::LOST)
+            {
+                path.lostPsns.erase(path.lostPsns.begin() + k);
+                --k;
+                continue;
+            }
+            path.lostPsns.erase(path.lostPsns.begin() + k);
+            // An unwanted packet (acknowledged meanwhile, or parked by an RNR NAK) fills its
+            // PSN with a NOP, so the receiver's cumulative PSN does not wait for it.
+            uint32_t slot =
+                PacketWanted(e.messageSlot, e.generation, e.packetIndex) ? e.messageSlot : NONE;
+            uint32_t retries = slot == NONE ? 0 : e.retries + 1u;
+            if (retries > m_cfg.retryLimit)
+            {
+                EnterError(now, slot, WcStatus::RETRY_EXC_ERR);
+                return false;
+            }
+            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true, retries);
+        }
+    }
+    if (!ConnectionWindowOpen())
+    {
+        return false;
+    }
+    // 2. Packets taken off a timed-out path, on any path with room.
+    while (HasResendReady())
+    {
+        Resend r = m_resends.front();
+        if (!PacketWanted(r.slot, r.generation, r.packetIndex))
+        {
+            m_resends.pop_front();
+            continue;
+        }
+        if (RnrHeld(r.slot) && !r.rnr)
+        {
+            m_resends.pop_front();
+            m_rnrParked.push_back(r); // would only be NAKed again: wait with the others
+            continue;
+        }
+        uint32_t retries = r.retries + (r.rnr ? 0u : 1u);
+        if (retries > m_cfg.retryLimit)
+        {
+            EnterError(now, r.slot, WcStatus::RETRY_EXC_ERR);
+            return false;
+        }
+        int pid = m_scheduler->Select(m_paths, now);
+        if (pid < 0)
+        {
+            return false;
+        }
+        m_resends.pop_front();
+        PathState& path = m_paths[pid];
+        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, true, retries);
+    }
+    // 3. New data, sprayed.
+    if (!HasNewData())
+    {
+        return false;
+    }
+    int pid = m_scheduler->Select(m_paths, now);
+    uint32_t slot;
+    uint32_t packetIndex;
+    if (pid < 0 || !NextNewPacket(slot, packetIndex))
+    {
+        return false;
+    }
+    PathState& path = m_paths[pid];
+    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, false, 0);
+}
+
+bool
+MultipathRequester::TransmitPacket(Time now,
+                                   TxDatagram& out,
+                                   PathState& path,
+                                   uint32_t psn,
+                                   uint32_t slot,
+                                   uint32_t packetIndex,
+                                   bool retransmission,
+                                   uint32_t retries)
+{
+    ParsedPacket pkt;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.ackReq = true;
+    pkt.bth.psn = psn;
+    pkt.mdh.pathId = path.id;
+    pkt.mdh.pathEpoch = path.epoch;
+    const uint8_t* payload = nullptr;
+    uint32_t payloadLength = 0;
+    uint32_t generation = 0;
+    if (slot == NONE)
+    {
+        pkt.bth.opcode = MR_NOP;
+    }
+    else
+    {
+        const SendMessage& m = m_messages[slot];
+        generation = m.generation;
+        uint32_t offset = packetIndex * m_cfg.mtu;
+        payloadLength = std::min(m_cfg.mtu, m.wr.sge.length - offset);
+        if (payloadLength > 0)
+        {
+            // IB: the source must still be registered when the NIC reads it.
+            uint8_t* src = nullptr;
+            if (m_ep.memory.Check(m.wr.sge.lkey, m.wr.sge.addr + offset, payloadLength, 0, &src) !=
+                PostStatus::OK)
+            {
+                EnterError(now, slot, WcStatus::LOC_PROT_ERR);
+                return false;
+            }
+            payload = src;
+        }
+        pkt.bth.opcode = OpcodeFor(m.wr.opcode);
+        pkt.bth.solicited =
+            (m.wr.opcode == WrOpcode::SEND || m.wr.opcode == WrOpcode::SEND_WITH_IMM);
+        pkt.mdh.streamId = m.wr.streamId;
+        pkt.mdh.messageSeq = m.messageSeq;
+        pkt.mdh.offset = offset;
+        pkt.reth.va = m.wr.remoteAddr + offset;
+        pkt.reth.rkey = m.wr.rkey;
+        pkt.reth.dmaLength = m.wr.sge.length;
+        pkt.rsh.recvSlot = m.recvSlot;
+        pkt.rsh.messageLength = m.wr.sge.length;
+        pkt.immDt = m.wr.immData;
+    }
+    pkt.info = &LookupOpcode(pkt.bth.opcode);
+    if (!EmitDatagram(out, pkt, payload, payloadLength, Ecn::ECT0, path.sourcePort))
+    {
+        return false;
+    }
+    bool newPsn = (psn == path.nextPsn);
+    if (newPsn)
+    {
+        size_t span = size_t(PsnDiff(path.nextPsn, path.ackedPsn)) + 1;
+        if (path.ring.size() < span)
+        {
+            size_t size = std::max<size_t>(8, path.ring.size());
+            while (size < span)
+            {
+                size *= 2;
+            }
+            std::vector<InflightEntry> ring(size);
+            for (uint32_t p = path.ackedPsn; p != path.nextPsn; p = PsnAdd(p, 1))
+            {
+                ring[p & (size - 1)] = path.Entry(p);
+            }
+            path.ring.swap(ring);
+        }
+        path.nextPsn = PsnAdd(path.nextPsn, 1);
+    }
+    InflightEntry& e = path.Entry(psn);
+    e.messageSlot = slot;
+    e.generation = generation;
+    e.packetIndex = packetIndex;
+    e.sendOrder = path.sendCounter++;
+    e.sentTime = now;
+    e.state = InflightEntry::INFLIGHT;
+    e.retransmitted = retransmission;
+    e.retries = uint8_t(std::min<uint32_t>(retries, 255));
+    ++path.inflight;
+    ++path.packetsSent;
+    if (retransmission)
+    {
+        ++path.retransmissions;
+        Count(Counter::TX_RETRANSMIT);
+    }
+    else
+    {
+        Count(Counter::TX_DATA);
+    }
+    if (path.rtoDeadline == TIME_INFINITE)
+    {
+        ArmRto(path, now);
+    }
+    return true;
+}
+
+void
+MultipathRequester::AckEntry(PathState& path,
+                             uint32_t psn,
+                             Time now,
+                             uint32_t triggerPsn,
+                             uint32_t& newlyAcked,
+                             Time& rttSample)
+{
+    InflightEntry& e = path.Entry(psn);
+    if (e.state != InflightEntry::INFLIGHT && e.state != InflightEntry::LOST)
+    {
+        return;
+    }
+    if (e.state == InflightEntry::INFLIGHT)
+    {
+        --path.inflight;
+    }
+    e.state = InflightEntry::ACKED;
+    ++newlyAcked;
+    ++path.packetsAcked;
+    if (!path.anyAcked || int32_t(e.sendOrder - path.highestAckedOrder) > 0)
+    {
+        path.highestAckedOrder = e.sendOrder;
+        path.anyAcked = true;
+    }
+    if (psn == triggerPsn && !e.retransmitted)
+    {
+        rttSample = now - e.sentTime;
+    }
+    CreditPacket(e.messageSlot, e.generation, e.packetIndex);
+}
+
+void
+MultipathRequester::HandleAck(Time now, const Mah& ack)
+{
+    if (ack.pathId >= m_paths.size())
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    Count(Counter::RX_ACK);
+    PathState& path = m_paths[ack.pathId];
+    double rate = m_cfg.lineRateBps;
+    if (ack.rateHint != Mah::NO_RATE_HINT)
+    {
+        double hinted = double(ack.rateHint) * 1e6;
+        rate = rate > 0 ? std::min(rate, hinted) : hinted;
+    }
+    if (rate != m_pacingRate)
+    {
+        if (rate > 0 && (m_pacingRate == 0 || rate < m_pacingRate))
+        {
+            Count(Counter::WINDOW_DECREASE);
+        }
+        m_pacingRate = rate;
+        if (m_ep.observer)
+        {
+            m_ep.observer->OnRateChange(now, Qpn(), rate);
+        }
+    }
+    if (ack.pathEpoch != path.epoch)
+    {
+        if (path.hasRetired && ack.pathEpoch == path.retiredEpoch &&
+            !(ack.flags & Mah::FLAG_PROBE_REPLY))
+        {
+            HandleRetiredAck(now, path, ack);
+        }
+        Count(Counter::RX_STALE_EPOCH);
+        return;
+    }
+    if (PsnDiff(ack.cumulativePsn, path.nextPsn) > 0)
+    {
+        Count(Counter::RX_INVALID); // acknowledges PSNs never sent
+        return;
+    }
+    path.lastAck = now;
+    path.consecutiveRtos = 0;
+    if (path.status != PathStatus::ACTIVE)
+    {
+        // A probe reply (or any ACK of the new epoch): the path works again. The RTO keeps
+        // its back-off until an RTT sample is taken (RFC 6298, 5.7): a round trip above the
+        // RTO must not time out again at once.
+        bool failed = path.status == PathStatus::FAILED;
+        path.status = PathStatus::ACTIVE;
+        path.cwnd = std::max(path.cwnd, m_cfg.initialPathWindow);
+        path.probeDeadline = TIME_INFINITE;
+        path.rtoDeadline = TIME_INFINITE;
+        if (failed)
+        {
+            Count(Counter::PATH_RECOVERED);
+        }
+        NotifyPath(now, PathEvent::RECOVERED, path);
+    }
+    if (ack.flags & Mah::FLAG_PROBE_REPLY)
+    {
+        // One probe in this epoch: its reply is an unambiguous RTT sample (Karn). A reply is
+        // not progress: it says the path works, not that data gets through.
+        if (path.probesInEpoch == 1 && path.probeSentTime >= 0)
+        {
+            UpdateRtt(path, now - path.probeSentTime);
+            NotifyPath(now, PathEvent::RTT, path);
+        }
+        return;
+    }
+    uint32_t newlyAcked = 0;
+    Time rttSample = -1;
+    if (PsnDiff(ack.cumulativePsn, path.ackedPsn) > 0)
+    {
+        for (uint32_t psn = path.ackedPsn; psn != ack.cumulativePsn; psn = PsnAdd(psn, 1))
+        {
+            AckEntry(path, psn, now, ack.triggerPsn, newlyAcked, rttSample);
+            path.Entry(psn).state = InflightEntry::FREE;
+        }
+        path.ackedPsn = ack.cumulativePsn;
+    }
+    for (uint32_t w = 0; w < 4; ++w)
+    {
+        uint64_t bits = ack.sack[w];
+        while (bits)
+        {
+            uint32_t i = w * 64 + uint32_t(__builtin_ctzll(bits));
+            bits &= bits - 1;
+            uint32_t psn = PsnAdd(ack.cumulativePsn, 1 + i);
+            if (PsnDiff(psn, path.nextPsn) >= 0)
+            {
+                w = 4;
+                break;
+            }
+            if (PsnDiff(psn, path.ackedPsn) >= 0)
+            {
+                AckEntry(path, psn, now, ack.triggerPsn, newlyAcked, rttSample);
+            }
+        }
+    }
+    if (rttSample >= 0)
+    {
+        UpdateRtt(path, rttSample);
+        NotifyPath(now, PathEvent::RTT, path);
+    }
+    if (newlyAcked > 0)
+    {
+        m_progressTime = now;
+    }
+    AckEvent ev;
+    ev.now = now;
+    ev.newlyAcked = newlyAcked;
+    ev.ceCount = ack.ceCount;
+    ev.ece = (ack.flags & Mah::FLAG_ECE) != 0;
+    if (ev.ece)
+    {
+        path.lastEcn = now;
+        path.ecnEchoes += ack.ceCount;
+        Count(Counter::ECN_ECHO_RECEIVED);
+    }
+    double before = path.cwnd;
+    if (m_cc->OnAck(path, ev, m_cfg))
+    {
+        Count(Counter::WINDOW_DECREASE);
+    }
+    m_lostScratch.clear();
+    m_loss->DetectLosses(path, m_cfg, m_lostScratch);
+    for (uint32_t psn : m_lostScratch)
+    {
+        InflightEntry& e = path.Entry(psn);
+        e.state = InflightEntry::LOST;
+        --path.inflight;
+        path.lostPsns.push_back(psn);
+        Count(Counter::LOSS_DETECTED);
+    }
+    if (!m_lostScratch.empty())
+    {
+        m_cc->OnLoss(path, now, m_cfg);
+        NotifyPath(now, PathEvent::LOSS, path);
+    }
+    if (path.cwnd != before)
+    {
+        NotifyPath(now, PathEvent::WINDOW, path);
+    }
+    if (path.inflight > 0 || !path.lostPsns.empty())
+    {
+        ArmRto(path, now);
+    }
+    else
+    {
+        path.rtoDeadline = TIME_INFINITE;
+    }
+}
+
+void
+MultipathRequester::CreditPacket(uint32_t slot, uint32_t generation, uint32_t packetIndex)
+{
+    if (!PacketWanted(slot, generation, packetIndex))
+    {
+        return;
+    }
+    SendMessage& m = m_messages[slot];
+    m.acked[packetIndex / 64] |= uint64_t(1) << (packetIndex % 64);
+    const Stream& s = m_streams[m.wr.streamId];
+    if (s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0)
+    {
+        ReleaseRnr(m.wr.streamId); // the receive it waited for is there now
+    }
+    if (++m.packetsAcked == m.numPackets)
+    {
+        m.finished = true;
+        m.status = WcStatus::SUCCESS;
+        Count(Counter::MESSAGES_SENT);
+        CompleteStreamHead(m.wr.streamId);
+    }
+}
+
+void
+MultipathRequester::CompleteStreamHead(uint16_t streamId)
+{
+    Stream& s = m_streams[streamId];
+    while (s.head != NONE && m_messages[s.head].finished)
+    {
+        uint32_t slot = s.head;
+        SendMessage& m = m_messages[slot];
+        if (m.wr.signaled || m.status != WcStatus::SUCCESS)
+        {
+            Completion c;
+            c.wrId = m.wr.wrId;
+            c.status = m.status;
+            c.opcode = (m.wr.opcode == WrOpcode::SEND || m.wr.opcode == WrOpcode::SEND_WITH_IMM)
+                           ? WcOpcode::SEND
+                           : WcOpcode::RDMA_WRITE;
+            c.connectionId = Qpn();
+            c.byteLen = m.wr.sge.length;
+            c.streamId = streamId;
+            m_ep.PushCompletion(c);
+        }
+        s.head = m.nextInStream;
+        if (s.sendCursor == slot)
+        {
+            s.sendCursor = m.nextInStream;
+        }
+        m.inUse = false;
+        ++m.generation;
+        m_freeSlots.push_back(slot);
+        --m_outstanding;
+    }
+    if (s.head == NONE)
+    {
+        s.tail = NONE;
+    }
+}
+
+void
+MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus status)
+{
+    if (sid >= m_streams.size())
+    {
+        return;
+    }
+    Stream& s = m_streams[sid];
+    bool headFailed = false;
+    for (uint32_t slot = s.head; slot != NONE; slot = m_messages[slot].nextInStream)
+    {
+        SendMessage& m = m_messages[slot];
+        if (m.finished && m.status == WcStatus::SUCCESS)
+        {
+            continue;
+        }
+        m.finished = true;
+        if (slot == failedSlot || (failedSlot == NONE && !headFailed))
+        {
+            m.status = status;
+            headFailed = true;
+        }
+        else
+        {
+            m.status = WcStatus::WR_FLUSH_ERR;
+        }
+    }
+    CompleteStreamHead(sid);
+    s.sendCursor = NONE;
+    s.inSendRing = false;
+}
+
+void
+MultipathRequester::ClearAfterError()
+{
+    m_sendStreams.clear();
+    m_resends.clear();
+    m_rnrParked.clear();
+    m_rnrHeldStreams = 0;
+    for (Stream& s : m_streams)
+    {
+        s.rnrHold = false;
+    }
+    m_probeNow = 0;
+    for (PathState& p : m_paths)
+    {
+        p.lostPsns.clear();
+        p.rtoDeadline = TIME_INFINITE;
+        p.probeDeadline = TIME_INFINITE;
+    }
+}
+
+} // namespace metaroce

@@ -1,0 +1,234 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_MULTIPATH_REQUESTER_H
+#define METAROCE_MULTIPATH_REQUESTER_H
+
+#include "metaroce-congestion-control.h"
+#include "metaroce-loss-detection.h"
+#include "metaroce-multipath-role.h"
+#include "metaroce-path-scheduler.h"
+#include "metaroce-ring-queue.h"
+#include "metaroce-transport.h"
+
+#include <memory>
+#include <vector>
+
+namespace metaroce
+{
+
+/// \return true if \p op consumes a posted receive at the responder.
+inline bool
+ConsumesRecv(WrOpcode op)
+{
+    return op != WrOpcode::RDMA_WRITE;
+}
+
+/**
+ * The requester role of a MetaRoCE connection (Linux rxe's requester and completer):
+ * work requests are cut into MTU packets that are sprayed over paths with open windows; each
+ * path has its own PSN space, window, RTT estimate and UDP source port. A gap in a path's
+ * SACK bitmap is loss and exactly the missing PSN is resent on that path; a per-path RTO
+ * moves the path's outstanding packets to the other paths and resets its PSN space (a new
+ * epoch); failureThreshold RTOs in a row without an ACK fail the path, which is then probed
+ * on a new source port until it answers. A message completes when every packet is
+ * acknowledged; completions are reported in post order per stream.
+ *
+ * metaroce-multipath-requester.cc holds posting, transmission and acknowledgement;
+ * metaroce-multipath-recovery.cc holds the timers, path health and RNR waits.
+ */
+class MultipathRequester : public MultipathRole
+{
+  public:
+    /// Marks "no message slot".
+    static constexpr uint32_t NONE = 0xFFFFFFFF;
+    /// First UDP source port handed out (the dynamic range, RFC 6335).
+    static constexpr uint16_t EPHEMERAL_PORT_BASE = 49152;
+
+    /// Create the requester of \p conn (whose configuration is already validated).
+    explicit MultipathRequester(MultipathConnection& conn);
+
+    /// Post a send work request (keys already checked by the endpoint).
+    PostStatus PostSend(Time now, const SendWr& wr);
+    /// Process an ACK.
+    void HandleAck(Time now, const Mah& ack);
+    /// Process a NAK.
+    void HandleNak(Time now, const Mnh& nak);
+
+    /// \return true if a path probe is due.
+    bool ProbeDue() const
+    {
+        return m_probeNow != 0;
+    }
+
+    /// Send the next due path probe. \return false if none could be written.
+    bool SendDueProbe(Time now, TxDatagram& out);
+    /// Send the next data packet if pacing and windows allow it. \return false if none.
+    bool PollData(Time now, TxDatagram& out);
+    /// \return true if a probe or a data packet may be sent at \p now.
+    bool WantsToSend(Time now) const;
+    /// \return the requester's next deadline; \p lastNow is the latest time seen.
+    Time NextDeadline(Time lastNow) const;
+
+    /**
+     * Do not count \p late of host time against connectionTimeout (the host ran the engine
+     * that much after the deadline it was given).
+     */
+    void ForgiveLateness(Time late)
+    {
+        m_progressTime += late;
+    }
+
+    /// Process every requester deadline due at \p now.
+    void HandleTimeout(Time now);
+    /**
+     * Complete every outstanding message of stream \p sid: \p failedSlot (or, with NONE, the
+     * stream's first unfinished message) with \p status, the others with WR_FLUSH_ERR.
+     */
+    void FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus status);
+    /// Stop every timer and queue after the connection entered the error state.
+    void ClearAfterError();
+
+    /// \return the number of streams with requester state.
+    size_t StreamCount() const
+    {
+        return m_streams.size();
+    }
+
+    /// \return the number of paths.
+    size_t PathCount() const
+    {
+        return m_paths.size();
+    }
+
+    /// \return path \p i, or nullptr.
+    const PathState* Path(size_t i) const
+    {
+        return i < m_paths.size() ? &m_paths[i] : nullptr;
+    }
+
+    /// \return the current pacing rate in b/s (0 = unpaced).
+    double PacingRate() const
+    {
+        return m_pacingRate;
+    }
+
+    /// \return heap bytes held by the requester (beyond its own size).
+    size_t HeapBytes() const;
+
+  private:
+    /// Requester state of one send work request.
+    struct SendMessage
+    {
+        SendWr wr;                          //!< the work request (its SGE is checked per packet)
+        uint32_t messageSeq{0};             //!< per-stream sequence number
+        uint32_t recvSlot{0};               //!< receive slot (receive-consuming opcodes)
+        uint32_t numPackets{0};             //!< packets in the message
+        uint32_t nextPacket{0};             //!< next packet never sent
+        uint32_t packetsAcked{0};           //!< packets acknowledged
+        std::vector<uint64_t> acked;        //!< acknowledged-packet bitmap
+        uint32_t generation{0};             //!< bumped when the slot is reused
+        uint32_t nextInStream{NONE};        //!< next message of the same stream
+        uint32_t rnrRetries{0};             //!< RNR retries of the message
+        WcStatus status{WcStatus::SUCCESS}; //!< outcome
+        bool finished{false};               //!< acknowledged or failed
+        bool inUse{false};                  //!< slot holds a message
+    };
+
+    /// A packet that must be resent on any path (with a new PSN).
+    struct Resend
+    {
+        uint32_t slot;        //!< message slot
+        uint32_t generation;  //!< slot generation
+        uint32_t packetIndex; //!< packet within the message
+        uint8_t retries;      //!< retransmissions so far
+        bool rnr;             //!< resent after an RNR wait: not a retry
+    };
+
+    /// Requester state of one stream, created on first use of the stream id.
+    struct Stream
+    {
+        uint32_t head{NONE};        //!< oldest outstanding message
+        uint32_t tail{NONE};        //!< newest outstanding message
+        uint32_t sendCursor{NONE};  //!< first message with unsent packets
+        uint32_t nextMessageSeq{0}; //!< sequence number of the next posted message
+        uint32_t nextRecvSlot{0};   //!< receive slot of the next receive-consuming message
+        bool inSendRing{false};     //!< in m_sendStreams
+        // RNR wait: the responder had no receive for slot rnrSlot; messages that consume
+        // slot rnrSlot or later wait, and one packet at a time asks again.
+        bool rnrHold{false};        //!< in an RNR wait
+        bool rnrProbeOut{false};    //!< the asking packet is out
+        uint32_t rnrSlot{0};        //!< first receive slot the responder lacked
+        uint32_t rnrProbeSeq{0};    //!< message of the asking packet
+        uint32_t rnrProbePacket{0}; //!< its packet index
+        Time rnrProbeAt{0};         //!< when the next packet may ask
+    };
+
+    // Posting and transmission (metaroce-multipath-requester.cc)
+    Stream& GetStream(uint16_t id);
+    uint32_t AllocateSlot();
+    bool SendData(Time now, TxDatagram& out);
+    bool TransmitPacket(Time now,
+                        TxDatagram& out,
+                        PathState& path,
+                        uint32_t psn,
+                        uint32_t slot,
+                        uint32_t packetIndex,
+                        bool retransmission,
+                        uint32_t retries);
+    bool NextNewPacket(uint32_t& slot, uint32_t& packetIndex);
+    bool PacketWanted(uint32_t slot, uint32_t generation, uint32_t packetIndex) const;
+    bool HasNewData() const;
+    bool HasResendReady() const;
+    uint32_t TotalInflight() const;
+    bool ConnectionWindowOpen() const;
+    int PathWithPendingLoss() const;
+    // Acknowledgements (metaroce-multipath-requester.cc)
+    void AckEntry(PathState& path,
+                  uint32_t psn,
+                  Time now,
+                  uint32_t triggerPsn,
+                  uint32_t& newlyAcked,
+                  Time& rttSample);
+    void CreditPacket(uint32_t slot, uint32_t generation, uint32_t packetIndex);
+    void CompleteStreamHead(uint16_t streamId);
+    // Timers, path health, RNR waits (metaroce-multipath-recovery.cc)
+    bool SendProbe(Time now, TxDatagram& out, PathState& path);
+    void UpdateRtt(PathState& path, Time sample);
+    void HandleRetiredAck(Time now, PathState& path, const Mah& ack);
+    void RetireEpoch(PathState& path);
+    bool RnrHeld(uint32_t slot) const;
+    void ReleaseRnr(uint16_t streamId);
+    void AskAfterRnr(Time now);
+    void ArmRto(PathState& path, Time now);
+    void OnRto(Time now, PathState& path);
+    void ResetPathSequence(PathState& path);
+    void FailPath(Time now, PathState& path);
+    uint16_t FreshSourcePort();
+    Time ProbeInterval();
+
+    std::unique_ptr<CongestionControl> m_cc;    //!< window strategy
+    std::unique_ptr<PathScheduler> m_scheduler; //!< path choice
+    std::unique_ptr<LossDetection> m_loss;      //!< loss detection
+    std::vector<PathState> m_paths;             //!< paths
+    std::vector<Stream> m_streams;              //!< streams by id (grown on use)
+    std::vector<SendMessage> m_messages;        //!< message slots (grown on use)
+    std::vector<uint32_t> m_freeSlots;          //!< free message slots
+    uint32_t m_outstanding{0};                  //!< messages posted, not completed
+    RingQueue<uint16_t> m_sendStreams;          //!< streams with unsent packets (round robin)
+    RingQueue<Resend> m_resends;                //!< packets to resend on any path
+    std::vector<Resend> m_rnrParked;            //!< packets waiting out an RNR wait
+    uint32_t m_rnrHeldStreams{0};               //!< streams in an RNR wait
+    uint64_t m_probeNow{0};                     //!< paths with a probe due now
+    std::vector<uint32_t> m_lostScratch;        //!< reused by loss detection
+    double m_pacingRate{0};                     //!< current pacing rate, b/s (0: none)
+    Time m_nextSendTime{0};                     //!< pacing: earliest next data packet
+    Time m_progressTime{0}; //!< last acknowledged data or RNR NAK, or start of the work
+};
+
+} // namespace metaroce
+
+#endif // METAROCE_MULTIPATH_REQUESTER_H

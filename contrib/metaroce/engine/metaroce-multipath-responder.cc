@@ -1,0 +1,617 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-multipath-responder.h"
+
+#include "metaroce-multipath-connection.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace metaroce
+{
+
+namespace
+{
+
+/// Largest number of queued NAKs (more are dropped; the sender resends and is NAKed again).
+constexpr size_t MAX_QUEUED_NAKS = 64;
+/// Largest number of remembered rejected messages.
+constexpr size_t MAX_REJECTED = 64;
+/// PlaceData result: drop silently (no ACK, no NAK); the sender will resend.
+constexpr uint8_t SILENT_DROP = 0xFF;
+
+/// Shift a 256-bit bitmap (word 0 = bits 0..63) right by \p n bits.
+void
+ShiftRight(std::array<uint64_t, 4>& b, uint32_t n)
+{
+    if (n >= 256)
+    {
+        b.fill(0);
+        return;
+    }
+    uint32_t words = n / 64;
+    uint32_t bits = n % 64;
+    for (uint32_t i = 0; i < 4; ++i)
+    {
+        uint64_t lo = (i + words < 4) ? b[i + words] : 0;
+        uint64_t hi = (i + words + 1 < 4) ? b[i + words + 1] : 0;
+        b[i] = bits ? (lo >> bits) | (hi << (64 - bits)) : lo;
+    }
+}
+
+/// \return the number of consecutive set bits from bit 0.
+uint32_t
+LeadingOnes(const std::array<uint64_t, 4>& b)
+{
+    uint32_t n = 0;
+    for (uint64_t w : b)
+    {
+        if (w == ~uint64_t(0))
+        {
+            n += 64;
+            continue;
+        }
+        return n + uint32_t(__builtin_ctzll(~w));
+    }
+    return n;
+}
+
+} // namespace
+
+MultipathResponder::MultipathResponder(MultipathConnection& conn)
+    : MultipathRole(conn),
+      m_recvPaths(conn.Config().numPaths)
+{
+}
+
+size_t
+MultipathResponder::HeapBytes() const
+{
+    size_t bytes = m_recvPaths.capacity() * sizeof(RecvPath);
+    for (const auto& s : m_streams)
+    {
+        bytes += sizeof(s) + s.recvs.CapacityBytes();
+    }
+    for (const auto& m : m_recvMessages)
+    {
+        bytes += sizeof(m) + m.bits.capacity() * sizeof(uint64_t);
+    }
+    bytes += m_doneAbove.capacity() * sizeof(m_doneAbove[0]) + m_rejected.CapacityBytes() +
+             m_naks.CapacityBytes();
+    return bytes;
+}
+
+MultipathResponder::Stream&
+MultipathResponder::GetStream(uint16_t id)
+{
+    if (id >= m_streams.size())
+    {
+        m_streams.resize(size_t(id) + 1);
+    }
+    return m_streams[id];
+}
+
+bool
+MultipathResponder::PollTransmit(Time now, TxDatagram& out)
+{
+    if (m_ackNow)
+    {
+        uint8_t pid = uint8_t(__builtin_ctzll(m_ackNow));
+        m_ackNow &= m_ackNow - 1;
+        return SendAck(now, out, pid);
+    }
+    if (m_naks.empty())
+    {
+        return false;
+    }
+    ParsedPacket pkt;
+    pkt.info = &LookupOpcode(MR_NAK);
+    pkt.bth.opcode = MR_NAK;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.mnh = m_naks.front();
+    m_naks.pop_front();
+    Count(Counter::TX_NAK);
+    return EmitDatagram(out, pkt, nullptr, 0, Ecn::NOT_ECT, NakSourcePort());
+}
+
+Time
+MultipathResponder::NextDeadline() const
+{
+    Time t = TIME_INFINITE;
+    for (const RecvPath& rp : m_recvPaths)
+    {
+        t = std::min(t, rp.ackDeadline);
+    }
+    return t;
+}
+
+void
+MultipathResponder::HandleTimeout(Time now)
+{
+    for (size_t i = 0; i < m_recvPaths.size(); ++i)
+    {
+        if (m_recvPaths[i].ackDeadline <= now)
+        {
+            m_ackNow |= uint64_t(1) << i;
+            m_recvPaths[i].ackDeadline = TIME_INFINITE;
+        }
+    }
+}
+
+void
+MultipathResponder::FlushStream(uint16_t sid)
+{
+    if (sid >= m_streams.size())
+    {
+        return;
+    }
+    Stream& s = m_streams[sid];
+    for (size_t i = 0; i < s.recvs.size(); ++i)
+    {
+        PostedRecv& r = s.recvs[i];
+        if (!r.done)
+        {
+            r.done = true;
+            r.completion.status = WcStatus::WR_FLUSH_ERR;
+        }
+    }
+    DeliverRecvCompletions(s);
+}
+
+void
+MultipathResponder::ClearAfterError()
+{
+    m_naks.clear();
+    m_ackNow = 0;
+    for (RecvPath& rp : m_recvPaths)
+    {
+        rp.ackDeadline = TIME_INFINITE;
+    }
+}
+
+PostStatus
+MultipathResponder::PostRecv(const RecvWr& wr)
+{
+    if (wr.streamId >= m_cfg.maxStreams)
+    {
+        return PostStatus::INVALID_STREAM;
+    }
+    Stream& s = GetStream(wr.streamId);
+    if (s.recvs.size() >= m_cfg.maxPostedRecvs)
+    {
+        return PostStatus::QUEUE_FULL;
+    }
+    PostedRecv r;
+    r.wr = wr;
+    r.completion.wrId = wr.wrId;
+    r.completion.connectionId = Qpn();
+    r.completion.streamId = wr.streamId;
+    r.completion.opcode = WcOpcode::RECV;
+    s.recvs.push_back(r);
+    return PostStatus::OK;
+}
+
+void
+MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
+{
+    if (pkt.mdh.pathId >= m_recvPaths.size())
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    RecvPath& rp = m_recvPaths[pkt.mdh.pathId];
+    // A probe is the sender's explicit request to (re)start the path in its epoch, so it
+    // resets the path whichever way the epochs differ: the two ends resynchronise even if
+    // the receiver somehow got ahead.
+    if (!rp.seen || pkt.mdh.pathEpoch != rp.epoch)
+    {
+        rp = RecvPath{};
+        rp.seen = true;
+        rp.epoch = pkt.mdh.pathEpoch;
+    }
+    Count(Counter::RX_PROBE);
+    rp.srcPort = meta.srcPort; // the reply goes back on the probe's (new) source port
+    rp.flags |= Mah::FLAG_PROBE_REPLY;
+    ScheduleAck(now, pkt.mdh.pathId, true);
+}
+
+void
+MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
+{
+    if (pkt.mdh.pathId >= m_recvPaths.size())
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    RecvPath& rp = m_recvPaths[pkt.mdh.pathId];
+    bool newEpoch = !rp.seen || int8_t(pkt.mdh.pathEpoch - rp.epoch) > 0;
+    if (!newEpoch && pkt.mdh.pathEpoch != rp.epoch)
+    {
+        // The sender retired that epoch and resends its packets elsewhere.
+        Count(Counter::RX_STALE_EPOCH);
+        return;
+    }
+    // A new epoch starts a fresh PSN space, but only once a packet of it is accepted: a
+    // rejected packet changes no state.
+    RecvPath fresh;
+    fresh.seen = true;
+    fresh.epoch = pkt.mdh.pathEpoch;
+    const RecvPath& view = newEpoch ? fresh : rp;
+    int32_t d = PsnDiff(pkt.bth.psn, view.cumulativePsn);
+    bool hadGap = view.bits[0] | view.bits[1] | view.bits[2] | view.bits[3];
+    if (d < 0 || (d > 0 && d <= int32_t(m_cfg.sackWindow) &&
+                  ((view.bits[(d - 1) / 64] >> ((d - 1) % 64)) & 1)))
+    {
+        Count(Counter::RX_DUPLICATE); // dropped, acknowledged at once
+        rp.flags |= Mah::FLAG_DUPLICATE;
+        ScheduleAck(now, pkt.mdh.pathId, true);
+        return;
+    }
+    if (d > int32_t(m_cfg.sackWindow))
+    {
+        Count(Counter::RX_OUT_OF_WINDOW);
+        return;
+    }
+    bool duplicate = false;
+    if (pkt.bth.opcode != MR_NOP)
+    {
+        uint8_t syndrome = PlaceData(now, pkt, duplicate);
+        if (syndrome != 0)
+        {
+            // Not acknowledged: a lost NAK is repaired like a lost packet.
+            if (syndrome != SILENT_DROP)
+            {
+                QueueNak(pkt, syndrome);
+            }
+            return;
+        }
+    }
+    if (newEpoch)
+    {
+        rp = fresh;
+    }
+    rp.srcPort = meta.srcPort;
+    if (meta.ecn == Ecn::CE)
+    {
+        ++rp.ceCount;
+        rp.flags |= Mah::FLAG_ECE;
+        Count(Counter::ECN_CE_RECEIVED);
+    }
+    if (d == 0)
+    {
+        uint32_t run = LeadingOnes(rp.bits);
+        rp.cumulativePsn = PsnAdd(rp.cumulativePsn, 1 + run);
+        ShiftRight(rp.bits, 1 + run);
+    }
+    else
+    {
+        rp.bits[(d - 1) / 64] |= uint64_t(1) << ((d - 1) % 64);
+    }
+    rp.triggerPsn = pkt.bth.psn;
+    ++rp.unacked;
+    m_ep.NoteDataArrival(now, m_conn);
+    bool immediate =
+        d != 0 || hadGap || meta.ecn == Ecn::CE || duplicate || rp.unacked >= m_cfg.ackEveryPackets;
+    ScheduleAck(now, pkt.mdh.pathId, immediate);
+}
+
+bool
+MultipathResponder::MessageDone(uint16_t streamId, uint32_t messageSeq) const
+{
+    if (streamId >= m_streams.size())
+    {
+        return false;
+    }
+    if (int32_t(messageSeq - m_streams[streamId].doneBelow) < 0)
+    {
+        return true;
+    }
+    for (const auto& d : m_doneAbove)
+    {
+        if (d.first == streamId && d.second == messageSeq)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+MultipathResponder::MarkMessageDone(Stream& stream, uint16_t streamId, uint32_t messageSeq)
+{
+    if (messageSeq != stream.doneBelow)
+    {
+        m_doneAbove.emplace_back(streamId, messageSeq);
+        return;
+    }
+    ++stream.doneBelow;
+    bool advanced = true;
+    while (advanced)
+    {
+        advanced = false;
+        for (size_t i = 0; i < m_doneAbove.size(); ++i)
+        {
+            if (m_doneAbove[i].first == streamId && m_doneAbove[i].second == stream.doneBelow)
+            {
+                m_doneAbove[i] = m_doneAbove.back();
+                m_doneAbove.pop_back();
+                ++stream.doneBelow;
+                advanced = true;
+                break;
+            }
+        }
+    }
+}
+
+void
+MultipathResponder::DeliverRecvCompletions(Stream& stream)
+{
+    while (!stream.recvs.empty() && stream.recvs.front().done)
+    {
+        m_ep.PushCompletion(stream.recvs.front().completion);
+        stream.recvs.pop_front();
+        ++stream.recvBase;
+    }
+}
+
+uint8_t
+MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate)
+{
+    (void)now;
+    const OpcodeInfo& info = *pkt.info;
+    uint16_t sid = pkt.mdh.streamId;
+    uint32_t seq = pkt.mdh.messageSeq;
+    if (sid >= m_cfg.maxStreams)
+    {
+        Count(Counter::RX_INVALID);
+        return Mnh::INVALID_REQUEST;
+    }
+    for (size_t i = 0; i < m_rejected.size(); ++i)
+    {
+        const Rejected& r = m_rejected[i];
+        if (r.streamId == sid && r.messageSeq == seq)
+        {
+            return r.syndrome;
+        }
+    }
+    if (MessageDone(sid, seq))
+    {
+        duplicate = true;
+        Count(Counter::RX_DUPLICATE);
+        return 0;
+    }
+    uint32_t length = info.write ? pkt.reth.dmaLength : pkt.rsh.messageLength;
+    uint32_t offset = pkt.mdh.offset;
+    bool consistent = (offset % m_cfg.mtu) == 0 && length <= m_cfg.maxMessageSize &&
+                      (offset < length || (length == 0 && offset == 0)) &&
+                      pkt.payloadLength == std::min(m_cfg.mtu, length - offset) &&
+                      (!(info.write && info.consumesRecv) || pkt.rsh.messageLength == length);
+    if (!consistent)
+    {
+        Count(Counter::RX_INVALID);
+        return Mnh::INVALID_REQUEST;
+    }
+    uint32_t packetIndex = offset / m_cfg.mtu;
+    RecvMessage* rec = nullptr;
+    RecvMessage* free = nullptr;
+    for (RecvMessage& r : m_recvMessages)
+    {
+        if (r.inUse && r.streamId == sid && r.messageSeq == seq)
+        {
+            rec = &r;
+            break;
+        }
+        if (!r.inUse && free == nullptr)
+        {
+            free = &r;
+        }
+    }
+    if (rec != nullptr)
+    {
+        if (rec->length != length)
+        {
+            Count(Counter::RX_INVALID);
+            return Mnh::INVALID_REQUEST;
+        }
+        if ((rec->bits[packetIndex / 64] >> (packetIndex % 64)) & 1)
+        {
+            duplicate = true;
+            Count(Counter::RX_DUPLICATE);
+            return 0;
+        }
+    }
+    // Validate the destination before touching memory.
+    uint8_t* dst = nullptr;
+    Stream* stream = nullptr;
+    PostedRecv* recv = nullptr;
+    if (info.consumesRecv)
+    {
+        stream = &GetStream(sid);
+        uint32_t index = pkt.rsh.recvSlot - stream->recvBase;
+        if (int32_t(index) < 0)
+        {
+            Count(Counter::RX_INVALID);
+            return Mnh::INVALID_REQUEST;
+        }
+        if (index >= stream->recvs.size())
+        {
+            Count(Counter::RX_RNR);
+            return Mnh::RNR;
+        }
+        recv = &stream->recvs[index];
+        if (recv->done)
+        {
+            Count(Counter::RX_INVALID);
+            return Mnh::INVALID_REQUEST;
+        }
+        if (!info.write && length > recv->wr.sge.length)
+        {
+            // IB: the receive completes in error; the requester gets REM_INV_REQ_ERR.
+            Count(Counter::RX_INVALID);
+            return FailRecv(*stream, *recv, WcStatus::LOC_LEN_ERR, sid, seq, Mnh::INVALID_REQUEST);
+        }
+        if (!info.write && pkt.payloadLength > 0 &&
+            m_ep.memory.Check(recv->wr.sge.lkey,
+                              recv->wr.sge.addr + offset,
+                              pkt.payloadLength,
+                              ACCESS_LOCAL_WRITE,
+                              &dst) != PostStatus::OK)
+        {
+            // IB: the receive buffer was deregistered; the receive completes with a local
+            // protection error and the requester gets a remote operational error.
+            Count(Counter::RX_ACCESS_ERROR);
+            return FailRecv(*stream,
+                            *recv,
+                            WcStatus::LOC_PROT_ERR,
+                            sid,
+                            seq,
+                            Mnh::REMOTE_OPERATION);
+        }
+    }
+    if (info.write && length > 0)
+    {
+        // Every packet carries the message's whole DMA range: check all of it, so that no
+        // packet of a WRITE that is partly outside the region is placed (IB checks the whole
+        // range before writing). A zero-length WRITE checks no key (IB).
+        uint8_t* base = nullptr;
+        if (pkt.reth.va < offset || m_ep.memory.Check(pkt.reth.rkey,
+                                                      pkt.reth.va - offset,
+                                                      length,
+                                                      ACCESS_REMOTE_WRITE,
+                                                      &base) != PostStatus::OK)
+        {
+            Count(Counter::RX_ACCESS_ERROR);
+            return Mnh::REMOTE_ACCESS;
+        }
+        dst = base ? base + offset : nullptr;
+    }
+    if (rec == nullptr)
+    {
+        if (free == nullptr)
+        {
+            if (m_recvMessages.size() >= m_cfg.maxOutstandingWrs)
+            {
+                Count(Counter::RX_RESOURCE_DROP);
+                return SILENT_DROP;
+            }
+            m_recvMessages.emplace_back();
+            free = &m_recvMessages.back();
+        }
+        rec = free;
+        rec->inUse = true;
+        rec->streamId = sid;
+        rec->messageSeq = seq;
+        rec->length = length;
+        rec->numPackets = std::max<uint32_t>(1, (length + m_cfg.mtu - 1) / m_cfg.mtu);
+        rec->received = 0;
+        rec->bits.assign((rec->numPackets + 63) / 64, 0);
+    }
+    if (dst != nullptr && pkt.payloadLength > 0)
+    {
+        std::memcpy(dst, pkt.payload, pkt.payloadLength);
+    }
+    rec->bits[packetIndex / 64] |= uint64_t(1) << (packetIndex % 64);
+    Count(Counter::RX_DATA);
+    Count(Counter::BYTES_PLACED, pkt.payloadLength);
+    if (++rec->received < rec->numPackets)
+    {
+        return 0;
+    }
+    // Message complete.
+    rec->inUse = false;
+    Count(Counter::MESSAGES_RECEIVED);
+    if (recv != nullptr)
+    {
+        recv->done = true;
+        recv->completion.status = WcStatus::SUCCESS;
+        recv->completion.opcode = info.write ? WcOpcode::RECV_RDMA_WITH_IMM : WcOpcode::RECV;
+        recv->completion.byteLen = length;
+        recv->completion.hasImm = info.immediate;
+        recv->completion.immData = pkt.immDt;
+        DeliverRecvCompletions(*stream);
+    }
+    MarkMessageDone(GetStream(sid), sid, seq);
+    return 0;
+}
+
+uint8_t
+MultipathResponder::FailRecv(Stream& stream,
+                             PostedRecv& recv,
+                             WcStatus status,
+                             uint16_t sid,
+                             uint32_t seq,
+                             uint8_t syndrome)
+{
+    recv.done = true;
+    recv.completion.status = status;
+    DeliverRecvCompletions(stream);
+    if (m_rejected.size() >= MAX_REJECTED)
+    {
+        m_rejected.pop_front();
+    }
+    m_rejected.push_back(Rejected{sid, seq, syndrome}); // later packets get the same answer
+    return syndrome;
+}
+
+void
+MultipathResponder::QueueNak(const ParsedPacket& pkt, uint8_t syndrome)
+{
+    if (m_naks.size() >= MAX_QUEUED_NAKS)
+    {
+        return;
+    }
+    Mnh nak;
+    nak.streamId = pkt.mdh.streamId;
+    nak.syndrome = syndrome;
+    nak.pathId = pkt.mdh.pathId;
+    nak.messageSeq = pkt.mdh.messageSeq;
+    nak.offset = pkt.mdh.offset;
+    nak.pathEpoch = pkt.mdh.pathEpoch;
+    nak.psn = pkt.bth.psn;
+    m_naks.push_back(nak);
+}
+
+void
+MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
+{
+    RecvPath& rp = m_recvPaths[pathId];
+    if (immediate || m_cfg.ackDelay == 0)
+    {
+        m_ackNow |= uint64_t(1) << pathId;
+        rp.ackDeadline = TIME_INFINITE;
+    }
+    else if (rp.ackDeadline == TIME_INFINITE)
+    {
+        rp.ackDeadline = now + m_cfg.ackDelay;
+    }
+}
+
+bool
+MultipathResponder::SendAck(Time now, TxDatagram& out, uint8_t pathId)
+{
+    RecvPath& rp = m_recvPaths[pathId];
+    ParsedPacket pkt;
+    pkt.info = &LookupOpcode(MR_ACK);
+    pkt.bth.opcode = MR_ACK;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.mah.pathId = pathId;
+    pkt.mah.pathEpoch = rp.epoch;
+    pkt.mah.flags = rp.flags;
+    pkt.mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
+    pkt.mah.cumulativePsn = rp.cumulativePsn;
+    pkt.mah.triggerPsn = rp.triggerPsn;
+    pkt.mah.rateHint = m_ep.RateHintMbps(now);
+    pkt.mah.sack = rp.bits;
+    rp.unacked = 0;
+    rp.ceCount = 0;
+    rp.flags = 0;
+    rp.ackDeadline = TIME_INFINITE;
+    Count(Counter::TX_ACK);
+    return EmitDatagram(out, pkt, nullptr, 0, Ecn::NOT_ECT, rp.srcPort);
+}
+
+} // namespace metaroce
