@@ -115,9 +115,16 @@ cmd_ci() {
 }
 
 cmd_campaign() {
-    local dir="$1" out="$2" runs="${3:-1000000}"
-    cmd_build "$dir"
+    local dir="$1" out="$2" runs="${3:-1000000}" commit
     mkdir -p "$out" "$dir/artifacts"
+    # The engine as built now (commits may land while the campaign runs); uncommitted changes
+    # are kept next to the results.
+    commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    if ! git -C "$ROOT" diff --quiet HEAD -- contrib/metaroce/engine 2>/dev/null; then
+        git -C "$ROOT" diff HEAD -- contrib/metaroce/engine >"$out/engine.diff"
+        commit="$commit + uncommitted engine changes (engine.diff)"
+    fi
+    cmd_build "$dir"
     local transport pids=() start
     start=$(date +%s)
     for transport in "${TRANSPORTS[@]}"; do
@@ -137,13 +144,7 @@ cmd_campaign() {
         pids+=($!)
     done
     wait "${pids[@]}"
-    local table="$out/results.md" failed=0 line rc wall commit
-    commit="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    # The engine as fuzzed: uncommitted changes are kept next to the results.
-    if ! git -C "$ROOT" diff --quiet HEAD -- contrib/metaroce/engine 2>/dev/null; then
-        git -C "$ROOT" diff HEAD -- contrib/metaroce/engine >"$out/engine.diff"
-        commit="$commit + uncommitted engine changes (engine.diff)"
-    fi
+    local table="$out/results.md" failed=0 line rc wall
     {
         echo "Fuzz campaign $(date -u +%Y-%m-%dT%H:%MZ), commit $commit," \
             "$(nproc) cores, $("$CXX" --version | head -1)"
