@@ -1881,8 +1881,8 @@ main(int argc, char* argv[])
                 r.set_ecn_echoes(p->ecnEchoes);
                 r.set_packets_acked(p->packetsAcked);
                 r.set_cwnd_packets(p->cwnd);
-                r.set_srtt_us(p->hasRtt ? p->srtt / 1e6 : -1);
-                r.set_min_rtt_us(p->hasRtt ? p->minRtt / 1e6 : -1);
+                r.set_srtt_us(p->rtt.HasSample() ? p->rtt.Smoothed() / 1e6 : -1);
+                r.set_min_rtt_us(p->rtt.HasSample() ? p->rtt.Min() / 1e6 : -1);
                 paths.push_back(r);
             }
         }

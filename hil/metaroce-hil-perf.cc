@@ -1187,7 +1187,7 @@ Session::Telemetry(Time now,
             pc->set_retransmissions(ps->retransmissions);
             pc->set_packets_acked(ps->packetsAcked);
             pc->set_cwnd_packets(ps->cwnd);
-            pc->set_srtt_ps(ps->hasRtt ? ps->srtt : 0);
+            pc->set_srtt_ps(ps->rtt.Smoothed());
         }
     }
     for (size_t i = 0; i < size_t(Counter::COUNT); ++i)
@@ -1326,8 +1326,8 @@ Session::WriteResultPaths()
             p->set_ecn_echoes(ps->ecnEchoes);
             p->set_packets_acked(ps->packetsAcked);
             p->set_cwnd_packets(ps->cwnd);
-            p->set_srtt_us(ps->hasRtt ? double(ps->srtt) / 1e6 : -1);
-            p->set_min_rtt_us(ps->hasRtt ? double(ps->minRtt) / 1e6 : -1);
+            p->set_srtt_us(ps->rtt.HasSample() ? double(ps->rtt.Smoothed()) / 1e6 : -1);
+            p->set_min_rtt_us(ps->rtt.HasSample() ? double(ps->rtt.Min()) / 1e6 : -1);
             m_app.WriteResult(r);
         }
     }

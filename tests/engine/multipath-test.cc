@@ -196,7 +196,7 @@ TEST_F(PairTest, ASlowPathCarriesLessAndNothingIsLost)
     m_net->RunUntilIdle(MilliSeconds(50));
     ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
     EXPECT_EQ(m_src, m_dst);
-    EXPECT_GT(PathOf(5).srtt, 2 * PathOf(0).srtt) << "its RTT shows the queue";
+    EXPECT_GT(PathOf(5).rtt.Smoothed(), 2 * PathOf(0).rtt.Smoothed()) << "its RTT shows the queue";
     EXPECT_LT(PathOf(5).packetsSent * 4, PathOf(0).packetsSent);
     EXPECT_NE(PathOf(5).status, PathStatus::FAILED) << "slow is not dead";
     double gbps = m_src.size() * 8.0 / (double(m_lastCompletion) / 1e12) / 1e9;

@@ -14,35 +14,54 @@ namespace metaroce
 namespace
 {
 
-/// \return true if a decrease is allowed: at most one per smoothed RTT.
-bool
-DecreaseAllowed(const PathState& path, Time now)
+/// What the AIMD-family strategies share: additive increase, multiplicative decrease at most
+/// once per smoothed RTT, and the reaction to loss and timeouts.
+class AimdFamily : public CongestionControl
 {
-    Time guard = path.hasRtt ? path.srtt : 0;
-    return path.lastDecrease < 0 || now - path.lastDecrease >= guard;
-}
+  public:
+    void OnLoss(PathState& path, Time now, const ConnectionConfig& cfg) override
+    {
+        if (cfg.lossWindowFactor < 1 && DecreaseAllowed(path, now))
+        {
+            Decrease(path, cfg.lossWindowFactor, now, cfg);
+        }
+    }
 
-/// Additive increase shared by the AIMD-family strategies.
-void
-Increase(PathState& path, uint32_t acked, const ConnectionConfig& cfg)
-{
-    path.cwnd = std::min(cfg.maxPathWindow, path.cwnd + cfg.aimdIncrease * acked / path.cwnd);
-}
+    void OnTimeout(PathState& path, const ConnectionConfig& cfg) override
+    {
+        path.cwnd = cfg.minPathWindow;
+    }
 
-/// Multiplicative decrease shared by the AIMD-family strategies.
-void
-Decrease(PathState& path, double factor, Time now, const ConnectionConfig& cfg)
-{
-    path.cwnd = std::max(cfg.minPathWindow, path.cwnd * factor);
-    path.lastDecrease = now;
-}
+  protected:
+    /// \return true if a decrease is allowed: at most one per smoothed RTT.
+    bool DecreaseAllowed(const PathState& path, Time now) const
+    {
+        return m_lastDecrease < 0 || now - m_lastDecrease >= path.rtt.Smoothed();
+    }
+
+    /// Additive increase for \p acked newly acknowledged packets.
+    static void Increase(PathState& path, uint32_t acked, const ConnectionConfig& cfg)
+    {
+        path.cwnd = std::min(cfg.maxPathWindow, path.cwnd + cfg.aimdIncrease * acked / path.cwnd);
+    }
+
+    /// Multiplicative decrease by \p factor.
+    void Decrease(PathState& path, double factor, Time now, const ConnectionConfig& cfg)
+    {
+        path.cwnd = std::max(cfg.minPathWindow, path.cwnd * factor);
+        m_lastDecrease = now;
+    }
+
+  private:
+    Time m_lastDecrease{-1}; //!< last multiplicative decrease
+};
 
 /**
  * Sender-driven, ECN-triggered AIMD per path (the public description's "conventional
  * ECN-based AIMD"): +aimdIncrease packets per RTT, x aimdDecrease on an ECN echo, at most
  * once per RTT.
  */
-class AimdCongestionControl : public CongestionControl
+class AimdCongestionControl : public AimdFamily
 {
   public:
     const char* Name() const override
@@ -64,26 +83,13 @@ class AimdCongestionControl : public CongestionControl
         Increase(path, ack.newlyAcked, cfg);
         return false;
     }
-
-    void OnLoss(PathState& path, Time now, const ConnectionConfig& cfg) override
-    {
-        if (cfg.lossWindowFactor < 1 && DecreaseAllowed(path, now))
-        {
-            Decrease(path, cfg.lossWindowFactor, now, cfg);
-        }
-    }
-
-    void OnTimeout(PathState& path, const ConnectionConfig& cfg) override
-    {
-        path.cwnd = cfg.minPathWindow;
-    }
 };
 
 /**
  * DCTCP-style alternative: the decrease is proportional to the fraction of CE-marked
  * packets, estimated per path over roughly one window of ACKs.
  */
-class DctcpCongestionControl : public CongestionControl
+class DctcpCongestionControl : public AimdFamily
 {
   public:
     const char* Name() const override
@@ -93,20 +99,20 @@ class DctcpCongestionControl : public CongestionControl
 
     bool OnAck(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg) override
     {
-        path.windowAcked += ack.newlyAcked;
-        path.windowMarked += std::min(ack.ceCount, ack.newlyAcked);
+        m_windowAcked += ack.newlyAcked;
+        m_windowMarked += std::min(ack.ceCount, ack.newlyAcked);
         bool decreased = false;
-        if (path.windowAcked >= uint32_t(path.cwnd))
+        if (m_windowAcked >= uint32_t(path.cwnd))
         {
-            double fraction = path.windowAcked ? double(path.windowMarked) / path.windowAcked : 0;
-            path.dctcpAlpha = (1 - cfg.dctcpGain) * path.dctcpAlpha + cfg.dctcpGain * fraction;
-            if (path.windowMarked > 0 && DecreaseAllowed(path, ack.now))
+            double fraction = m_windowAcked ? double(m_windowMarked) / m_windowAcked : 0;
+            m_alpha = (1 - cfg.dctcpGain) * m_alpha + cfg.dctcpGain * fraction;
+            if (m_windowMarked > 0 && DecreaseAllowed(path, ack.now))
             {
-                Decrease(path, 1 - path.dctcpAlpha / 2, ack.now, cfg);
+                Decrease(path, 1 - m_alpha / 2, ack.now, cfg);
                 decreased = true;
             }
-            path.windowAcked = 0;
-            path.windowMarked = 0;
+            m_windowAcked = 0;
+            m_windowMarked = 0;
         }
         if (!ack.ece)
         {
@@ -115,18 +121,10 @@ class DctcpCongestionControl : public CongestionControl
         return decreased;
     }
 
-    void OnLoss(PathState& path, Time now, const ConnectionConfig& cfg) override
-    {
-        if (cfg.lossWindowFactor < 1 && DecreaseAllowed(path, now))
-        {
-            Decrease(path, cfg.lossWindowFactor, now, cfg);
-        }
-    }
-
-    void OnTimeout(PathState& path, const ConnectionConfig& cfg) override
-    {
-        path.cwnd = cfg.minPathWindow;
-    }
+  private:
+    double m_alpha{0};          //!< DCTCP congestion estimate
+    uint32_t m_windowAcked{0};  //!< packets acknowledged in the current observation window
+    uint32_t m_windowMarked{0}; //!< of which echoed CE
 };
 
 /// Fixed windows (initialPathWindow), for experiments that isolate loss recovery.

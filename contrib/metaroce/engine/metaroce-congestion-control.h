@@ -26,8 +26,9 @@ struct AckEvent
 };
 
 /**
- * Per-path window control. Implementations are stateless strategies: all state lives in
- * PathState, so one instance serves every path of a connection.
+ * Window control of one path. Each path of a connection has its own object, built by
+ * CreateCongestionControl, which holds the strategy's state (as quinn-proto's per-path
+ * Controller); the window itself stays in PathState, where the scheduler reads it.
  */
 class CongestionControl
 {
@@ -46,7 +47,8 @@ class CongestionControl
     virtual void OnTimeout(PathState& path, const ConnectionConfig& cfg) = 0;
 };
 
-/// \return the strategy called \p name ("aimd", "dctcp", "fixed"), or nullptr if unknown.
+/// \return a new controller of the strategy called \p name ("aimd", "dctcp", "fixed") for
+/// one path, or nullptr if unknown.
 std::unique_ptr<CongestionControl> CreateCongestionControl(const std::string& name);
 
 } // namespace metaroce

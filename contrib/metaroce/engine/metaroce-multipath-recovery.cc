@@ -54,28 +54,13 @@ MultipathRequester::SendProbe(Time now, TxDatagram& out, PathState& path)
 void
 MultipathRequester::ArmRto(PathState& path, Time now)
 {
-    path.rtoDeadline = now + path.rto;
+    path.rtoDeadline = now + path.rtt.Rto();
 }
 
 void
 MultipathRequester::UpdateRtt(PathState& path, Time sample)
 {
-    path.latestRtt = sample;
-    if (!path.hasRtt)
-    {
-        path.hasRtt = true;
-        path.srtt = sample;
-        path.rttVar = sample / 2;
-        path.minRtt = sample;
-    }
-    else
-    {
-        Time err = path.srtt > sample ? path.srtt - sample : sample - path.srtt;
-        path.rttVar = (3 * path.rttVar + err) / 4;
-        path.srtt = (7 * path.srtt + sample) / 8;
-        path.minRtt = std::min(path.minRtt, sample);
-    }
-    path.rto = std::clamp(path.srtt + 4 * path.rttVar, m_cfg.rtoMin, m_cfg.rtoMax);
+    path.rtt.AddSample(sample, m_cfg.rtoMin, m_cfg.rtoMax);
 }
 
 void
@@ -359,9 +344,9 @@ MultipathRequester::OnRto(Time now, PathState& path)
     ResetPathSequence(path);
     if (path.status == PathStatus::ACTIVE)
     {
-        m_cc->OnTimeout(path, m_cfg);
+        m_cc[path.id]->OnTimeout(path, m_cfg);
     }
-    path.rto = std::min(path.rto * 2, m_cfg.rtoMax);
+    path.rtt.Backoff(m_cfg.rtoMax);
     path.rtoDeadline = TIME_INFINITE;
     NotifyPath(now, PathEvent::TIMEOUT, path);
     if (path.consecutiveRtos >= m_cfg.failureThreshold)

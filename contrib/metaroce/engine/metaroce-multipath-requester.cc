@@ -38,7 +38,6 @@ OpcodeFor(WrOpcode op)
 
 MultipathRequester::MultipathRequester(MultipathConnection& conn)
     : MultipathRole(conn),
-      m_cc(CreateCongestionControl(conn.Config().congestionControl)),
       m_scheduler(CreatePathScheduler(conn.Config().pathScheduler)),
       m_loss(CreateLossDetection(conn.Config().lossDetection)),
       m_paths(conn.Config().numPaths),
@@ -55,7 +54,8 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
         p.id = uint8_t(i);
         p.sourcePort = uint16_t(base + i);
         p.cwnd = m_cfg.initialPathWindow;
-        p.rto = m_cfg.rtoInitial;
+        p.rtt.Reset(m_cfg.rtoInitial);
+        m_cc.push_back(CreateCongestionControl(m_cfg.congestionControl));
         p.sackWindow = m_cfg.sackWindow;
     }
 }
@@ -656,7 +656,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
         Count(Counter::ECN_ECHO_RECEIVED);
     }
     double before = path.cwnd;
-    if (m_cc->OnAck(path, ev, m_cfg))
+    if (m_cc[path.id]->OnAck(path, ev, m_cfg))
     {
         Count(Counter::WINDOW_DECREASE);
     }
@@ -672,7 +672,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     if (!m_lostScratch.empty())
     {
-        m_cc->OnLoss(path, now, m_cfg);
+        m_cc[path.id]->OnLoss(path, now, m_cfg);
         NotifyPath(now, PathEvent::LOSS, path);
     }
     if (path.cwnd != before)

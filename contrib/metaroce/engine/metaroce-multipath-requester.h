@@ -210,7 +210,7 @@ class MultipathRequester : public MultipathRole
     uint16_t FreshSourcePort();
     Time ProbeInterval();
 
-    std::unique_ptr<CongestionControl> m_cc;    //!< window strategy
+    std::vector<std::unique_ptr<CongestionControl>> m_cc; //!< window control, one per path
     std::unique_ptr<PathScheduler> m_scheduler; //!< path choice
     std::unique_ptr<LossDetection> m_loss;      //!< loss detection
     std::vector<PathState> m_paths;             //!< paths

@@ -16,7 +16,7 @@ namespace
 bool
 RecentlyMarked(const PathState& path, Time now)
 {
-    return path.lastEcn >= 0 && now - path.lastEcn < (path.hasRtt ? path.srtt : 0);
+    return path.lastEcn >= 0 && now - path.lastEcn < path.rtt.Smoothed();
 }
 
 /// Packet spraying: round robin over paths with room, preferring unmarked ones.

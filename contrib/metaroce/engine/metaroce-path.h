@@ -7,6 +7,7 @@
 #ifndef METAROCE_PATH_H
 #define METAROCE_PATH_H
 
+#include "metaroce-rtt-estimator.h"
 #include "metaroce-time.h"
 #include "metaroce-wire.h"
 
@@ -74,21 +75,12 @@ struct PathState
     std::vector<InflightEntry> ring; //!< entries for PSNs [ackedPsn, nextPsn), ring-indexed
     std::vector<uint32_t> lostPsns;  //!< PSNs declared lost, to resend on this path
 
-    // Congestion control
-    double cwnd{1};          //!< window, packets
-    double dctcpAlpha{0};    //!< DCTCP congestion estimate
-    uint32_t windowAcked{0}; //!< packets acknowledged in the current DCTCP observation window
-    uint32_t windowMarked{0}; //!< of which echoed CE
-    Time lastDecrease{-1};   //!< last multiplicative decrease (at most one per RTT)
-    Time lastEcn{-1};        //!< last ECN echo (the scheduler steers away from fresh marks)
+    // Congestion window (the path's CongestionControl object holds its own state)
+    double cwnd{1};   //!< window, packets
+    Time lastEcn{-1}; //!< last ECN echo (the scheduler steers away from fresh marks)
 
     // RTT and timers
-    bool hasRtt{false};     //!< srtt is valid
-    Time srtt{0};           //!< smoothed RTT
-    Time rttVar{0};         //!< RTT variation
-    Time minRtt{0};         //!< smallest RTT sample
-    Time latestRtt{0};      //!< most recent RTT sample
-    Time rto{0};            //!< current RTO (with backoff)
+    RttEstimator rtt;                //!< RTT estimate and RTO
     Time rtoDeadline{TIME_INFINITE}; //!< when the RTO fires
     Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
     Time lastAck{0};        //!< time of the last ACK for this path

@@ -24,6 +24,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.cc
@@ -51,6 +52,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-random.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-ring-queue.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.h

@@ -184,8 +184,8 @@ class MetaRoceNic::Observer : public metaroce::EngineObserver
         info.status = path.status;
         info.cwnd = path.cwnd;
         info.inflight = path.inflight;
-        info.srtt = PicoSeconds(path.hasRtt ? path.srtt : 0);
-        info.latestRtt = PicoSeconds(path.latestRtt);
+        info.srtt = PicoSeconds(path.rtt.Smoothed());
+        info.latestRtt = PicoSeconds(path.rtt.Latest());
         info.sourcePort = path.sourcePort;
         m_nic->m_pathEventTrace(info);
     }
