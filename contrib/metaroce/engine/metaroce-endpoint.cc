@@ -172,7 +172,7 @@ Endpoint::DestroyConnection(uint32_t qpn)
     {
         return false;
     }
-    m_shared.Forget(*c);
+    m_shared.fairShare.Forget(*c);
     m_conns[qpn - FIRST_QPN].reset(); // ready-list and timer entries are skipped once it is gone
     m_freeQpns.push_back(qpn);
     --m_live;

@@ -403,9 +403,9 @@ MultipathRequester::NextDeadline(Time lastNow) const
         }
     }
     bool dataPending = HasNewData() || HasResendReady();
-    if (m_pacingRate > 0 && dataPending && m_nextSendTime > lastNow)
+    if (PacingRate() > 0 && dataPending && m_pacer.NextRelease() > lastNow)
     {
-        t = std::min(t, m_nextSendTime); // pacing release: a condition, so only if ahead
+        t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
     }
     if (m_outstanding > 0)
     {

@@ -41,7 +41,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_scheduler(CreatePathScheduler(conn.Config().pathScheduler)),
       m_loss(CreateLossDetection(conn.Config().lossDetection)),
       m_paths(conn.Config().numPaths),
-      m_pacingRate(conn.Config().lineRateBps)
+      m_rateHint(conn.Config().lineRateBps)
 {
     uint16_t base = m_cfg.sourcePortBase;
     if (base == 0 || uint32_t(base) + m_cfg.numPaths > 65536)
@@ -261,7 +261,7 @@ MultipathRequester::WantsToSend(Time now) const
     {
         return true;
     }
-    if (m_pacingRate > 0 && now < m_nextSendTime)
+    if (PacingRate() > 0 && !m_pacer.MayTransmit(now))
     {
         return false;
     }
@@ -298,15 +298,15 @@ MultipathRequester::SendDueProbe(Time now, TxDatagram& out)
 bool
 MultipathRequester::PollData(Time now, TxDatagram& out)
 {
-    if (m_pacingRate > 0 && now < m_nextSendTime)
+    double rate = PacingRate();
+    if (rate > 0 && !m_pacer.MayTransmit(now))
     {
         return false;
     }
     bool sent = SendData(now, out);
-    if (sent && m_pacingRate > 0)
+    if (sent && rate > 0)
     {
-        m_nextSendTime = std::max(now, m_nextSendTime) +
-                         TransmissionTime(out.length + WIRE_OVERHEAD_BYTES, m_pacingRate);
+        m_pacer.OnTransmit(now, out.length + WIRE_OVERHEAD_BYTES, rate);
     }
     return sent;
 }
@@ -543,22 +543,16 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     Count(Counter::RX_ACK);
     PathState& path = m_paths[ack.pathId];
-    double rate = m_cfg.lineRateBps;
-    if (ack.rateHint != Mah::NO_RATE_HINT)
+    RateHintFollower::Change change = m_rateHint.OnAck(ack.rateHint);
+    if (change != RateHintFollower::Change::NONE)
     {
-        double hinted = double(ack.rateHint) * 1e6;
-        rate = rate > 0 ? std::min(rate, hinted) : hinted;
-    }
-    if (rate != m_pacingRate)
-    {
-        if (rate > 0 && (m_pacingRate == 0 || rate < m_pacingRate))
+        if (change == RateHintFollower::Change::DECREASE)
         {
             Count(Counter::WINDOW_DECREASE);
         }
-        m_pacingRate = rate;
         if (m_ep.observer)
         {
-            m_ep.observer->OnRateChange(now, Qpn(), rate);
+            m_ep.observer->OnRateChange(now, Qpn(), PacingRate());
         }
     }
     if (ack.pathEpoch != path.epoch)

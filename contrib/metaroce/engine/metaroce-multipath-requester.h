@@ -10,6 +10,7 @@
 #include "metaroce-congestion-control.h"
 #include "metaroce-loss-detection.h"
 #include "metaroce-multipath-role.h"
+#include "metaroce-pacer.h"
 #include "metaroce-path-scheduler.h"
 #include "metaroce-ring-queue.h"
 #include "metaroce-transport.h"
@@ -113,7 +114,7 @@ class MultipathRequester : public MultipathRole
     /// \return the current pacing rate in b/s (0 = unpaced).
     double PacingRate() const
     {
-        return m_pacingRate;
+        return m_rateHint.Rate();
     }
 
     /// \return heap bytes held by the requester (beyond its own size).
@@ -224,8 +225,8 @@ class MultipathRequester : public MultipathRole
     uint32_t m_rnrHeldStreams{0};               //!< streams in an RNR wait
     uint64_t m_probeNow{0};                     //!< paths with a probe due now
     std::vector<uint32_t> m_lostScratch;        //!< reused by loss detection
-    double m_pacingRate{0};                     //!< current pacing rate, b/s (0: none)
-    Time m_nextSendTime{0};                     //!< pacing: earliest next data packet
+    RateHintFollower m_rateHint;                //!< pacing rate from the receiver's hints
+    Pacer m_pacer;                              //!< spaces data packets at that rate
     Time m_progressTime{0}; //!< last acknowledged data or RNR NAK, or start of the work
 };
 

@@ -293,7 +293,7 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
     }
     rp.triggerPsn = pkt.bth.psn;
     ++rp.unacked;
-    m_ep.NoteDataArrival(now, m_conn);
+    m_ep.fairShare.NoteDataArrival(now, m_conn);
     bool immediate =
         d != 0 || hadGap || meta.ecn == Ecn::CE || duplicate || rp.unacked >= m_cfg.ackEveryPackets;
     ScheduleAck(now, pkt.mdh.pathId, immediate);
@@ -604,7 +604,7 @@ MultipathResponder::SendAck(Time now, TxDatagram& out, uint8_t pathId)
     pkt.mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
     pkt.mah.cumulativePsn = rp.cumulativePsn;
     pkt.mah.triggerPsn = rp.triggerPsn;
-    pkt.mah.rateHint = m_ep.RateHintMbps(now);
+    pkt.mah.rateHint = m_ep.fairShare.HintMbps(now);
     pkt.mah.sack = rp.bits;
     rp.unacked = 0;
     rp.ceCount = 0;

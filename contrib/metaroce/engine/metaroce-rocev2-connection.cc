@@ -192,7 +192,7 @@ RoceV2Connection::MayTransmitData(Time now) const
     {
         return false;
     }
-    if (now < m_nextSendTime)
+    if (!m_pacer.MayTransmit(now))
     {
         return false;
     }
@@ -400,7 +400,7 @@ RoceV2Connection::SendDataPacket(Time now, TxDatagram& out)
     bool paced = m_cfg.lineRateBps > 0 || rate < m_ep.Config().lineRateBps * (1 - 1e-9);
     if (paced && rate > 0)
     {
-        m_nextSendTime = std::max(now, m_nextSendTime) + TransmissionTime(wireBytes, rate);
+        m_pacer.OnTransmit(now, wireBytes, rate);
     }
     return true;
 }
@@ -756,7 +756,7 @@ RoceV2Connection::HandleData(Time now, const DatagramMeta& meta, const ParsedPac
             m_cnpNow = true;
         }
     }
-    m_ep.NoteDataArrival(now, *this);
+    m_ep.fairShare.NoteDataArrival(now, *this);
     if (m_irn)
     {
         HandleIrnData(now, pkt);
@@ -1491,9 +1491,9 @@ RoceV2Connection::NextDeadline() const
     }
     bool dataPending =
         m_reqState == RequesterState::SENDING || m_reqState == RequesterState::RETRANSMITTING;
-    if (dataPending && m_nextSendTime > m_now)
+    if (dataPending && m_pacer.NextRelease() > m_now)
     {
-        t = std::min(t, m_nextSendTime); // pacing release: a condition, so only if ahead
+        t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
     }
     return t;
 }

@@ -8,6 +8,7 @@
 #define METAROCE_ROCEV2_CONNECTION_H
 
 #include "metaroce-dcqcn.h"
+#include "metaroce-pacer.h"
 #include "metaroce-transport.h"
 
 #include <deque>
@@ -241,7 +242,7 @@ class RoceV2Connection : public TransportConnection
     DcqcnReactionPoint m_rp;           //!< DCQCN reaction point
     double m_maxRate;                  //!< pacing ceiling, b/s
     double m_notifiedRate{-1};         //!< rate last reported to the observer
-    Time m_nextSendTime{0};            //!< pacing: earliest next data packet
+    Pacer m_pacer;                     //!< spaces data packets at the current rate
     uint16_t m_srcPort;                //!< the QP's UDP source port
     uint32_t m_nextRecvSn{0};          //!< IRN: RecvWqeSn of the next receive-consuming WR
 

@@ -8,8 +8,6 @@
 
 #include "metaroce-icrc.h"
 
-#include <algorithm>
-
 namespace metaroce
 {
 
@@ -29,51 +27,6 @@ EndpointShared::PopCompletion(Completion& c)
     c = m_completions.front();
     m_completions.pop_front();
     return true;
-}
-
-void
-EndpointShared::NoteDataArrival(Time now, TransportConnection& conn)
-{
-    conn.lastDataRx = now;
-    if (!conn.activeSender)
-    {
-        conn.activeSender = true;
-        m_active.push_back(&conn);
-        m_lastRecompute = -1; // a new sender changes the share at once
-    }
-}
-
-uint32_t
-EndpointShared::RateHintMbps(Time now)
-{
-    if (!m_cfg.rateHint)
-    {
-        return Mah::NO_RATE_HINT;
-    }
-    if (m_lastRecompute < 0 || now - m_lastRecompute >= m_cfg.rateHintPeriod)
-    {
-        m_lastRecompute = now;
-        auto idle = [&](TransportConnection* c) {
-            if (now - c->lastDataRx > m_cfg.rateHintActiveTime)
-            {
-                c->activeSender = false;
-                return true;
-            }
-            return false;
-        };
-        m_active.erase(std::remove_if(m_active.begin(), m_active.end(), idle), m_active.end());
-        size_t n = std::max<size_t>(1, m_active.size());
-        double share = m_cfg.lineRateBps * m_cfg.rateHintUtilization / double(n) / 1e6;
-        m_hintMbps = uint32_t(std::clamp(share, 1.0, double(Mah::NO_RATE_HINT - 1)));
-    }
-    return m_hintMbps;
-}
-
-void
-EndpointShared::Forget(TransportConnection& conn)
-{
-    m_active.erase(std::remove(m_active.begin(), m_active.end(), &conn), m_active.end());
-    conn.activeSender = false;
 }
 
 TransportConnection::TransportConnection(EndpointShared& ep,

@@ -14,6 +14,7 @@
 #include "metaroce-observer.h"
 #include "metaroce-path.h"
 #include "metaroce-random.h"
+#include "metaroce-rate-hint.h"
 #include "metaroce-ring-queue.h"
 #include "metaroce-verbs.h"
 #include "metaroce-wire.h"
@@ -67,26 +68,17 @@ class EndpointShared
     /// Pop the oldest completion. \return false if none.
     bool PopCompletion(Completion& c);
 
-    /// A data packet for \p conn arrived: it is an active sender for the rate hint.
-    void NoteDataArrival(Time now, TransportConnection& conn);
-
-    /// \return the fair share of the inbound capacity per active sender, in Mb/s.
-    uint32_t RateHintMbps(Time now);
-
-    /// Stop tracking \p conn (it is being destroyed).
-    void Forget(TransportConnection& conn);
-
     MemoryTable memory;               //!< registered regions
     CounterSet counters;              //!< endpoint-wide counters
     Rng rng;                          //!< seeded by EndpointConfig::seed
     EngineObserver* observer{nullptr}; //!< optional observer
 
   private:
-    EndpointConfig m_cfg;                      //!< configuration
-    RingQueue<Completion> m_completions;       //!< completion queue
-    std::vector<TransportConnection*> m_active; //!< connections that recently received data
-    Time m_lastRecompute{-1};                  //!< last rate-hint recomputation
-    uint32_t m_hintMbps{Mah::NO_RATE_HINT};    //!< cached hint
+    EndpointConfig m_cfg;                //!< configuration
+    RingQueue<Completion> m_completions; //!< completion queue
+
+  public:
+    RateHintAllocator fairShare{m_cfg}; //!< the receiver's fair-share rate hint
 };
 
 /**

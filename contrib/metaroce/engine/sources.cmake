@@ -23,6 +23,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-responder.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
@@ -47,9 +48,11 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-responder.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-role.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-observer.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-pacer.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-random.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-ring-queue.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.h
