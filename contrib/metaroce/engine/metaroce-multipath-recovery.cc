@@ -54,7 +54,18 @@ MultipathRequester::SendProbe(Time now, TxDatagram& out, PathState& path)
 void
 MultipathRequester::ArmRto(PathState& path, Time now)
 {
-    path.rtoDeadline = now + path.rtt.Rto();
+    // Up to a quarter of the RTO of jitter, so that retransmissions do not lock in phase
+    // with a periodic outage (a flapping link). It comes from the path's own generator,
+    // seeded from the endpoint seed, the QPN and the path, so that it neither draws from
+    // the endpoint's PRNG nor changes any other random choice.
+    Time rto = path.rtt.Rto();
+    path.jitterState += 0x9E3779B97F4A7C15ull;
+    uint64_t z = path.jitterState;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    Time jitter = rto >= 4 ? Time(z % uint64_t(rto / 4)) : 0;
+    path.rtoDeadline = now + rto + jitter;
 }
 
 void

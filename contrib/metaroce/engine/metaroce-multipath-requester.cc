@@ -55,6 +55,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
         p.sourcePort = uint16_t(base + i);
         p.cwnd = m_cfg.initialPathWindow;
         p.rtt.Reset(m_cfg.rtoInitial);
+        p.jitterState = m_ep.Config().seed ^ (uint64_t(Qpn()) << 8) ^ i;
         m_cc.push_back(CreateCongestionControl(m_cfg.congestionControl));
         p.sackWindow = m_cfg.sackWindow;
     }
@@ -750,15 +751,15 @@ MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus stat
     {
         return;
     }
+    // Every message still in the stream is behind its unfinished head (finished heads are
+    // completed at once), so, as in IB, none completes SUCCESS after the error: a later SEND
+    // that was acknowledged is flushed too, since its receive is never delivered behind the
+    // failed one.
     Stream& s = m_streams[sid];
     bool headFailed = false;
     for (uint32_t slot = s.head; slot != NONE; slot = m_messages[slot].nextInStream)
     {
         SendMessage& m = m_messages[slot];
-        if (m.finished && m.status == WcStatus::SUCCESS)
-        {
-            continue;
-        }
         m.finished = true;
         if (slot == failedSlot || (failedSlot == NONE && !headFailed))
         {

@@ -82,6 +82,7 @@ struct PathState
     // RTT and timers
     RttEstimator rtt;                //!< RTT estimate and RTO
     Time rtoDeadline{TIME_INFINITE}; //!< when the RTO fires
+    uint64_t jitterState{0};         //!< the path's own generator of RTO jitter
     Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
     Time lastAck{0};        //!< time of the last ACK for this path
     uint32_t consecutiveRtos{0}; //!< RTOs since the last ACK
