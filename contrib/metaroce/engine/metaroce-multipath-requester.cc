@@ -752,14 +752,23 @@ MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus stat
         return;
     }
     // Every message still in the stream is behind its unfinished head (finished heads are
-    // completed at once), so, as in IB, none completes SUCCESS after the error: a later SEND
-    // that was acknowledged is flushed too, since its receive is never delivered behind the
-    // failed one.
+    // completed at once). A later message that was already acknowledged keeps SUCCESS only
+    // if the responder surfaces it: a WRITE's bytes are in place, and a receive-consuming
+    // message completes its receive unless an earlier failed or flushed message of the
+    // stream holds a receive slot before it (receives complete in slot order). Otherwise it
+    // is flushed, so the two ends never disagree.
     Stream& s = m_streams[sid];
     bool headFailed = false;
+    bool receivesBlocked = false;
     for (uint32_t slot = s.head; slot != NONE; slot = m_messages[slot].nextInStream)
     {
         SendMessage& m = m_messages[slot];
+        bool consumes = ConsumesRecv(m.wr.opcode);
+        if (m.finished && m.status == WcStatus::SUCCESS && !(consumes && receivesBlocked))
+        {
+            continue;
+        }
+        receivesBlocked = receivesBlocked || consumes;
         m.finished = true;
         if (slot == failedSlot || (failedSlot == NONE && !headFailed))
         {
