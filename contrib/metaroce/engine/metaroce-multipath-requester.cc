@@ -337,12 +337,11 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             // PSN with a NOP, so the receiver's cumulative PSN does not wait for it.
             uint32_t slot =
                 PacketWanted(e.messageSlot, e.generation, e.packetIndex) ? e.messageSlot : NONE;
-            uint32_t retries = slot == NONE ? 0 : e.retries + 1u;
-            if (retries > m_cfg.retryLimit)
-            {
-                EnterError(now, slot, WcStatus::RETRY_EXC_ERR);
-                return false;
-            }
+            // A resend that a SACK gap asked for does not spend the retry budget: later
+            // packets of the path got through, which is progress (IB's retry_cnt counts
+            // timeouts without progress). Under a link that flaps faster than a round trip
+            // such resends lose far more often than the link's loss rate.
+            uint32_t retries = slot == NONE ? 0 : e.retries;
             return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true, retries);
         }
     }

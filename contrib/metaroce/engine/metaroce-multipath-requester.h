@@ -145,7 +145,7 @@ class MultipathRequester : public MultipathRole
         uint32_t slot;        //!< message slot
         uint32_t generation;  //!< slot generation
         uint32_t packetIndex; //!< packet within the message
-        uint8_t retries;      //!< retransmissions so far
+        uint8_t retries;      //!< timeouts it has been through (the retry budget)
         bool rnr;             //!< resent after an RNR wait: not a retry
     };
 
