@@ -89,10 +89,9 @@ struct ConnectionConfig
     /// Give up (RETRY_EXC_ERR) when no path has acknowledged data for this long. Time in
     /// which the host did not run the engine (a late timer, a clock jump) does not count.
     Time connectionTimeout{MilliSeconds(100)};
-    /// Timeouts one packet may go through (its retransmissions after an RTO, on any path)
-    /// before its message completes with RETRY_EXC_ERR: IB's retry_cnt, per packet. Resends
-    /// asked for by a SACK gap (later packets got through), probes and RNR resends do not
-    /// count (at most 255).
+    /// Timeouts with data to resend, in a row without any data acknowledged, before the
+    /// oldest resent message completes with RETRY_EXC_ERR: IB's retry_cnt. Probe replies,
+    /// RNR NAKs and SACK-gap resends neither count nor refresh it (at most 255).
     uint32_t retryLimit{15};
     Time rnrRetryDelay{MicroSeconds(20)}; //!< wait before resending after an RNR NAK
     uint32_t rnrRetryLimit{7};          //!< RNR retries per message; 7 means unlimited (IB)

@@ -341,8 +341,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             // packets of the path got through, which is progress (IB's retry_cnt counts
             // timeouts without progress). Under a link that flaps faster than a round trip
             // such resends lose far more often than the link's loss rate.
-            uint32_t retries = slot == NONE ? 0 : e.retries;
-            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true, retries);
+            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true);
         }
     }
     if (!ConnectionWindowOpen())
@@ -364,12 +363,6 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             m_rnrParked.push_back(r); // would only be NAKed again: wait with the others
             continue;
         }
-        uint32_t retries = r.retries + (r.rnr ? 0u : 1u);
-        if (retries > m_cfg.retryLimit)
-        {
-            EnterError(now, r.slot, WcStatus::RETRY_EXC_ERR);
-            return false;
-        }
         int pid = m_scheduler->Select(m_paths, now);
         if (pid < 0)
         {
@@ -377,7 +370,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
         }
         m_resends.pop_front();
         PathState& path = m_paths[pid];
-        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, true, retries);
+        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, true);
     }
     // 3. New data, sprayed.
     if (!HasNewData())
@@ -392,7 +385,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
         return false;
     }
     PathState& path = m_paths[pid];
-    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, false, 0);
+    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, false);
 }
 
 bool
@@ -402,8 +395,7 @@ MultipathRequester::TransmitPacket(Time now,
                                    uint32_t psn,
                                    uint32_t slot,
                                    uint32_t packetIndex,
-                                   bool retransmission,
-                                   uint32_t retries)
+                                   bool retransmission)
 {
     ParsedPacket pkt;
     pkt.bth.destQp = RemoteQpn();
@@ -482,7 +474,6 @@ MultipathRequester::TransmitPacket(Time now,
     e.sentTime = now;
     e.state = InflightEntry::INFLIGHT;
     e.retransmitted = retransmission;
-    e.retries = uint8_t(std::min<uint32_t>(retries, 255));
     ++path.inflight;
     ++path.packetsSent;
     if (retransmission)
@@ -637,6 +628,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     if (newlyAcked > 0)
     {
         m_progressTime = now;
+        m_timeoutsWithoutProgress = 0;
     }
     AckEvent ev;
     ev.now = now;

@@ -145,8 +145,7 @@ class MultipathRequester : public MultipathRole
         uint32_t slot;        //!< message slot
         uint32_t generation;  //!< slot generation
         uint32_t packetIndex; //!< packet within the message
-        uint8_t retries;      //!< timeouts it has been through (the retry budget)
-        bool rnr;             //!< resent after an RNR wait: not a retry
+        bool rnr;             //!< let out by an RNR wait (not held by it)
     };
 
     /// Requester state of one stream, created on first use of the stream id.
@@ -178,8 +177,7 @@ class MultipathRequester : public MultipathRole
                         uint32_t psn,
                         uint32_t slot,
                         uint32_t packetIndex,
-                        bool retransmission,
-                        uint32_t retries);
+                        bool retransmission);
     bool NextNewPacket(uint32_t& slot, uint32_t& packetIndex);
     bool PacketWanted(uint32_t slot, uint32_t generation, uint32_t packetIndex) const;
     bool HasNewData() const;
@@ -228,6 +226,7 @@ class MultipathRequester : public MultipathRole
     RateHintFollower m_rateHint;                //!< pacing rate from the receiver's hints
     Pacer m_pacer;                              //!< spaces data packets at that rate
     Time m_progressTime{0}; //!< last acknowledged data or RNR NAK, or start of the work
+    uint32_t m_timeoutsWithoutProgress{0}; //!< data-moving RTOs since data was last acknowledged
 };
 
 } // namespace metaroce

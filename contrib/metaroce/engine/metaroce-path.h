@@ -53,7 +53,6 @@ struct InflightEntry
     Time sentTime{0};        //!< last transmission time
     State state{FREE};       //!< state
     bool retransmitted{false}; //!< sent more than once (no RTT sample: Karn)
-    uint8_t retries{0};        //!< timeouts this packet has been through, on any path
 };
 
 /// Everything the engine keeps per path.
