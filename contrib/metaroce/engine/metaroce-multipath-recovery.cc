@@ -142,7 +142,7 @@ MultipathRequester::HandleRetiredAck(Time now, PathState& path, const Mah& ack)
     if (newlyAcked > 0)
     {
         m_progressTime = now;
-        m_timeoutsWithoutProgress = 0;
+        ++m_progressCount;
     }
 }
 
@@ -224,7 +224,8 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
         path.lostPsns.push_back(nak.psn);
     }
     e.messageSlot = NONE; // resent as a NOP
-    m_rnrParked.push_back(Resend{slot, m.generation, packetIndex, true});
+    m_rnrParked.push_back(
+        Resend{slot, m.generation, packetIndex, true, e.timeouts, e.progressStamp});
 }
 
 bool
@@ -342,24 +343,28 @@ MultipathRequester::OnRto(Time now, PathState& path)
     ++path.consecutiveRtos;
     // Everything outstanding on the path goes to the other paths; the path restarts its
     // PSN space in a new epoch so the responder's cumulative PSN never waits for them.
-    uint32_t firstMoved = NONE;
+    // IB's retry_cnt, per packet: the timeouts a packet went through with no data of the
+    // connection acknowledged since. Probe replies do not refresh it, so a packet that can
+    // never be delivered ends the connection even while the paths answer probes.
     for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
     {
         const InflightEntry& e = path.Entry(psn);
         if ((e.state == InflightEntry::INFLIGHT || e.state == InflightEntry::LOST) &&
             PacketWanted(e.messageSlot, e.generation, e.packetIndex))
         {
-            m_resends.push_back(Resend{e.messageSlot, e.generation, e.packetIndex, false});
-            firstMoved = firstMoved == NONE ? e.messageSlot : firstMoved;
+            uint32_t timeouts = (e.progressStamp == m_progressCount ? e.timeouts : 0) + 1;
+            if (timeouts > m_cfg.retryLimit)
+            {
+                EnterError(now, e.messageSlot, WcStatus::RETRY_EXC_ERR);
+                return;
+            }
+            m_resends.push_back(Resend{e.messageSlot,
+                                       e.generation,
+                                       e.packetIndex,
+                                       false,
+                                       uint8_t(timeouts),
+                                       m_progressCount});
         }
-    }
-    // IB's retry_cnt: timeouts that had data to resend, with no data acknowledged since the
-    // last progress. Probe replies do not refresh it, so a packet that can never be
-    // delivered ends the connection even while the paths answer probes.
-    if (firstMoved != NONE && ++m_timeoutsWithoutProgress > m_cfg.retryLimit)
-    {
-        EnterError(now, firstMoved, WcStatus::RETRY_EXC_ERR);
-        return;
     }
     RetireEpoch(path);
     ResetPathSequence(path);

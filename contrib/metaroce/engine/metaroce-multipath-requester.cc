@@ -341,7 +341,8 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             // packets of the path got through, which is progress (IB's retry_cnt counts
             // timeouts without progress). Under a link that flaps faster than a round trip
             // such resends lose far more often than the link's loss rate.
-            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, true);
+            Resend same{slot, e.generation, e.packetIndex, false, e.timeouts, e.progressStamp};
+            return TransmitPacket(now, out, path, psn, slot, e.packetIndex, &same);
         }
     }
     if (!ConnectionWindowOpen())
@@ -370,7 +371,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
         }
         m_resends.pop_front();
         PathState& path = m_paths[pid];
-        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, true);
+        return TransmitPacket(now, out, path, path.nextPsn, r.slot, r.packetIndex, &r);
     }
     // 3. New data, sprayed.
     if (!HasNewData())
@@ -385,7 +386,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
         return false;
     }
     PathState& path = m_paths[pid];
-    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, false);
+    return TransmitPacket(now, out, path, path.nextPsn, slot, packetIndex, nullptr);
 }
 
 bool
@@ -395,8 +396,9 @@ MultipathRequester::TransmitPacket(Time now,
                                    uint32_t psn,
                                    uint32_t slot,
                                    uint32_t packetIndex,
-                                   bool retransmission)
+                                   const Resend* resend)
 {
+    const bool retransmission = resend != nullptr;
     ParsedPacket pkt;
     pkt.bth.destQp = RemoteQpn();
     pkt.bth.ackReq = true;
@@ -474,6 +476,8 @@ MultipathRequester::TransmitPacket(Time now,
     e.sentTime = now;
     e.state = InflightEntry::INFLIGHT;
     e.retransmitted = retransmission;
+    e.timeouts = resend ? resend->timeouts : 0;
+    e.progressStamp = resend ? resend->progressStamp : m_progressCount;
     ++path.inflight;
     ++path.packetsSent;
     if (retransmission)
@@ -628,7 +632,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     if (newlyAcked > 0)
     {
         m_progressTime = now;
-        m_timeoutsWithoutProgress = 0;
+        ++m_progressCount;
     }
     AckEvent ev;
     ev.now = now;

@@ -146,6 +146,8 @@ class MultipathRequester : public MultipathRole
         uint32_t generation;  //!< slot generation
         uint32_t packetIndex; //!< packet within the message
         bool rnr;             //!< let out by an RNR wait (not held by it)
+        uint8_t timeouts;     //!< timeouts the packet went through since progressStamp
+        uint32_t progressStamp; //!< the connection's progress count then
     };
 
     /// Requester state of one stream, created on first use of the stream id.
@@ -177,7 +179,7 @@ class MultipathRequester : public MultipathRole
                         uint32_t psn,
                         uint32_t slot,
                         uint32_t packetIndex,
-                        bool retransmission);
+                        const Resend* resend);
     bool NextNewPacket(uint32_t& slot, uint32_t& packetIndex);
     bool PacketWanted(uint32_t slot, uint32_t generation, uint32_t packetIndex) const;
     bool HasNewData() const;
@@ -226,7 +228,7 @@ class MultipathRequester : public MultipathRole
     RateHintFollower m_rateHint;                //!< pacing rate from the receiver's hints
     Pacer m_pacer;                              //!< spaces data packets at that rate
     Time m_progressTime{0}; //!< last acknowledged data or RNR NAK, or start of the work
-    uint32_t m_timeoutsWithoutProgress{0}; //!< data-moving RTOs since data was last acknowledged
+    uint32_t m_progressCount{0}; //!< bumped whenever data is acknowledged (retry budget)
 };
 
 } // namespace metaroce

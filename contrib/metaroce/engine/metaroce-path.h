@@ -53,6 +53,8 @@ struct InflightEntry
     Time sentTime{0};        //!< last transmission time
     State state{FREE};       //!< state
     bool retransmitted{false}; //!< sent more than once (no RTT sample: Karn)
+    uint8_t timeouts{0};       //!< timeouts the packet went through since progressStamp
+    uint32_t progressStamp{0}; //!< the connection's progress count when timeouts was set
 };
 
 /// Everything the engine keeps per path.
