@@ -355,7 +355,11 @@ MultipathRequester::OnRto(Time now, PathState& path)
             uint32_t timeouts = (e.progressStamp == m_progressCount ? e.timeouts : 0) + 1;
             if (timeouts > m_cfg.retryLimit)
             {
-                EnterError(now, e.messageSlot, WcStatus::RETRY_EXC_ERR);
+                // As in IB, the error goes to the oldest unfinished message of the stream
+                // (completions are in stream order); the later ones are flushed.
+                EnterError(now,
+                           m_streams[m_messages[e.messageSlot].wr.streamId].head,
+                           WcStatus::RETRY_EXC_ERR);
                 return;
             }
             m_resends.push_back(Resend{e.messageSlot,
