@@ -9,6 +9,8 @@
 // the connection finishes while any path works.
 
 #include "engine-network.h"
+#include "property-families.h"
+#include "property-harness.h"
 #include "random-workload.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +26,9 @@ namespace
 
 /// One message of a schedule.
 using Message = RandomMessage;
+
+/// Schedules per family in the CI run.
+constexpr uint64_t MULTIPATH_FAMILY_SEEDS = 100;
 
 /// \return a description of the failing schedule, for the assertion message.
 std::string
@@ -235,20 +240,29 @@ RunSchedule(uint64_t seed)
 
 TEST(MultipathPropertyTest, EveryByteOnceInOrderCompletionsNoStallOver1000Schedules)
 {
-    int failures = 0;
-    for (uint64_t seed = 0; seed < 1000; ++seed)
-    {
-        std::string why = RunSchedule(seed);
-        if (!why.empty())
-        {
-            ADD_FAILURE() << why;
-            if (++failures >= 5)
-            {
-                break;
-            }
-        }
-    }
+    RunPropertySeeds("MultipathPropertyTest", 0, 1000, RunSchedule);
 }
+
+/// The schedule families of property-families.h on MetaRoCE.
+class MultipathPropertyFamily : public ::testing::TestWithParam<Family>
+{
+};
+
+TEST_P(MultipathPropertyFamily, EndsWithEveryByteOnceInOrderCompletions)
+{
+    Family f = GetParam();
+    RunPropertySeeds(std::string("MultipathPropertyFamily/") + FamilyName(f),
+                     0,
+                     MULTIPATH_FAMILY_SEEDS,
+                     [f](uint64_t seed) { return RunFamilySchedule(f, seed, ""); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Families,
+                         MultipathPropertyFamily,
+                         ::testing::ValuesIn(ALL_FAMILIES),
+                         [](const ::testing::TestParamInfo<Family>& info) {
+                             return std::string(FamilyName(info.param));
+                         });
 
 } // namespace
 } // namespace test

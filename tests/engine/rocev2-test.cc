@@ -13,6 +13,8 @@
 #include "metaroce-encap.h"
 #include "metaroce-icrc.h"
 #include "metaroce-rocev2-connection.h"
+#include "property-families.h"
+#include "property-harness.h"
 #include "random-workload.h"
 #include "seeded-run.h"
 
@@ -1371,20 +1373,11 @@ class RoceV2Property : public ::testing::TestWithParam<const char*>
 
 TEST_P(RoceV2Property, EveryByteExactlyOnceInPlaceCompletionsInOrder)
 {
-    int failures = 0;
     ScheduleStats stats;
-    for (uint64_t seed = 1; seed <= 300; ++seed)
-    {
-        std::string err = RunSchedule(seed, GetParam(), stats);
-        if (!err.empty())
-        {
-            ADD_FAILURE() << err;
-            if (++failures >= 5)
-            {
-                break;
-            }
-        }
-    }
+    const std::string recovery = GetParam();
+    RunPropertySeeds("RoceV2Property/" + recovery, 1, 300, [&](uint64_t seed) {
+        return RunSchedule(seed, recovery, stats);
+    });
     // The schedules do exercise recovery: losses, resends and, for IRN, out-of-order
     // placement instead of go-back-N rounds.
     EXPECT_GT(stats.retransmits, 0u);
@@ -1404,6 +1397,33 @@ INSTANTIATE_TEST_SUITE_P(Recovery,
                          ::testing::Values("gbn", "irn"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                              return std::string(info.param);
+                         });
+
+/// Schedules per family and recovery mode in the CI run.
+constexpr uint64_t ROCEV2_FAMILY_SEEDS = 50;
+
+/// The schedule families of property-families.h on RoCEv2, per recovery mode.
+class RoceV2PropertyFamily : public ::testing::TestWithParam<std::tuple<const char*, Family>>
+{
+};
+
+TEST_P(RoceV2PropertyFamily, EndsWithEveryByteOnceInOrderCompletions)
+{
+    const std::string recovery = std::get<0>(GetParam());
+    const Family f = std::get<1>(GetParam());
+    RunPropertySeeds("RoceV2PropertyFamily/" + recovery + "/" + FamilyName(f),
+                     1,
+                     ROCEV2_FAMILY_SEEDS,
+                     [&](uint64_t seed) { return RunFamilySchedule(f, seed, recovery); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Families,
+                         RoceV2PropertyFamily,
+                         ::testing::Combine(::testing::Values("gbn", "irn"),
+                                            ::testing::ValuesIn(ALL_FAMILIES)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, Family>>& info) {
+                             return std::string(std::get<0>(info.param)) + "_" +
+                                    FamilyName(std::get<1>(info.param));
                          });
 
 } // namespace
