@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,6 +78,13 @@ FamilyName(Family f)
         return "Churn";
     }
     return "?";
+}
+
+/// Print \p f by name in gtest's messages.
+inline void
+PrintTo(Family f, std::ostream* os)
+{
+    *os << FamilyName(f);
 }
 
 /**
