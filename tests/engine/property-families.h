@@ -446,6 +446,9 @@ RunFamilySchedule(Family f, uint64_t seed, const std::string& recovery)
             rev.burstStart = 0.01;
             rev.burstEnd = 0.3;
             rev.burstLoss = 0.8;
+            // The burst state moves per packet: when only a lone retransmission's ACK is left,
+            // a burst can outlast RoCEv2's retryCount timeouts, and IB then gives up.
+            t.mayExhaustRetries = roce;
         }
         rev.duplicate = r.Below(4) == 0 ? r.Uniform() * 0.05 : 0;
         d << " ack loss " << rev.loss << " burst " << rev.burstStart;
