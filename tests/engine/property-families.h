@@ -461,7 +461,11 @@ RunFamilySchedule(Family f, uint64_t seed, const std::string& recovery)
         bool inPhase = r.Below(2) == 0;
         // RoCEv2's fixed timer can stay in phase with the outages and spend IB's retry
         // budget (retryCount timeouts without progress): an error then, but never a hang.
-        t.mayExhaustRetries = roce;
+        // MetaRoCE too, when the period resonates with its round trip: a path that answered
+        // a probe in an up phase resumes data one round trip later, in a down phase, so on a
+        // 10 us period with half of it down hardly any data gets through and a packet can
+        // go through retryLimit timeouts with nothing acknowledged (IB's rule, per packet).
+        t.mayExhaustRetries = true;
         Time start = 0;
         if (!roce && r.Below(3) == 0)
         {

@@ -196,10 +196,55 @@ struct Traffic
     /// that outlasts it): a RETRY_EXC_ERR is then accepted as the failAt of a single stream.
     bool mayExhaustRetries{false};
 
+    /// After a RETRY_EXC_ERR (failAt), which messages count as delivered: those of failAt's
+    /// stream before it, and any other the requester reported SUCCESS and may have. MetaRoCE
+    /// places out of order, so a message acknowledged before the error is delivered unless a
+    /// failed or flushed receive-consuming message of its stream holds an earlier receive
+    /// slot; unfinished messages of other streams are flushed.
+    mutable std::vector<bool> lateDelivered;
+
     /// \return whether message \p i must arrive whole.
     bool Delivered(size_t i) const
     {
-        return failAt < 0 || int64_t(i) < failAt;
+        if (failAt < 0)
+        {
+            return true;
+        }
+        return i < lateDelivered.size() ? bool(lateDelivered[i]) : int64_t(i) < failAt;
+    }
+
+    /// Fill lateDelivered from the requester's completions in \p n.
+    void FindLateDeliveries(const EngineNetwork& n) const
+    {
+        lateDelivered.clear();
+        if (failAt < 0)
+        {
+            return;
+        }
+        std::vector<bool> success(w.msgs.size(), false);
+        for (const Completion& c : n.Completions(a))
+        {
+            if (IsSend(c) && c.status == WcStatus::SUCCESS)
+            {
+                success[c.wrId - wrBase] = true;
+            }
+        }
+        lateDelivered.assign(w.msgs.size(), false);
+        const uint16_t failedStream = w.msgs[size_t(failAt)].stream;
+        std::map<uint16_t, bool> blocked; // per stream: a receive slot is held before
+        for (size_t i = 0; i < w.msgs.size(); ++i)
+        {
+            const RandomMessage& m = w.msgs[i];
+            bool consumes = m.op != WrOpcode::RDMA_WRITE;
+            bool ok = m.stream == failedStream && int64_t(i) < failAt
+                          ? true
+                          : int64_t(i) != failAt && success[i] && !(consumes && blocked[m.stream]);
+            lateDelivered[i] = ok;
+            if (!ok && consumes)
+            {
+                blocked[m.stream] = true;
+            }
+        }
     }
 
     /// \return the receive completions to wait for.
@@ -368,6 +413,7 @@ struct Traffic
      */
     std::string Check(const EngineNetwork& n) const
     {
+        FindLateDeliveries(n);
         if (mayExhaustRetries && failAt < 0)
         {
             for (const Completion& c : n.Completions(a))
