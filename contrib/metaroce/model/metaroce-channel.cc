@@ -216,7 +216,16 @@ void
 MetaRoceChannel::SetErrorModel(uint32_t direction, Ptr<ErrorModel> model)
 {
     NS_ABORT_MSG_IF(direction > 1, "a MetaRoceChannel has directions 0 and 1");
+    CheckStreamsNotAssigned(model);
     m_errorModels[direction] = model;
+}
+
+void
+MetaRoceChannel::CheckStreamsNotAssigned(Ptr<ErrorModel> model) const
+{
+    NS_ABORT_MSG_IF(model && m_streamsAssigned,
+                    "MetaRoceChannel: error model set after AssignStreams, so its random stream "
+                    "would not be fixed; add every loss model first, then call AssignStreams");
 }
 
 void
@@ -230,12 +239,14 @@ MetaRoceChannel::SetErrorModel(Ptr<const MetaRoceNetDevice> source, Ptr<ErrorMod
 void
 MetaRoceChannel::SetErrorModel0(Ptr<ErrorModel> model)
 {
+    CheckStreamsNotAssigned(model);
     m_errorModels[0] = model;
 }
 
 void
 MetaRoceChannel::SetErrorModel1(Ptr<ErrorModel> model)
 {
+    CheckStreamsNotAssigned(model);
     m_errorModels[1] = model;
 }
 
@@ -329,6 +340,7 @@ MetaRoceChannel::GetDelay() const
 int64_t
 MetaRoceChannel::AssignStreams(int64_t stream)
 {
+    m_streamsAssigned = true;
     int64_t used = 0;
     for (Ptr<ErrorModel>& model : m_errorModels)
     {

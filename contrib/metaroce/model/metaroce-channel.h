@@ -91,7 +91,8 @@ class MetaRoceChannel : public Channel
     Ptr<MetaRoceNetDevice> GetMetaRoceDevice(std::size_t i) const;
 
     /**
-     * Set the error model of one direction.
+     * Set the error model of one direction. Aborts when a model (not nullptr) is set after
+     * AssignStreams: its draws would come from an unpinned stream.
      * \param direction 0 (device 0 to device 1) or 1
      * \param model the model, or nullptr for none
      */
@@ -146,7 +147,8 @@ class MetaRoceChannel : public Channel
 
     /**
      * Assign fixed random variable streams to the error models (RateErrorModel, BurstErrorModel
-     * and MetaRoceGilbertElliottErrorModel are supported).
+     * and MetaRoceGilbertElliottErrorModel are supported). Set the error models first: setting
+     * one afterwards aborts.
      * \param stream first stream index
      * \return the number of streams used
      */
@@ -189,6 +191,11 @@ class MetaRoceChannel : public Channel
   private:
     class ArrivalEvent; // the Deliver event of a frame, with prefetches (metaroce-channel.cc)
 
+    /**
+     * Abort if \p model is not nullptr and AssignStreams has run.
+     * \param model the model about to be set
+     */
+    void CheckStreamsNotAssigned(Ptr<ErrorModel> model) const;
     /// Attribute setter of ErrorModel0. \param model the model
     void SetErrorModel0(Ptr<ErrorModel> model);
     /// Attribute setter of ErrorModel1. \param model the model
@@ -211,6 +218,7 @@ class MetaRoceChannel : public Channel
     uint64_t m_epoch{0}; //!< bumped at every state change; frames of older epochs are dropped
     std::array<uint64_t, 2> m_delivered{}; //!< per direction
     std::array<uint64_t, 2> m_dropped{};   //!< per direction
+    bool m_streamsAssigned{false};         //!< AssignStreams has run
 
     TracedCallback<Ptr<const Packet>, uint32_t, MetaRoceDropReason> m_dropTrace; //!< drops
     TracedCallback<bool> m_linkStateTrace; //!< link state changes

@@ -467,6 +467,10 @@ MetaRoceFabric::DegradeLink(Ptr<MetaRoceChannel> channel, double fraction, Time 
 void
 MetaRoceFabric::SetBernoulliLoss(Ptr<MetaRoceChannel> channel, double rate)
 {
+    NS_ABORT_MSG_IF(!channel, "SetBernoulliLoss: no such link (null channel)");
+    // Written so that NaN fails too.
+    NS_ABORT_MSG_IF(!(rate >= 0 && rate <= 1),
+                    "SetBernoulliLoss: the loss probability must be in [0, 1], not " << rate);
     for (uint32_t direction = 0; direction < 2; ++direction)
     {
         Ptr<RateErrorModel> model = CreateObject<RateErrorModel>();
@@ -483,6 +487,13 @@ MetaRoceFabric::SetGilbertElliottLoss(Ptr<MetaRoceChannel> channel,
                                       double goodLossRate,
                                       double badLossRate)
 {
+    NS_ABORT_MSG_IF(!channel, "SetGilbertElliottLoss: no such link (null channel)");
+    for (double probability : {goodToBad, badToGood, goodLossRate, badLossRate})
+    {
+        NS_ABORT_MSG_IF(!(probability >= 0 && probability <= 1),
+                        "SetGilbertElliottLoss: every probability must be in [0, 1], not "
+                            << probability);
+    }
     for (uint32_t direction = 0; direction < 2; ++direction)
     {
         Ptr<MetaRoceGilbertElliottErrorModel> model =

@@ -204,14 +204,17 @@ class MetaRoceFabric : public Object
 
     /**
      * Give both directions of a link independent Bernoulli (per-packet) loss with ns-3's
-     * RateErrorModel.
+     * RateErrorModel. Call it before AssignStreams (the channel aborts otherwise). Aborts on a
+     * null channel or a rate outside [0, 1].
      * \param channel the link
-     * \param rate loss probability per frame
+     * \param rate loss probability per frame, in [0, 1]
      */
     void SetBernoulliLoss(Ptr<MetaRoceChannel> channel, double rate);
 
     /**
-     * Give both directions of a link independent Gilbert-Elliott bursty loss.
+     * Give both directions of a link independent Gilbert-Elliott bursty loss. Call it before
+     * AssignStreams (the channel aborts otherwise). Aborts on a null channel or a probability
+     * outside [0, 1].
      * \param channel the link
      * \param goodToBad p
      * \param badToGood r
@@ -225,7 +228,10 @@ class MetaRoceFabric : public Object
                                double badLossRate);
 
     /**
-     * Assign fixed random variable streams to the switches and the links' error models.
+     * Assign fixed random variable streams to the switches and the links' error models. Add
+     * every loss model first: a link's channel refuses (aborts on) an error model set after
+     * this, whose draws would otherwise come from an unpinned stream and change with unrelated
+     * code.
      * \param stream first stream index
      * \return the number of streams used
      */
