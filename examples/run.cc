@@ -180,18 +180,46 @@ class ScenarioLoader
      */
     std::string Where(const std::string& path) const
     {
+        // Each merged text appends to a repeated field, so element i of the scenario is
+        // element i - (elements of the texts before) of the text that gave it.
+        const size_t open = path.find('[');
+        if (open != std::string::npos)
+        {
+            const std::string prefix = path.substr(0, open);
+            const size_t close = path.find(']', open);
+            const std::string suffix = close == std::string::npos ? "" : path.substr(close + 1);
+            int index = std::atoi(path.c_str() + open + 1);
+            for (const ScenarioSource& src : m_sources)
+            {
+                int line = -1;
+                int column = -1;
+                int count = 0;
+                while (Locate(*src.tree, prefix + "[" + std::to_string(count) + "]", line, column))
+                {
+                    ++count;
+                }
+                if (index < count)
+                {
+                    if (!Locate(*src.tree,
+                                prefix + "[" + std::to_string(index) + "]" + suffix,
+                                line,
+                                column))
+                    {
+                        Locate(*src.tree, prefix + "[" + std::to_string(index) + "]", line, column);
+                    }
+                    return Describe(src, line, column);
+                }
+                index -= count;
+            }
+            return "scenario (default)";
+        }
         for (auto it = m_sources.rbegin(); it != m_sources.rend(); ++it)
         {
             int line = -1;
             int column = -1;
             if (Locate(*it->tree, path, line, column))
             {
-                if (!it->isFile)
-                {
-                    return it->label;
-                }
-                return it->label + ":" + std::to_string(line + 1) + ":" +
-                       std::to_string(column + 1);
+                return Describe(*it, line, column);
             }
         }
         return "scenario (default)";
@@ -213,7 +241,28 @@ class ScenarioLoader
         return m_scenario;
     }
 
+    /// \return the scenario.
+    const pb::Scenario& Get() const
+    {
+        return m_scenario;
+    }
+
   private:
+    /**
+     * \param src a merged text
+     * \param line 0-based line in it
+     * \param column 0-based column
+     * \return "file:line:column", or the option
+     */
+    static std::string Describe(const ScenarioSource& src, int line, int column)
+    {
+        if (!src.isFile)
+        {
+            return src.label;
+        }
+        return src.label + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
+    }
+
     /**
      * Find a field's location in one parse tree.
      * \param root the tree
@@ -381,6 +430,122 @@ CheckAttribute(TypeId tid, const pb::Attribute& a)
 }
 
 /**
+ * The NIC settings that come from somewhere other than the scenario's transport fields:
+ * ns3::MetaRoceNic defaults changed for the whole program (`--ns3::MetaRoceNic::X=V` or
+ * NS_ATTRIBUTE_DEFAULT) and transport.nic_attributes. The transport fields (paths, cc, ...) are
+ * the same settings under friendlier names, so the runner takes a field left out from here and
+ * rejects a field that disagrees with a value given here: a silent winner ran AIMD for a user
+ * who asked for another congestion control.
+ */
+class NicSettings
+{
+  public:
+    /**
+     * Check transport.nic_attributes and apply them, in order, to \p nic (a later entry of the
+     * same name replaces an earlier one, so a --set entry replaces the file's); exit 2 on a bad
+     * one or on one that disagrees with a changed ns-3 default.
+     * \param loader the scenario and its sources
+     * \param nic a NIC created with the program's defaults; receives the attributes
+     */
+    NicSettings(const ScenarioLoader& loader, Ptr<MetaRoceNic> nic)
+    {
+        const TypeId tid = MetaRoceNic::GetTypeId();
+        // Defaults changed for the whole program: the fresh NIC's value against the TypeId's.
+        for (std::size_t i = 0; i < tid.GetAttributeN(); ++i)
+        {
+            const TypeId::AttributeInformation info = tid.GetAttribute(i);
+            if (!(info.flags & TypeId::ATTR_GET) || !(info.flags & TypeId::ATTR_CONSTRUCT))
+            {
+                continue;
+            }
+            Ptr<AttributeValue> now = info.checker->Create();
+            nic->GetAttribute(info.name, *now);
+            const std::string value = now->SerializeToString(info.checker);
+            if (value == info.originalInitialValue->SerializeToString(info.checker))
+            {
+                continue;
+            }
+            // Config::SetDefault (which CommandLine's --ns3:: options call) moves the TypeId's
+            // initial value; NS_ATTRIBUTE_DEFAULT only reaches the constructed object.
+            const bool fromConfig = info.initialValue->SerializeToString(info.checker) == value;
+            m_programDefaults[info.name] = {
+                (fromConfig ? "--ns3::MetaRoceNic::" : "NS_ATTRIBUTE_DEFAULT ns3::MetaRoceNic::") +
+                    info.name + "=" + value,
+                value};
+            m_origins[info.name] = m_programDefaults[info.name].first;
+        }
+        const pb::Transport& tr = loader.Get().transport();
+        for (int i = 0; i < tr.nic_attributes_size(); ++i)
+        {
+            const pb::Attribute& a = tr.nic_attributes(i);
+            const std::string at = "transport.nic_attributes[" + std::to_string(i) + "]";
+            const std::string why = CheckAttribute(tid, a);
+            if (!why.empty())
+            {
+                loader.Invalid(at + ".name", why);
+            }
+            TypeId::AttributeInformation info;
+            tid.LookupAttributeByName(a.name(), &info);
+            Ptr<AttributeValue> v = info.checker->Create();
+            v->DeserializeFromString(a.value(), info.checker);
+            const std::string value = v->SerializeToString(info.checker);
+            const auto given = m_programDefaults.find(a.name());
+            if (given != m_programDefaults.end() && given->second.second != value)
+            {
+                loader.Invalid(at + ".value",
+                               a.name() + "=" + a.value() + " disagrees with " +
+                                   given->second.first +
+                                   "; give the setting in one place (docs/scenarios.md, \"NIC "
+                                   "settings\")");
+            }
+            m_origins[a.name()] = loader.Where(at) + ": " + at + " " + a.name() + "=" + a.value();
+            nic->SetAttribute(a.name(), StringValue(a.value()));
+        }
+    }
+
+    /**
+     * \param attribute a MetaRoceNic attribute
+     * \return where its value came from, or "" if it is the built-in default
+     */
+    std::string Origin(const std::string& attribute) const
+    {
+        const auto it = m_origins.find(attribute);
+        return it == m_origins.end() ? "" : it->second;
+    }
+
+    /**
+     * Exit 2 when a transport field given in the scenario disagrees with the NIC attribute that
+     * holds the same setting and was given too.
+     * \param loader the scenario and its sources
+     * \param field the dotted field path
+     * \param attribute the MetaRoceNic attribute
+     * \param value the field's value, for the message
+     * \param agrees whether the field's value equals the attribute's
+     */
+    void Agree(const ScenarioLoader& loader,
+               const std::string& field,
+               const std::string& attribute,
+               const std::string& value,
+               bool agrees) const
+    {
+        const std::string origin = Origin(attribute);
+        if (!agrees && !origin.empty())
+        {
+            loader.Invalid(field,
+                           value + " disagrees with " + origin +
+                               "; give the setting in one place (docs/scenarios.md, "
+                               "\"NIC settings\")");
+        }
+    }
+
+  private:
+    /// By attribute: where its value came from.
+    std::map<std::string, std::string> m_origins;
+    /// By attribute: program-wide defaults that differ from the built-in ones (origin, value).
+    std::map<std::string, std::pair<std::string, std::string>> m_programDefaults;
+};
+
+/**
  * \param us microseconds
  * \return the ns-3 time, rounded to the nanosecond
  */
@@ -413,6 +578,69 @@ Fixed(double value, int decimals)
     return buf;
 }
 
+/**
+ * Warn when the run stops before a RoCEv2 sender's retransmission timer can fire: a packet
+ * lost at its tail is then never recovered, and the flow is reported as not completed with
+ * nothing in the results pointing at the timer.
+ * \param sc the completed scenario
+ * \param nic where the NIC settings came from
+ * \param cfg the connection configuration
+ */
+void
+WarnIfStopBeforeTimeout(const pb::Scenario& sc,
+                        const NicSettings& nic,
+                        const metaroce::ConnectionConfig& cfg)
+{
+    if (sc.transport().name() != "rocev2" || MetaRoceGetRank() != 0)
+    {
+        return;
+    }
+    const bool irn = sc.transport().rocev2_recovery() == "irn";
+    const std::string attribute = irn ? "RoceIrnRtoLow" : "RoceLocalAckTimeout";
+    double timeoutMs;
+    std::string timer;
+    if (irn)
+    {
+        timeoutMs = cfg.rocev2.irnRtoLow / 1e9; // engine times are picoseconds
+        timer = "the IRN retransmission timeout RoceIrnRtoLow";
+    }
+    else
+    {
+        const uint8_t n = cfg.rocev2.localAckTimeout;
+        if (n == 0)
+        {
+            return; // no timer at all
+        }
+        timeoutMs = 4.096e-3 * std::ldexp(1.0, std::min<int>(n, 31));
+        timer = "the RoCEv2 local ACK timeout (RoceLocalAckTimeout " + std::to_string(n) +
+                ": 4.096 us * 2^" + std::to_string(n) + ")";
+    }
+    if (sc.stop_time_ms() < timeoutMs)
+    {
+        const std::string origin = nic.Origin(attribute);
+        std::cerr << "metaroce-run: warning: stop_time_ms " << sc.stop_time_ms()
+                  << " is shorter than " << timer << " = " << Fixed(timeoutMs, 3)
+                  << " ms: a lost packet that needs a timeout is never retransmitted before the "
+                     "run stops"
+                  << (origin.empty() ? " (built-in default; set " + attribute +
+                                           " with transport.nic_attributes)"
+                                     : " (" + origin + ")")
+                  << std::endl;
+    }
+}
+
+/**
+ * \param value a number
+ * \return it with as few digits as iostream's default precision needs (4, 0.5)
+ */
+std::string
+Shortest(double value)
+{
+    std::ostringstream os;
+    os << value;
+    return os.str();
+}
+
 /// Number of hosts a topology will have (for validation before building).
 uint32_t
 HostCount(const pb::Topology& t)
@@ -430,11 +658,14 @@ HostCount(const pb::Topology& t)
 
 /**
  * Fill defaults and check every value; exit 2 naming the field's location on a bad one.
+ * A transport field left out takes the NIC's setting (\p cfg); a field given must agree with
+ * a NIC attribute given for the same setting (docs/scenarios.md, "NIC settings").
  * \param loader the scenario and its sources
- * \param cfg[in,out] the connection configuration (the NIC defaults on input)
+ * \param nic where the NIC settings came from
+ * \param cfg[in,out] the connection configuration (the NIC's, with \p nic applied, on input)
  */
 void
-Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
+Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionConfig& cfg)
 {
     pb::Scenario& s = loader.Get();
     if (s.seed() == 0)
@@ -458,15 +689,31 @@ Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
         loader.Invalid("event_order", "'" + s.event_order() + "': expected insertion or link");
     }
 
-    // Transport first: the PFC default depends on it.
+    // Transport first: the PFC default depends on it. A value taken from a NIC attribute is
+    // reported where that attribute was given.
     pb::Transport& tr = *s.mutable_transport();
-    if (tr.name().empty())
+    auto invalid = [&](const std::string& field,
+                       const std::string& attribute,
+                       bool fromNic,
+                       const std::string& what) {
+        if (fromNic)
+        {
+            BadInput(nic.Origin(attribute) + ": " + what);
+        }
+        loader.Invalid(field, what);
+    };
+    const bool nameFromNic = tr.name().empty();
+    if (nameFromNic)
     {
-        tr.set_name("metaroce");
+        tr.set_name(cfg.transport);
     }
+    nic.Agree(loader, "transport.name", "Transport", tr.name(), tr.name() == cfg.transport);
     if (tr.name() != "metaroce" && tr.name() != "rocev2")
     {
-        loader.Invalid("transport.name", "'" + tr.name() + "': expected metaroce or rocev2");
+        invalid("transport.name",
+                "Transport",
+                nameFromNic,
+                "'" + tr.name() + "': expected metaroce or rocev2");
     }
     const bool roce = tr.name() == "rocev2";
     cfg.transport = tr.name();
@@ -482,15 +729,25 @@ Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
     {
         tr.set_paths(1); // a RoCEv2 QP has one path: the setting is for metaroce only
     }
+    else
+    {
+        nic.Agree(loader,
+                  "transport.paths",
+                  "NumPaths",
+                  std::to_string(tr.paths()),
+                  tr.paths() == cfg.numPaths);
+    }
     cfg.numPaths = tr.paths();
     if (tr.mtu() == 0)
     {
         tr.set_mtu(cfg.mtu);
     }
+    nic.Agree(loader, "transport.mtu", "Mtu", std::to_string(tr.mtu()), tr.mtu() == cfg.mtu);
     cfg.mtu = tr.mtu();
-    if (tr.cc().empty())
+    const bool ccFromNic = tr.cc().empty();
+    if (ccFromNic)
     {
-        tr.set_cc(roce ? "dcqcn" : cfg.congestionControl);
+        tr.set_cc(roce ? (cfg.rocev2.dcqcn ? "dcqcn" : "none") : cfg.congestionControl);
     }
     if (roce)
     {
@@ -498,34 +755,70 @@ Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
         {
             loader.Invalid("transport.cc", "'" + tr.cc() + "': rocev2 takes dcqcn or none");
         }
+        nic.Agree(loader,
+                  "transport.cc",
+                  "Dcqcn",
+                  tr.cc(),
+                  (tr.cc() == "dcqcn") == cfg.rocev2.dcqcn);
         cfg.rocev2.dcqcn = tr.cc() == "dcqcn";
     }
     else
     {
+        nic.Agree(loader,
+                  "transport.cc",
+                  "CongestionControl",
+                  tr.cc(),
+                  tr.cc() == cfg.congestionControl);
         if (tr.cc() != "aimd" && tr.cc() != "dctcp" && tr.cc() != "fixed")
         {
-            loader.Invalid("transport.cc", "'" + tr.cc() + "': expected aimd, dctcp or fixed");
+            invalid("transport.cc",
+                    "CongestionControl",
+                    ccFromNic,
+                    "'" + tr.cc() + "': expected aimd, dctcp or fixed");
         }
         cfg.congestionControl = tr.cc();
     }
     // RoCEv2 loss recovery (the field is ignored by metaroce): go-back-N or IRN.
-    if (tr.rocev2_recovery().empty())
+    const bool recoveryFromNic = tr.rocev2_recovery().empty();
+    if (recoveryFromNic)
     {
         tr.set_rocev2_recovery(cfg.rocev2.recovery);
     }
+    if (roce)
+    {
+        nic.Agree(loader,
+                  "transport.rocev2_recovery",
+                  "RoceRecovery",
+                  tr.rocev2_recovery(),
+                  tr.rocev2_recovery() == cfg.rocev2.recovery);
+    }
     if (tr.rocev2_recovery() != "gbn" && tr.rocev2_recovery() != "irn")
     {
-        loader.Invalid("transport.rocev2_recovery",
-                       "'" + tr.rocev2_recovery() + "': expected gbn or irn");
+        invalid("transport.rocev2_recovery",
+                "RoceRecovery",
+                recoveryFromNic,
+                "'" + tr.rocev2_recovery() + "': expected gbn or irn");
     }
     cfg.rocev2.recovery = tr.rocev2_recovery();
-    if (tr.path_scheduler().empty())
+    const bool schedulerFromNic = tr.path_scheduler().empty();
+    if (schedulerFromNic)
     {
         tr.set_path_scheduler(cfg.pathScheduler);
     }
+    if (!roce)
+    {
+        nic.Agree(loader,
+                  "transport.path_scheduler",
+                  "PathScheduler",
+                  tr.path_scheduler(),
+                  tr.path_scheduler() == cfg.pathScheduler);
+    }
     if (tr.path_scheduler() != "spray" && tr.path_scheduler() != "single")
     {
-        loader.Invalid("transport.path_scheduler", "expected spray or single");
+        invalid("transport.path_scheduler",
+                "PathScheduler",
+                schedulerFromNic,
+                "'" + tr.path_scheduler() + "': expected spray or single");
     }
     cfg.pathScheduler = tr.path_scheduler();
     if (tr.initial_path_window() < 0 || tr.max_path_window() < 0)
@@ -542,16 +835,21 @@ Complete(ScenarioLoader& loader, metaroce::ConnectionConfig& cfg)
     {
         tr.set_max_path_window(cfg.maxPathWindow);
     }
+    if (!roce)
+    {
+        nic.Agree(loader,
+                  "transport.initial_path_window",
+                  "InitialPathWindow",
+                  Shortest(tr.initial_path_window()),
+                  tr.initial_path_window() == cfg.initialPathWindow);
+        nic.Agree(loader,
+                  "transport.max_path_window",
+                  "MaxPathWindow",
+                  Shortest(tr.max_path_window()),
+                  tr.max_path_window() == cfg.maxPathWindow);
+    }
     cfg.initialPathWindow = tr.initial_path_window();
     cfg.maxPathWindow = tr.max_path_window();
-    for (int i = 0; i < tr.nic_attributes_size(); ++i)
-    {
-        const std::string why = CheckAttribute(MetaRoceNic::GetTypeId(), tr.nic_attributes(i));
-        if (!why.empty())
-        {
-            loader.Invalid("transport.nic_attributes[" + std::to_string(i) + "].name", why);
-        }
-    }
 
     // Topology.
     pb::Topology& t = *s.mutable_topology();
@@ -1396,6 +1694,14 @@ main(int argc, char* argv[])
     std::filesystem::path scenarioDir = std::filesystem::current_path();
     if (!scenarioPath.empty())
     {
+        // A directory opens as a stream that reads nothing, which would run the defaults.
+        std::error_code ec;
+        if (std::filesystem::is_directory(scenarioPath, ec))
+        {
+            BadInput(scenarioPath +
+                     ": is a directory; --scenario takes a scenario file (for example "
+                     "examples/scenarios/incast-leaf-spine.textproto)");
+        }
         std::ifstream in(scenarioPath, std::ios::binary);
         if (!in)
         {
@@ -1403,6 +1709,10 @@ main(int argc, char* argv[])
         }
         std::ostringstream text;
         text << in.rdbuf();
+        if (in.bad())
+        {
+            BadInput(scenarioPath + ": cannot read the scenario file");
+        }
         loader.Merge(text.str(), scenarioPath, true, true);
         scenarioDir = std::filesystem::absolute(scenarioPath).parent_path();
         if (loader.Get().name().empty())
@@ -1470,22 +1780,16 @@ main(int argc, char* argv[])
         loader.Merge(text, "--set '" + s + "'", false, text == s);
     }
 
+    // The connection configuration the workload uses starts from the NIC's: the program's
+    // ns3::MetaRoceNic defaults with transport.nic_attributes applied (e.g. RoceLocalAckTimeout,
+    // RtoMin). Complete fills the transport fields left out from it and rejects a field that
+    // disagrees with an attribute given for the same setting.
     Ptr<MetaRoceNic> defaults = CreateObject<MetaRoceNic>();
+    const NicSettings nicSettings(loader, defaults);
     metaroce::ConnectionConfig cfg = defaults->GetDefaultConnectionConfig();
-    Complete(loader, cfg);
-    // The connection configuration the workload uses must start from the NIC defaults *with*
-    // transport.nic_attributes applied (e.g. RoceLocalAckTimeout, RtoMin), which Complete has
-    // just checked; the scenario's own transport fields then override them again.
-    if (loader.Get().transport().nic_attributes_size() > 0)
-    {
-        for (const pb::Attribute& a : loader.Get().transport().nic_attributes())
-        {
-            defaults->SetAttribute(a.name(), StringValue(a.value()));
-        }
-        cfg = defaults->GetDefaultConnectionConfig();
-        Complete(loader, cfg);
-    }
+    Complete(loader, nicSettings, cfg);
     const pb::Scenario& sc = loader.Get();
+    WarnIfStopBeforeTimeout(sc, nicSettings, cfg);
     if (printScenario)
     {
         std::string text;

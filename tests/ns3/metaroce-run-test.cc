@@ -551,6 +551,145 @@ TEST_F(MetaRoceRunTest, BadInputExitsWithTwoAndNamesTheLine)
     EXPECT_NE(output.find("cannot open"), std::string::npos) << output;
 }
 
+TEST_F(MetaRoceRunTest, ScenarioDirectoryIsRejected)
+{
+    // A directory opens as an empty stream: it used to run the built-in defaults.
+    std::string output;
+    EXPECT_EQ(Run("--scenario=" + m_dir.string() + " --out=" + (m_dir / "dir").string(), output),
+              2);
+    EXPECT_NE(output.find(m_dir.string() + ": is a directory"), std::string::npos) << output;
+    EXPECT_FALSE(fs::exists(m_dir / "dir"));
+}
+
+TEST_F(MetaRoceRunTest, NicSettingGivenTwiceWithDifferentValuesIsRejected)
+{
+    struct Case
+    {
+        std::string args;   //!< arguments after the tiny scenario (transport paths: 4)
+        std::string expect; //!< in the message
+    };
+
+    const std::string nicAttribute = "--set='transport { nic_attributes { name: \"%s\" value: "
+                                     "\"%s\" } }'";
+    auto attribute = [&](const std::string& name, const std::string& value) {
+        std::string a = nicAttribute;
+        a.replace(a.find("%s"), 2, name);
+        a.replace(a.find("%s"), 2, value);
+        return a;
+    };
+    const std::vector<Case> cases = {
+        // A scenario field against an ns-3 default or a nic_attributes entry.
+        {"--ns3::MetaRoceNic::NumPaths=2",
+         "tiny.textproto:10:30: transport.paths: 4 disagrees with --ns3::MetaRoceNic::NumPaths=2"},
+        {attribute("NumPaths", "2"),
+         "transport.paths: 4 disagrees with --set 'transport { nic_attributes { name: "
+         "\"NumPaths\" value: \"2\" } }': transport.nic_attributes[0] NumPaths=2"},
+        {"--set=transport.cc=aimd " + attribute("CongestionControl", "dctcp"),
+         "transport.cc: aimd disagrees with"},
+        {"--transport=rocev2 --set=transport.cc=dcqcn " + attribute("Dcqcn", "false"),
+         "transport.cc: dcqcn disagrees with"},
+        {"--set=transport.mtu=1024 --ns3::MetaRoceNic::Mtu=2048",
+         "transport.mtu: 1024 disagrees with --ns3::MetaRoceNic::Mtu=2048"},
+        // A nic_attributes entry against an ns-3 default.
+        {"--ns3::MetaRoceNic::RtoMin=1ms " + attribute("RtoMin", "50us"),
+         "transport.nic_attributes[0].value: RtoMin=50us disagrees with "
+         "--ns3::MetaRoceNic::RtoMin=+1e+06ns"}, // as ns-3 prints the value
+        // A value taken from a NIC attribute is checked like the field, and reported where
+        // it was given: 'cubic' used to run AIMD.
+        {attribute("CongestionControl", "cubic"),
+         "transport.nic_attributes[0] CongestionControl=cubic: 'cubic': expected aimd, dctcp or "
+         "fixed"},
+        {"--ns3::MetaRoceNic::PathScheduler=round-robin",
+         "--ns3::MetaRoceNic::PathScheduler=round-robin: 'round-robin': expected spray or single"},
+    };
+    for (const Case& c : cases)
+    {
+        std::string output;
+        const int code = Run("--scenario=" + m_scenario.string() +
+                                 " --out=" + (m_dir / "bad").string() + " " + c.args,
+                             output);
+        EXPECT_EQ(code, 2) << c.args << "\n" << output;
+        EXPECT_NE(output.find(c.expect), std::string::npos)
+            << "expected '" << c.expect << "' in: " << output;
+        EXPECT_FALSE(fs::exists(m_dir / "bad"));
+    }
+}
+
+TEST_F(MetaRoceRunTest, NicSettingsFillTheTransportFieldsLeftOut)
+{
+    // The same value in two places is no conflict.
+    std::string output;
+    EXPECT_EQ(Run("--scenario=" + m_scenario.string() +
+                      " --print-scenario --ns3::MetaRoceNic::NumPaths=4 "
+                      "--set='transport { nic_attributes { name: \"NumPaths\" value: \"4\" } }'",
+                  output),
+              0)
+        << output;
+    // Fields left out take the NIC's setting: nic_attributes first, then the ns-3 defaults.
+    const fs::path bare = m_dir / "bare.textproto";
+    std::ofstream(bare) << "transport { nic_attributes { name: \"NumPaths\" value: \"2\" } "
+                           "nic_attributes { name: \"PathScheduler\" value: \"single\" } }\n";
+    ASSERT_EQ(Run("--scenario=" + bare.string() +
+                      " --print-scenario --ns3::MetaRoceNic::CongestionControl=dctcp "
+                      "--ns3::MetaRoceNic::Mtu=1024",
+                  output),
+              0)
+        << output;
+    pb::Scenario scenario;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(output, &scenario)) << output;
+    EXPECT_EQ(scenario.transport().paths(), 2U);
+    EXPECT_EQ(scenario.transport().path_scheduler(), "single");
+    EXPECT_EQ(scenario.transport().cc(), "dctcp");
+    EXPECT_EQ(scenario.transport().mtu(), 1024U);
+    ASSERT_EQ(Run("--scenario=" + bare.string() +
+                      " --print-scenario --transport=rocev2 --ns3::MetaRoceNic::Dcqcn=false "
+                      "--ns3::MetaRoceNic::RoceRecovery=irn",
+                  output),
+              0)
+        << output;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(output, &scenario)) << output;
+    EXPECT_EQ(scenario.transport().cc(), "none");
+    EXPECT_EQ(scenario.transport().rocev2_recovery(), "irn");
+}
+
+TEST_F(MetaRoceRunTest, StopTimeBelowTheRoceRetransmissionTimerWarns)
+{
+    std::string output;
+    // Go-back-N: 4.096 us * 2^14 = 67.1 ms by default.
+    EXPECT_EQ(Run("--scenario=" + m_scenario.string() +
+                      " --print-scenario --transport=rocev2 --stop-ms=50",
+                  output),
+              0);
+    EXPECT_NE(output.find("metaroce-run: warning: stop_time_ms 50 is shorter than the RoCEv2 "
+                          "local ACK timeout (RoceLocalAckTimeout 14: 4.096 us * 2^14) = 67.109 "
+                          "ms"),
+              std::string::npos)
+        << output;
+    // Shorter timer from nic_attributes, IRN's own timer, and MetaRoCE: no warning.
+    for (const std::string& args :
+         {std::string("--transport=rocev2 --stop-ms=50 --set='transport { nic_attributes { "
+                      "name: \"RoceLocalAckTimeout\" value: \"10\" } }'"),
+          std::string("--transport=rocev2 --stop-ms=50 --set='transport.rocev2_recovery=\"irn\"'"),
+          std::string("--stop-ms=0.01")})
+    {
+        EXPECT_EQ(Run("--scenario=" + m_scenario.string() + " --print-scenario " + args, output),
+                  0);
+        EXPECT_EQ(output.find("warning"), std::string::npos) << args << "\n" << output;
+    }
+    // IRN warns about its RTO_low, naming where it was set.
+    EXPECT_EQ(Run("--scenario=" + m_scenario.string() +
+                      " --print-scenario --transport=rocev2 --stop-ms=0.05 "
+                      "--set='transport.rocev2_recovery=\"irn\"'",
+                  output),
+              0);
+    EXPECT_NE(output.find("shorter than the IRN retransmission timeout RoceIrnRtoLow = 0.100 ms"),
+              std::string::npos)
+        << output;
+    // The run itself still happens and writes its folder.
+    RunTiny("short", "--transport=rocev2 --stop-ms=1");
+    EXPECT_TRUE(fs::exists(m_dir / "short" / "flows.csv"));
+}
+
 TEST_F(MetaRoceRunTest, ExampleScenariosParse)
 {
     for (const auto& entry : fs::directory_iterator(METAROCE_SCENARIO_DIR))
