@@ -1,11 +1,12 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plot the CDF of flow slowdown (FCT / ideal FCT) from metaroce-run's flows.csv.
 
-One curve per run folder (or flows.csv path), labelled with the folder name. The CDF is over all
-flows: flows that did not complete keep the curve below 1 and are counted in the legend. Writes a PNG (default: fct-slowdown.png next
-to the first input). Run with Debian's Python, which has matplotlib:
+One curve per run folder (or flows.csv path), labelled with the folder name. The CDF is over
+all flows: flows that did not complete keep the curve below 1 and are counted in the legend.
+Writes a PNG (default: fct-slowdown.png next to the first input). Runs as an executable (its
+shebang is Debian's Python, which has matplotlib):
 
-    /usr/bin/python3 plots/fct-slowdown.py runs/a runs/b [-o out.png]
+    plots/fct-slowdown.py runs/a runs/b [-o out.png]
 """
 
 import csv
@@ -32,6 +33,9 @@ def read_slowdowns(path):
 
 def main(argv):
     args = argv[1:]
+    if "-h" in args or "--help" in args:
+        print(__doc__)
+        return 0
     out = None
     if "-o" in args:
         i = args.index("-o")

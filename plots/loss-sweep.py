@@ -33,22 +33,33 @@ ENGINE_LABELS = {
 }
 
 
-def _axes_style(ax, max_loss):
+def _axes_style(ax, max_loss, xlabel):
     ax.set_xscale("symlog", linthresh=0.1)
     ticks = [t for t in TICKS if t <= max_loss * 1.0001] or [0]
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:g}" for t in ticks])
-    ax.set_xlabel("random loss p (%), end-to-end per data packet")
+    ax.set_xlabel(xlabel)
     ax.set_ylim(0, 1.05)
     ax.grid(True, alpha=0.3)
 
 
-def plot_sweep(rows, out, title):
+def default_title(rows):
+    """The figure title, from what the runs recorded (topology, flows, link rate)."""
+    setup = sweeplib.describe_setup(rows)
+    return f"Goodput under random loss (ns-3 fabric, {setup})" if setup else \
+        "Goodput under random loss (ns-3 fabric)"
+
+
+def plot_sweep(rows, out, title=None, xlabel=None):
+    """Draw the two panels. title and xlabel default to what the runs recorded
+    (default_title, sweeplib.loss_axis_label)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    title = title or default_title(rows)
+    xlabel = xlabel or sweeplib.loss_axis_label(rows)
     ok = [r for r in rows if r["status"] == "ok" and "normalized" in r]
     max_loss = max((r["loss"] * 100 for r in rows), default=10)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
@@ -71,7 +82,7 @@ def plot_sweep(rows, out, title):
             if bad:
                 ax.plot([p[0] for p in bad], [p[1] for p in bad], "x", color="k", markersize=8)
         ax.set_title(f"goodput {sub}", fontsize=10)
-        _axes_style(ax, max_loss)
+        _axes_style(ax, max_loss, xlabel)
     axes[0].set_ylabel("goodput / same transport's loss-free goodput")
     axes[0].legend(loc="lower left", fontsize=8)
     axes[1].plot([], [], "x", color="k", label="some flows unfinished at the stop time")
@@ -94,7 +105,7 @@ def sweep_mode(args):
     print(f"table: {csv_out}")
     out = args.output or os.path.join(args.input, "loss-sweep.png")
     try:
-        plot_sweep(rows, out, args.title)
+        plot_sweep(rows, out, args.title, args.xlabel)
     except ImportError:
         print("matplotlib is missing (use /usr/bin/python3): no plot", file=sys.stderr)
         return 1
@@ -102,7 +113,7 @@ def sweep_mode(args):
     return 0
 
 
-def engine_demo_mode(path, out):
+def engine_demo_mode(path, out, title=None, xlabel=None):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,11 +145,10 @@ def engine_demo_mode(path, out):
             if not ok:
                 ax.annotate("incomplete", (x, y), fontsize=7, textcoords="offset points",
                             xytext=(0, 6), ha="center")
-    _axes_style(ax, 10)
-    ax.set_xlabel("random loss (%)")
+    _axes_style(ax, 10, xlabel or "random loss (%)")
     ax.set_ylabel("goodput / loss-free goodput")
     ax.legend(loc="lower left", fontsize=8)
-    ax.set_title("Goodput under loss (engine testbed, 100 Gb/s)")
+    ax.set_title(title or "Goodput under loss (engine testbed, 100 Gb/s)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"plot: {out}")
@@ -153,13 +163,16 @@ def main(argv):
     ap.add_argument("legacy_output", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("-o", "--output", help="PNG to write")
     ap.add_argument("--csv", help="table to write (sweep folders)")
-    ap.add_argument("--title", default="Goodput under random loss (ns-3 fabric, 8 cross-leaf "
-                    "flows, 2 x 8 leaf-spine, 100 Gb/s)")
+    ap.add_argument("--title", help="figure title (default: from the runs' records, e.g. "
+                    "'Goodput under random loss (ns-3 fabric, 8 flows, 2 x 8 leaf-spine, "
+                    "100 Gb/s)')")
+    ap.add_argument("--xlabel", help="x-axis label (default: from the loss scope the runs "
+                    "recorded, e.g. end-to-end per data packet for HOST_DOWNLINKS)")
     args = ap.parse_args(argv[1:])
     args.output = args.output or args.legacy_output
     if os.path.isdir(args.input):
         return sweep_mode(args)
-    return engine_demo_mode(args.input, args.output)
+    return engine_demo_mode(args.input, args.output, args.title, args.xlabel)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,38 @@ def read_summary(run_dir):
     return out
 
 
+def read_scenario(run_dir):
+    """scenario.pb.txt (the scenario as run, protobuf text format) as a flat dict of dotted
+    field paths ("topology.pfc", "loss.scope") to numbers/strings/bools; a repeated field
+    keeps its last value. Fields at their zero value are absent (proto3 does not print them)."""
+    out = {}
+    path = []
+    with open(os.path.join(run_dir, "scenario.pb.txt")) as f:
+        for line in f:
+            line = line.strip()
+            if line.endswith("{"):
+                path.append(line[:-1].strip())
+                continue
+            if line == "}":
+                path.pop()
+                continue
+            key, sep, value = line.partition(":")
+            if not sep:
+                continue
+            value = value.strip()
+            if value.startswith('"'):
+                value = value.strip('"')
+            elif value in ("true", "false"):
+                value = value == "true"
+            else:
+                try:
+                    value = float(value)
+                except ValueError:
+                    pass
+            out[".".join(path + [key.strip()])] = value
+    return out
+
+
 def load_sweep(sweep_dir):
     """The point records of a sweep folder's index.json, in point order."""
     with open(os.path.join(sweep_dir, "index.json")) as f:
@@ -105,9 +137,59 @@ def run_metrics(run_dir):
 
 
 def series_key(params):
-    """(transport, recovery, pfc) of a loss-sweep point's parameters."""
+    """(transport, recovery, pfc) of a loss-sweep point's parameters (for points without a
+    run folder; run_series_key reads what a run actually did)."""
     return (params.get("transport", "metaroce"), params.get("recovery", ""),
             bool(params.get("pfc", False)))
+
+
+def run_series_key(run_dir):
+    """(transport, recovery, pfc) from a run folder's own record (scenario.pb.txt), which the
+    sweep's parameters only describe: a point whose arguments set PFC differently from its
+    parameters is labelled by what ran."""
+    sc = read_scenario(run_dir)
+    transport = sc.get("transport.name", "metaroce")
+    recovery = "sack" if transport == "metaroce" else sc.get("transport.rocev2_recovery", "gbn")
+    return (transport, recovery, bool(sc.get("topology.pfc", False)))
+
+
+LOSS_SCOPE_LABELS = {
+    "ALL_LINKS": "random loss p (%) per frame on every link, each direction",
+    "FABRIC_LINKS": "random loss p (%) per frame on each switch-to-switch link",
+    "HOST_LINKS": "random loss p (%) per frame on each host link, each direction",
+    "HOST_DOWNLINKS": "random loss p (%), end-to-end per data packet (host downlinks)",
+}
+
+
+def loss_axis_label(rows):
+    """The x-axis label of a loss sweep, from the loss scope its runs recorded."""
+    scopes = {r["loss_scope"] for r in rows if r.get("loss_scope")}
+    if len(scopes) == 1:
+        return LOSS_SCOPE_LABELS.get(next(iter(scopes)), "random loss p (%)")
+    return "random loss p (%)"
+
+
+def describe_setup(rows):
+    """A short description of the runs' topology and workload ("8 flows, 2 x 8 leaf-spine,
+    100 Gb/s") from their records, or "" when the points differ or none ran."""
+    setups = {r["setup"] for r in rows if r.get("setup")}
+    return next(iter(setups)) if len(setups) == 1 else ""
+
+
+def _setup_of(sc, summary):
+    kind = sc.get("topology.kind", "")
+    if kind == "FAT_TREE":
+        shape = f"k = {sc.get('topology.k', 0):g} fat tree"
+    elif kind == "SINGLE_SWITCH":
+        shape = f"{sc.get('topology.hosts', 0):g}-host single switch"
+    else:
+        shape = (f"{sc.get('topology.leaves', 0):g} x "
+                 f"{sc.get('topology.hosts_per_leaf', 0):g} leaf-spine")
+        planes = sc.get("topology.planes", 1)
+        if planes > 1:
+            shape += f", {planes:g} planes"
+    rate = sc.get("topology.link_rate_gbps", 0)
+    return f"{summary.get('flows', 0):g} flows, {shape}, {rate:g} Gb/s"
 
 
 SERIES_LABELS = {
@@ -130,7 +212,12 @@ def loss_table(sweep_dir):
         row = {"point": r["point"], "status": r["status"], "loss": float(r["params"]["loss"]),
                "series": series_key(r["params"]), "wall_s": r["wall_s"]}
         if r["status"] == "ok":
-            row.update(run_metrics(os.path.join(sweep_dir, r["point"])))
+            run_dir = os.path.join(sweep_dir, r["point"])
+            row.update(run_metrics(run_dir))
+            row["series"] = run_series_key(run_dir)
+            sc = read_scenario(run_dir)
+            row["loss_scope"] = sc.get("loss.scope", "ALL_LINKS")
+            row["setup"] = _setup_of(sc, read_summary(run_dir))
         rows.append(row)
     base = {row["series"]: row for row in rows if row["loss"] == 0 and row["status"] == "ok"}
     for row in rows:
