@@ -32,6 +32,7 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-ns3-compat.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.h

@@ -17,6 +17,14 @@ namespace ns3
 
 NS_LOG_COMPONENT_DEFINE("MetaRocePcapHelper");
 
+namespace
+{
+/// The pcap link type of Ethernet frames (LINKTYPE_ETHERNET,
+/// https://www.tcpdump.org/linktypes.html). By number: ns-3.49 deprecates PcapHelper::DLT_EN10MB
+/// for iana::LinkType::ETHERNET, which ns-3.48 and earlier do not have.
+constexpr uint32_t LINKTYPE_ETHERNET = 1;
+} // namespace
+
 void
 MetaRocePcapHelper::SetNanosecondTimestamps(bool enabled)
 {
@@ -43,7 +51,7 @@ MetaRocePcapHelper::EnablePcapInternal(std::string prefix,
         CreateObjectWithAttributes<PcapFileWrapper>("NanosecMode", BooleanValue(m_nanosecond));
     file->Open(filename, std::ios::out);
     NS_ABORT_MSG_IF(file->Fail(), "MetaRocePcapHelper: cannot open " << filename);
-    file->Init(PcapHelper::DLT_EN10MB, SNAP_LENGTH);
+    file->Init(LINKTYPE_ETHERNET, SNAP_LENGTH);
     pcapHelper.HookDefaultSink<MetaRoceNetDevice>(device, "Sniffer", file);
 }
 

@@ -9,6 +9,7 @@
 #include "metaroce-encap.h"
 #include "metaroce-frame.h"
 #include "metaroce-net-device.h"
+#include "metaroce-ns3-compat.h"
 #include "metaroce-wire.h"
 
 #include "ns3/boolean.h"
@@ -925,7 +926,8 @@ void
 MetaRoceNic::RearmTimer()
 {
     const metaroce::Time deadline = m_endpoint->NextTimeout();
-    if (deadline == m_timerAt && (deadline == metaroce::TIME_INFINITE || m_timer.IsRunning()))
+    if (deadline == m_timerAt &&
+        (deadline == metaroce::TIME_INFINITE || MetaRoceIsPending(m_timer)))
     {
         return;
     }

@@ -6,6 +6,8 @@
 
 #include "metaroce-scheduler.h"
 
+#include "metaroce-ns3-compat.h"
+
 #include "ns3/abort.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
@@ -44,14 +46,14 @@ MetaRoceScheduler::GetTypeId()
             .SetParent<Scheduler>()
             .SetGroupName("MetaRoce")
             .AddConstructor<MetaRoceScheduler>()
-            .AddAttribute(
-                "TieBreak",
-                "Order of events of equal time: Insertion (ns-3's order: by uid) or "
-                "Link (untagged events by uid, then frame arrivals by link end; the "
-                "same order on any number of MPI ranks).",
-                EnumValue(INSERTION),
-                MakeEnumAccessor(&MetaRoceScheduler::SetTieBreak, &MetaRoceScheduler::GetTieBreak),
-                MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"))
+            .AddAttribute("TieBreak",
+                          "Order of events of equal time: Insertion (ns-3's order: by uid) or "
+                          "Link (untagged events by uid, then frame arrivals by link end; the "
+                          "same order on any number of MPI ranks).",
+                          EnumValue(INSERTION),
+                          MetaRoceMakeEnumAccessor<TieBreak>(&MetaRoceScheduler::SetTieBreak,
+                                                             &MetaRoceScheduler::GetTieBreak),
+                          MakeEnumChecker(INSERTION, "Insertion", LINK, "Link"))
             .AddAttribute("BucketWidth",
                           "Width of the buckets that hold the near-future events (rounded down "
                           "to a power of two of time steps); 0 keeps every event in the heap. "

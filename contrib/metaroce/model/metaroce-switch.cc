@@ -8,6 +8,7 @@
 
 #include "metaroce-byte-order.h"
 #include "metaroce-net-device.h"
+#include "metaroce-ns3-compat.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
@@ -107,7 +108,7 @@ MetaRoceSwitch::GetTypeId()
                 "port (16 MiB for 32 ports, Tomahawk/Trident class), Deep = 64 MiB "
                 "per port (2 GiB for 32 ports, Jericho/HBM class).",
                 EnumValue(MetaRoceSwitch::SHALLOW),
-                MakeEnumAccessor(&MetaRoceSwitch::m_bufferPreset),
+                MetaRoceMakeEnumAccessor<BufferPreset>(&MetaRoceSwitch::m_bufferPreset),
                 MakeEnumChecker(MetaRoceSwitch::SHALLOW, "Shallow", MetaRoceSwitch::DEEP, "Deep"))
             .AddAttribute("DtAlpha",
                           "Dynamic threshold: an egress queue may hold at most DtAlpha times "
