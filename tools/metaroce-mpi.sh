@@ -5,6 +5,8 @@
 #                                 NS3_MPI=ON and only the modules we need, installed to a prefix
 #   tools/metaroce-mpi.sh build   (./metaroce mpi-build)  configure + build this project into
 #                                 build-mpi/ against that prefix
+#   tools/metaroce-mpi.sh source-dir                      print the unpacked ns-3.37 source tree
+#                                 (for tools/check-ns3-tree.sh; fails when there is none)
 #
 # Both are idempotent: a finished step (source unpacked, ns-3 installed, build-mpi configured) is
 # not redone. Environment:
@@ -65,6 +67,19 @@ enable_deb_src() {
     NEED_UPDATE=1
 }
 
+# The unpacked ns-3.37 source tree (empty if none).
+find_source_dir() {
+    find "$NS3_MPI_DIR/src" -mindepth 2 -maxdepth 3 -name CMakeLists.txt \
+        -path '*ns-3.37*' -printf '%h\n' 2>/dev/null | sort | head -n1
+}
+
+cmd_source_dir() {
+    local srcdir
+    srcdir="$(find_source_dir)"
+    [[ -n "$srcdir" ]] || die "no ns-3.37 source under $NS3_MPI_DIR/src; run ./metaroce mpi-setup"
+    echo "$srcdir"
+}
+
 cmd_setup() {
     command -v apt-get >/dev/null || die "mpi-setup needs Debian/Ubuntu (apt-get)"
     local start=$SECONDS
@@ -92,8 +107,7 @@ cmd_setup() {
     # 1. Source: Debian's ns3 3.37 source package (orig tarball + Debian patches).
     mkdir -p "$NS3_MPI_DIR/src"
     local srcdir
-    srcdir="$(find "$NS3_MPI_DIR/src" -mindepth 2 -maxdepth 3 -name CMakeLists.txt \
-        -path '*ns-3.37*' -printf '%h\n' 2>/dev/null | sort | head -n1)"
+    srcdir="$(find_source_dir)"
     if [[ -z "$srcdir" ]]; then
         log "apt-get source ns3 into $NS3_MPI_DIR/src"
         (cd "$NS3_MPI_DIR/src" && apt-get source -q ns3) ||
@@ -161,5 +175,6 @@ command="${1:-}"
 case "$command" in
     setup) cmd_setup "$@" ;;
     build) cmd_build "$@" ;;
-    *) die "usage: tools/metaroce-mpi.sh setup|build (or ./metaroce mpi-setup / mpi-build)" ;;
+    source-dir) cmd_source_dir ;;
+    *) die "usage: tools/metaroce-mpi.sh setup|build|source-dir (./metaroce mpi-setup, mpi-build)" ;;
 esac
