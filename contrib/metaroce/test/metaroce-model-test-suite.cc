@@ -6,18 +6,24 @@
 
 /**
  * \file
- * ns-3 unit tests of the model: enum attributes by name and the ns-3 API compatibility layer
+ * ns-3 unit tests of the model: enum attributes by name (the switch's, the scheduler's, the
+ * NIC's policies) and the ns-3 API compatibility layer
  * (metaroce-ns3-compat.h). They run in an ns-3 tree (./test.py -s metaroce-model) and in the
  * standalone build (ctest -L ns3).
  */
 
 #include "ns3/enum.h"
+#include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-ns3-compat.h"
 #include "ns3/metaroce-scheduler.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/test.h"
+
+#include <string>
+#include <utility>
+#include <vector>
 
 using namespace ns3;
 
@@ -61,6 +67,64 @@ class MetaRoceEnumAttributeTestCase : public TestCase
                               "TieBreak set by name");
         scheduler->GetAttribute("TieBreak", name);
         NS_TEST_ASSERT_MSG_EQ(name.Get(), "Link", "TieBreak read by name");
+    }
+};
+
+/**
+ * \ingroup metaroce-tests
+ * The NIC's policy attributes are enums over the engine's names: set by name, read back by
+ * name, a name the engine does not know refused when it is set.
+ */
+class MetaRoceNicPolicyAttributeTestCase : public TestCase
+{
+  public:
+    MetaRoceNicPolicyAttributeTestCase()
+        : TestCase("MetaRoceNic policy attributes are enums of the engine's names")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
+        const metaroce::ConnectionConfig engine;
+        StringValue name;
+        const std::vector<std::pair<std::string, std::string>> defaults = {
+            {"Transport", engine.transport},
+            {"CongestionControl", engine.congestionControl},
+            {"PathScheduler", engine.pathScheduler},
+            {"LossDetection", engine.lossDetection},
+            {"RoceRecovery", engine.rocev2.recovery},
+        };
+        for (const auto& [attribute, engineDefault] : defaults)
+        {
+            nic->GetAttribute(attribute, name);
+            NS_TEST_ASSERT_MSG_EQ(name.Get(), engineDefault, attribute + ": the engine's default");
+            NS_TEST_ASSERT_MSG_EQ(nic->SetAttributeFailSafe(attribute, StringValue("cubic")),
+                                  false,
+                                  attribute + ": an unknown name is refused");
+        }
+        const std::vector<std::pair<std::string, std::string>> choices = {
+            {"Transport", "rocev2"},
+            {"CongestionControl", "dctcp"},
+            {"CongestionControl", "fixed"},
+            {"PathScheduler", "single"},
+            {"RoceRecovery", "irn"},
+        };
+        for (const auto& [attribute, choice] : choices)
+        {
+            nic->SetAttribute(attribute, StringValue(choice));
+            nic->GetAttribute(attribute, name);
+            NS_TEST_ASSERT_MSG_EQ(name.Get(), choice, attribute + " set by name");
+        }
+        const metaroce::ConnectionConfig& cfg = nic->GetDefaultConnectionConfig();
+        NS_TEST_ASSERT_MSG_EQ(cfg.transport, "rocev2", "reaches the engine configuration");
+        NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "fixed", "reaches the engine configuration");
+        NS_TEST_ASSERT_MSG_EQ(cfg.rocev2.recovery, "irn", "reaches the engine configuration");
+        nic->SetAttribute("Transport", EnumValue(MetaRoceNic::TRANSPORT_METAROCE));
+        NS_TEST_ASSERT_MSG_EQ(nic->GetDefaultConnectionConfig().transport,
+                              "metaroce",
+                              "Transport set by value");
     }
 };
 
@@ -110,6 +174,7 @@ class MetaRoceModelTestSuite : public TestSuite
         : TestSuite("metaroce-model", TestSuite::Type::UNIT)
     {
         AddTestCase(new MetaRoceEnumAttributeTestCase);
+        AddTestCase(new MetaRoceNicPolicyAttributeTestCase);
         AddTestCase(new MetaRoceIsPendingTestCase);
     }
 };
