@@ -153,13 +153,15 @@ fi
 log "./test.py --no-build"
 status=0
 ./test.py --no-build --nocolor >test.metaroce.log 2>&1 || status=$?
-grep -E "^(PASS|FAIL|CRASH|SKIP|VALGR)" test.metaroce.log | grep -i metaroce >&2 || true
+# Result lines: "PASS: TestSuite metaroce-model", with a "[1/9] " progress prefix in ns-3.37.
+result='^(\[[0-9]+/[0-9]+\] )?'
+grep -E "${result}(PASS|FAIL|CRASH|SKIP|VALGR)" test.metaroce.log | grep -i metaroce >&2 || true
 grep -E "tests passed" test.metaroce.log >&2 || true
 failed=0
 [[ $status == 0 ]] || failed=1
 for suite in "${SUITES[@]}"; do
     # A suite test.py does not know is simply not run: a failure here.
-    grep -qE "^PASS: TestSuite $suite\b" test.metaroce.log || {
+    grep -qE "${result}PASS: TestSuite $suite\$" test.metaroce.log || {
         log "test suite $suite did not pass (or did not run)"
         failed=1
     }
@@ -169,13 +171,13 @@ import runpy, sys
 examples = runpy.run_path(sys.argv[1])["cpp_examples"]
 print(sum(1 for _, do_run, _ in examples if eval(do_run)))
 ' contrib/metaroce/test/examples-to-run.py)"
-passed="$(grep -cE "^PASS: Example contrib/metaroce/" test.metaroce.log || true)"
+passed="$(grep -cE "${result}PASS: Example contrib/metaroce/" test.metaroce.log || true)"
 if [[ "$passed" != "$expected" ]]; then
     log "$passed of the $expected examples in contrib/metaroce/test/examples-to-run.py passed"
     failed=1
 fi
 if [[ $failed != 0 ]]; then
-    grep -vE "^PASS" test.metaroce.log | tail -n 60 >&2
+    grep -vE "${result}PASS" test.metaroce.log | tail -n 60 >&2
     die "some test suites or examples failed in $NS3 (ns-3 $ns3_version; log: $NS3/test.metaroce.log)"
 fi
 log "ns-3 $ns3_version: built warning-free; suites ${SUITES[*]} and $passed examples passed"
