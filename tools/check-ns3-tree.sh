@@ -3,7 +3,7 @@
 #
 #   tools/check-ns3-tree.sh [options] PATH-TO-NS3-SOURCE
 #
-# Copies contrib/metaroce/ into PATH/contrib/metaroce/ (replacing an earlier copy), configures
+# Copies contrib/metaroce/ into PATH/contrib/metaroce/ (updating an earlier copy), configures
 # ns-3 there with only the modules the module needs (core, network and what they pull in), with
 # examples and tests built for metaroce only, builds, fails on any compiler warning in the
 # module's own files, and runs the module's examples and test suites with ns-3's test.py.
@@ -89,16 +89,28 @@ cd "$NS3"
 if [[ "${USER:-}" == root ]]; then
     export USER=ns3-check
 fi
+# ./ns3 sets CLICOLOR=1, and ns-3's CMake then adds -fdiagnostics-color=always to every compile
+# command. CMake re-runs from the build below must see the same, or every object of the tree
+# (ns-3's core and network included) rebuilds because its command line changed.
+export CLICOLOR=1
 ns3_version="$(head -n1 VERSION)"
 log "ns-3 tree: $NS3 (VERSION $ns3_version); $(c++ --version | head -n1); cmake $(cmake --version |
     head -n1 | awk '{print $3}')"
 
-# 1. The module: a fresh copy. cp -a keeps modification times, so unchanged files do not
-# rebuild.
-log "copying contrib/metaroce into $NS3/contrib/metaroce"
-rm -rf contrib/metaroce
-mkdir -p contrib
-cp -a "$MODULE_DIR" contrib/metaroce
+# 1. The module: PATH/contrib/metaroce made equal to ours. Only files whose content differs are
+# copied (and so get a new modification time); unchanged files keep theirs and do not rebuild.
+# (Copying modification times instead would hide an edit older than the tree's last build.)
+log "updating $NS3/contrib/metaroce from contrib/metaroce"
+[[ -L contrib/metaroce ]] && rm contrib/metaroce # a link to our module: replace it by a copy
+mkdir -p contrib/metaroce
+(cd "$MODULE_DIR" && find . -type d) | (cd contrib/metaroce && xargs mkdir -p)
+while IFS= read -r -d '' file; do
+    cmp -s "$MODULE_DIR/$file" "contrib/metaroce/$file" ||
+        cp "$MODULE_DIR/$file" "contrib/metaroce/$file"
+done < <(cd "$MODULE_DIR" && find . -type f -print0)
+while IFS= read -r -d '' file; do
+    [[ -e "$MODULE_DIR/$file" ]] || rm -rf "contrib/metaroce/$file"
+done < <(cd contrib/metaroce && find . -mindepth 1 -depth -print0)
 
 # 2. Configure, unless the tree is already configured this way (then the build re-runs CMake
 # by itself when a CMakeLists.txt changed).
@@ -135,10 +147,13 @@ start=$SECONDS
 status=0
 cmake --build cmake-cache -j "$JOBS" >build.metaroce.log 2>&1 || status=$?
 if [[ $status != 0 ]]; then
+    sed -i 's/\x1b\[[0-9;]*[mK]//g' build.metaroce.log
     grep -E "error|Error" build.metaroce.log | head -n 40 >&2 || true
     die "building failed (full log: $NS3/build.metaroce.log)"
 fi
 log "built in $((SECONDS - start)) s"
+# (Without the colour codes of -fdiagnostics-color.)
+sed -i 's/\x1b\[[0-9;]*[mK]//g' build.metaroce.log
 warnings="$(grep -E "contrib/metaroce/[^:]+:[0-9]+:[0-9]+: warning:" build.metaroce.log |
     sort -u || true)"
 if [[ -n "$warnings" ]]; then
