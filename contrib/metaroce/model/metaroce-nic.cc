@@ -12,11 +12,9 @@
 #include "metaroce-ns3-compat.h"
 #include "metaroce-wire.h"
 
-#include "ns3/abort.h"
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/double.h"
-#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/mac48-address.h"
 #include "ns3/node.h"
@@ -28,8 +26,6 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <string>
-#include <vector>
 
 namespace ns3
 {
@@ -151,112 +147,6 @@ MakeFieldAccessor(std::function<F&(MetaRoceNic&)> projection)
     return Ptr<const AttributeAccessor>(new FieldAccessor<V, F>(std::move(projection)), false);
 }
 
-/**
- * An enum attribute over a string field of the engine configuration: the enum value i stands
- * for the engine's name names[i].
- * \tparam E the enum type (values 0, 1, ...)
- */
-template <typename E>
-class NameFieldAccessor : public AttributeAccessor
-{
-  public:
-    /// Returns the field of a NIC.
-    typedef std::function<std::string&(MetaRoceNic&)> Projection;
-
-    /**
-     * \param projection returns the field of a NIC
-     * \param names the engine's name of each enum value, in value order
-     */
-    NameFieldAccessor(Projection projection, std::vector<std::string> names)
-        : m_projection(std::move(projection)),
-          m_names(std::move(names))
-    {
-    }
-
-    bool Set(ObjectBase* object, const AttributeValue& value) const override
-    {
-        auto* nic = dynamic_cast<MetaRoceNic*>(object);
-        auto* v = dynamic_cast<const MetaRoceEnumValueOf<E>*>(&value);
-        if (nic == nullptr || v == nullptr)
-        {
-            return false;
-        }
-        const auto index = static_cast<std::size_t>(v->Get());
-        if (index >= m_names.size())
-        {
-            return false;
-        }
-        m_projection(*nic) = m_names[index];
-        return true;
-    }
-
-    bool Get(const ObjectBase* object, AttributeValue& value) const override
-    {
-        auto* nic = dynamic_cast<const MetaRoceNic*>(object);
-        auto* v = dynamic_cast<MetaRoceEnumValueOf<E>*>(&value);
-        if (nic == nullptr || v == nullptr)
-        {
-            return false;
-        }
-        const std::string& name = m_projection(const_cast<MetaRoceNic&>(*nic));
-        auto it = std::find(m_names.begin(), m_names.end(), name);
-        if (it == m_names.end())
-        {
-            return false;
-        }
-        v->Set(static_cast<E>(it - m_names.begin()));
-        return true;
-    }
-
-    bool HasGetter() const override
-    {
-        return true;
-    }
-
-    bool HasSetter() const override
-    {
-        return true;
-    }
-
-  private:
-    Projection m_projection;          //!< field of a NIC
-    std::vector<std::string> m_names; //!< engine name of each enum value
-};
-
-/**
- * \tparam E the enum type
- * \param projection returns the string field of a NIC
- * \param names the engine's name of each enum value, in value order
- * \return an accessor of that field
- */
-template <typename E>
-Ptr<const AttributeAccessor>
-MakeNameFieldAccessor(std::function<std::string&(MetaRoceNic&)> projection,
-                      std::vector<std::string> names)
-{
-    return Ptr<const AttributeAccessor>(
-        new NameFieldAccessor<E>(std::move(projection), std::move(names)),
-        false);
-}
-
-/**
- * The enum value of \p name among \p names (the default value of an attribute from the
- * engine's default configuration); aborts if the engine's default is not among the choices.
- * \tparam E the enum type
- * \param name the engine's name
- * \param names the engine's name of each enum value, in value order
- * \return the enum value
- */
-template <typename E>
-E
-NameToEnum(const std::string& name, const std::vector<std::string>& names)
-{
-    auto it = std::find(names.begin(), names.end(), name);
-    NS_ABORT_MSG_IF(it == names.end(),
-                    "MetaRoceNic: engine default \"" << name << "\" is not a choice");
-    return static_cast<E>(it - names.begin());
-}
-
 /// splitmix64 finaliser: spreads connection numbers over ports.
 uint64_t
 Mix(uint64_t x)
@@ -328,13 +218,6 @@ MetaRoceNic::GetTypeId()
         [](Nic & n) -> auto& { return n.m_endpointConfig.field; })
     static const CC cc;
     static const EC ec;
-    // The engine's names of the enum attributes' choices, in enum value order. A policy the
-    // engine adds needs an enum value and a name here.
-    static const std::vector<std::string> transportNames{"metaroce", "rocev2"};
-    static const std::vector<std::string> ccNames{"aimd", "dctcp", "fixed"};
-    static const std::vector<std::string> schedulerNames{"spray", "single"};
-    static const std::vector<std::string> lossNames{"sack-gap"};
-    static const std::vector<std::string> recoveryNames{"gbn", "irn"};
     static TypeId tid =
         TypeId("ns3::MetaRoceNic")
             .SetParent<Object>()
@@ -389,15 +272,11 @@ MetaRoceNic::GetTypeId()
                           MakeFieldAccessor<UintegerValue>(METAROCE_EP(maxConnections)),
                           MakeUintegerChecker<uint32_t>(1))
             // ---- Default connection configuration
-            .AddAttribute(
-                "Transport",
-                "Transport of new connections: \"metaroce\" or \"rocev2\".",
-                EnumValue(NameToEnum<Transport>(cc.transport, transportNames)),
-                MakeNameFieldAccessor<Transport>(METAROCE_CONN(transport), transportNames),
-                MakeEnumChecker(TRANSPORT_METAROCE,
-                                transportNames[TRANSPORT_METAROCE],
-                                TRANSPORT_ROCEV2,
-                                transportNames[TRANSPORT_ROCEV2]))
+            .AddAttribute("Transport",
+                          "Transport of new connections: \"metaroce\" or \"rocev2\".",
+                          StringValue(cc.transport),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(transport)),
+                          MakeStringChecker())
             .AddAttribute("Mtu",
                           "Payload bytes per packet.",
                           UintegerValue(cc.mtu),
@@ -433,26 +312,16 @@ MetaRoceNic::GetTypeId()
                           UintegerValue(cc.sourcePortBase),
                           MakeFieldAccessor<UintegerValue>(METAROCE_CONN(sourcePortBase)),
                           MakeUintegerChecker<uint16_t>())
-            .AddAttribute(
-                "PathScheduler",
-                "Path scheduler: \"spray\" or \"single\".",
-                EnumValue(NameToEnum<PathScheduler>(cc.pathScheduler, schedulerNames)),
-                MakeNameFieldAccessor<PathScheduler>(METAROCE_CONN(pathScheduler), schedulerNames),
-                MakeEnumChecker(PATH_SCHEDULER_SPRAY,
-                                schedulerNames[PATH_SCHEDULER_SPRAY],
-                                PATH_SCHEDULER_SINGLE,
-                                schedulerNames[PATH_SCHEDULER_SINGLE]))
-            .AddAttribute(
-                "CongestionControl",
-                "Per-path congestion control: \"aimd\", \"dctcp\" or \"fixed\".",
-                EnumValue(NameToEnum<CongestionControl>(cc.congestionControl, ccNames)),
-                MakeNameFieldAccessor<CongestionControl>(METAROCE_CONN(congestionControl), ccNames),
-                MakeEnumChecker(CC_AIMD,
-                                ccNames[CC_AIMD],
-                                CC_DCTCP,
-                                ccNames[CC_DCTCP],
-                                CC_FIXED,
-                                ccNames[CC_FIXED]))
+            .AddAttribute("PathScheduler",
+                          "Path scheduler: \"spray\" or \"single\".",
+                          StringValue(cc.pathScheduler),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(pathScheduler)),
+                          MakeStringChecker())
+            .AddAttribute("CongestionControl",
+                          "Per-path congestion control: \"aimd\", \"dctcp\" or \"fixed\".",
+                          StringValue(cc.congestionControl),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(congestionControl)),
+                          MakeStringChecker())
             .AddAttribute("InitialPathWindow",
                           "Packets in flight per path at start.",
                           DoubleValue(cc.initialPathWindow),
@@ -501,12 +370,11 @@ MetaRoceNic::GetTypeId()
                           DataRateValue(DataRate(0)),
                           MakeFieldAccessor<DataRateValue>(METAROCE_CONN(lineRateBps)),
                           MakeDataRateChecker())
-            .AddAttribute(
-                "LossDetection",
-                "Loss detection by name (\"sack-gap\").",
-                EnumValue(NameToEnum<LossDetection>(cc.lossDetection, lossNames)),
-                MakeNameFieldAccessor<LossDetection>(METAROCE_CONN(lossDetection), lossNames),
-                MakeEnumChecker(LOSS_DETECTION_SACK_GAP, lossNames[LOSS_DETECTION_SACK_GAP]))
+            .AddAttribute("LossDetection",
+                          "Loss detection by name (\"sack-gap\").",
+                          StringValue(cc.lossDetection),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(lossDetection)),
+                          MakeStringChecker())
             .AddAttribute("ReorderThreshold",
                           "A packet is lost once this many later packets on its path are "
                           "acknowledged.",
@@ -601,17 +469,13 @@ MetaRoceNic::GetTypeId()
                           UintegerValue(cc.rocev2.maxInflightPackets),
                           MakeFieldAccessor<UintegerValue>(METAROCE_ROCE(maxInflightPackets)),
                           MakeUintegerChecker<uint32_t>())
-            .AddAttribute(
-                "RoceRecovery",
-                "RoCEv2 loss recovery: \"gbn\" (go-back-N, IB RC) or \"irn\" "
-                "(IRN selective repeat, Mittal et al. SIGCOMM 2018). Both ends must "
-                "agree.",
-                EnumValue(NameToEnum<RoceRecovery>(cc.rocev2.recovery, recoveryNames)),
-                MakeNameFieldAccessor<RoceRecovery>(METAROCE_ROCE(recovery), recoveryNames),
-                MakeEnumChecker(ROCE_RECOVERY_GBN,
-                                recoveryNames[ROCE_RECOVERY_GBN],
-                                ROCE_RECOVERY_IRN,
-                                recoveryNames[ROCE_RECOVERY_IRN]))
+            .AddAttribute("RoceRecovery",
+                          "RoCEv2 loss recovery: \"gbn\" (go-back-N, IB RC) or \"irn\" "
+                          "(IRN selective repeat, Mittal et al. SIGCOMM 2018). Both ends must "
+                          "agree.",
+                          StringValue(cc.rocev2.recovery),
+                          MakeFieldAccessor<StringValue>(METAROCE_ROCE(recovery)),
+                          MakeStringChecker())
             .AddAttribute("RoceIrnRtoLow",
                           "IRN: retransmission timeout while at most RoceIrnLowThreshold "
                           "packets are outstanding (RTO_low).",

@@ -109,46 +109,6 @@ class MetaRoceNic : public Object
     typedef void (*RateChangeTracedCallback)(uint32_t qpn, double bitsPerSecond);
 
     /**
-     * The choices of the attributes that name an engine policy. Each attribute holds an
-     * EnumValue whose names are the engine's names (the Transport attribute reads "metaroce" or
-     * "rocev2"), so StringValue("rocev2") sets it and an unknown name fails when it is set.
-     */
-    /// Transport attribute.
-    enum Transport
-    {
-        TRANSPORT_METAROCE, //!< "metaroce"
-        TRANSPORT_ROCEV2,   //!< "rocev2"
-    };
-
-    /// CongestionControl attribute.
-    enum CongestionControl
-    {
-        CC_AIMD,  //!< "aimd"
-        CC_DCTCP, //!< "dctcp"
-        CC_FIXED, //!< "fixed"
-    };
-
-    /// PathScheduler attribute.
-    enum PathScheduler
-    {
-        PATH_SCHEDULER_SPRAY,  //!< "spray"
-        PATH_SCHEDULER_SINGLE, //!< "single"
-    };
-
-    /// LossDetection attribute.
-    enum LossDetection
-    {
-        LOSS_DETECTION_SACK_GAP, //!< "sack-gap"
-    };
-
-    /// RoceRecovery attribute.
-    enum RoceRecovery
-    {
-        ROCE_RECOVERY_GBN, //!< "gbn": go-back-N
-        ROCE_RECOVERY_IRN, //!< "irn": IRN selective repeat
-    };
-
-    /**
      * \brief Get the type ID.
      * \return the object TypeId
      */

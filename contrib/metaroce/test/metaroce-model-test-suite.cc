@@ -6,14 +6,12 @@
 
 /**
  * \file
- * ns-3 unit tests of the model: enum attributes by name (the switch's, the scheduler's, the
- * NIC's policies) and the ns-3 API compatibility layer
- * (metaroce-ns3-compat.h). They run in an ns-3 tree (./test.py -s metaroce-model) and in the
- * standalone build (ctest -L ns3).
+ * ns-3 unit tests of the model: enum attributes by name (the switch's, the scheduler's) and the
+ * ns-3 API compatibility layer (metaroce-ns3-compat.h). They run in an ns-3 tree (./test.py -s
+ * metaroce-model) and in the standalone build (ctest -L ns3).
  */
 
 #include "ns3/enum.h"
-#include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-ns3-compat.h"
 #include "ns3/metaroce-scheduler.h"
 #include "ns3/metaroce-switch.h"
@@ -22,8 +20,6 @@
 #include "ns3/test.h"
 
 #include <string>
-#include <utility>
-#include <vector>
 
 using namespace ns3;
 
@@ -93,76 +89,6 @@ class MetaRoceEnumAttributeTestCase : public TestCase
 
 /**
  * \ingroup metaroce-tests
- * The NIC's policy attributes are enums over the engine's names: the engine's defaults, exactly
- * the engine's names as choices, set and read back by name.
- */
-class MetaRoceNicPolicyAttributeTestCase : public TestCase
-{
-  public:
-    MetaRoceNicPolicyAttributeTestCase()
-        : TestCase("MetaRoceNic policy attributes are enums of the engine's names")
-    {
-    }
-
-  private:
-    void DoRun() override
-    {
-        Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
-        const metaroce::ConnectionConfig engine;
-        StringValue name;
-        const std::vector<std::pair<std::string, std::string>> defaults = {
-            {"Transport", engine.transport},
-            {"CongestionControl", engine.congestionControl},
-            {"PathScheduler", engine.pathScheduler},
-            {"LossDetection", engine.lossDetection},
-            {"RoceRecovery", engine.rocev2.recovery},
-        };
-        for (const auto& [attribute, engineDefault] : defaults)
-        {
-            nic->GetAttribute(attribute, name);
-            NS_TEST_ASSERT_MSG_EQ(name.Get(), engineDefault, attribute + ": the engine's default");
-        }
-        NS_TEST_ASSERT_MSG_EQ(Choices(MetaRoceNic::GetTypeId(), "Transport"),
-                              "metaroce|rocev2",
-                              "Transport choices");
-        NS_TEST_ASSERT_MSG_EQ(Choices(MetaRoceNic::GetTypeId(), "CongestionControl"),
-                              "aimd|dctcp|fixed",
-                              "CongestionControl choices");
-        NS_TEST_ASSERT_MSG_EQ(Choices(MetaRoceNic::GetTypeId(), "PathScheduler"),
-                              "spray|single",
-                              "PathScheduler choices");
-        NS_TEST_ASSERT_MSG_EQ(Choices(MetaRoceNic::GetTypeId(), "LossDetection"),
-                              "sack-gap",
-                              "LossDetection choices");
-        NS_TEST_ASSERT_MSG_EQ(Choices(MetaRoceNic::GetTypeId(), "RoceRecovery"),
-                              "gbn|irn",
-                              "RoceRecovery choices");
-        const std::vector<std::pair<std::string, std::string>> choices = {
-            {"Transport", "rocev2"},
-            {"CongestionControl", "dctcp"},
-            {"CongestionControl", "fixed"},
-            {"PathScheduler", "single"},
-            {"RoceRecovery", "irn"},
-        };
-        for (const auto& [attribute, choice] : choices)
-        {
-            nic->SetAttribute(attribute, StringValue(choice));
-            nic->GetAttribute(attribute, name);
-            NS_TEST_ASSERT_MSG_EQ(name.Get(), choice, attribute + " set by name");
-        }
-        const metaroce::ConnectionConfig& cfg = nic->GetDefaultConnectionConfig();
-        NS_TEST_ASSERT_MSG_EQ(cfg.transport, "rocev2", "reaches the engine configuration");
-        NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "fixed", "reaches the engine configuration");
-        NS_TEST_ASSERT_MSG_EQ(cfg.rocev2.recovery, "irn", "reaches the engine configuration");
-        nic->SetAttribute("Transport", EnumValue(MetaRoceNic::TRANSPORT_METAROCE));
-        NS_TEST_ASSERT_MSG_EQ(nic->GetDefaultConnectionConfig().transport,
-                              "metaroce",
-                              "Transport set by value");
-    }
-};
-
-/**
- * \ingroup metaroce-tests
  * MetaRoceIsPending follows an event through scheduling, cancelling and running.
  */
 class MetaRoceIsPendingTestCase : public TestCase
@@ -207,7 +133,6 @@ class MetaRoceModelTestSuite : public TestSuite
         : TestSuite("metaroce-model", TestSuite::Type::UNIT)
     {
         AddTestCase(new MetaRoceEnumAttributeTestCase);
-        AddTestCase(new MetaRoceNicPolicyAttributeTestCase);
         AddTestCase(new MetaRoceIsPendingTestCase);
     }
 };
