@@ -13,6 +13,7 @@
 #include "metaroce-encap.h"
 #include "metaroce-icrc.h"
 #include "metaroce-rocev2-connection.h"
+#include "pair-fixture.h"
 #include "property-families.h"
 #include "property-harness.h"
 #include "random-workload.h"
@@ -265,42 +266,15 @@ class RateLog : public EngineObserver
     double minRate{1e300};
 };
 
-/// Two endpoints, one RoCEv2 connection, registered source and destination buffers.
-class RoceV2Pair : public ::testing::Test
+/// PairTest with a RoCEv2 connection, and its configuration kept for the assertions.
+class RoceV2Pair : public PairTest
 {
   protected:
     void Build(const ConnectionConfig& cfg, size_t bytes, NetworkConfig net = NetworkConfig())
     {
         m_cfg = cfg;
-        m_net = std::make_unique<EngineNetwork>(net);
-        m_a = m_net->AddEndpoint();
-        m_b = m_net->AddEndpoint();
-        std::tie(m_qa, m_qb) = m_net->Connect(m_a, m_b, cfg);
+        PairTest::Build(cfg, bytes, net);
         ASSERT_NE(m_qa, 0u);
-        m_net->onCompletion = [this](uint32_t, const Completion&) {
-            m_lastCompletion = m_net->Now();
-        };
-        m_src.resize(bytes);
-        Rng rng(42);
-        for (auto& byte : m_src)
-        {
-            byte = uint8_t(rng.Next());
-        }
-        m_dst.assign(bytes, 0);
-        m_srcMr = A().RegisterMemory(m_src.data(), m_src.size(), ACCESS_LOCAL_WRITE);
-        m_dstMr = B().RegisterMemory(m_dst.data(),
-                                     m_dst.size(),
-                                     ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
-    }
-
-    Endpoint& A()
-    {
-        return m_net->At(m_a);
-    }
-
-    Endpoint& B()
-    {
-        return m_net->At(m_b);
     }
 
     const RoceV2Connection& ConnA()
@@ -327,16 +301,6 @@ class RoceV2Pair : public ::testing::Test
         return st;
     }
 
-    uint64_t CounterA(Counter c)
-    {
-        return A().GetConnection(m_qa)->Counters().Get(c);
-    }
-
-    uint64_t CounterB(Counter c)
-    {
-        return B().GetConnection(m_qb)->Counters().Get(c);
-    }
-
     /// \return goodput of the transfer so far, Gb/s.
     double Goodput(size_t bytes) const
     {
@@ -344,16 +308,6 @@ class RoceV2Pair : public ::testing::Test
     }
 
     ConnectionConfig m_cfg;
-    std::unique_ptr<EngineNetwork> m_net;
-    uint32_t m_a{0};
-    uint32_t m_b{0};
-    uint32_t m_qa{0};
-    uint32_t m_qb{0};
-    std::vector<uint8_t> m_src;
-    std::vector<uint8_t> m_dst;
-    MemoryRegion m_srcMr;
-    MemoryRegion m_dstMr;
-    Time m_lastCompletion{0};
 };
 
 TEST_F(RoceV2Pair, LossFreeWriteUsesRcOpcodesOnePortAndLineRate)
