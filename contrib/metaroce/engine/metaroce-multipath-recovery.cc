@@ -69,9 +69,17 @@ MultipathRequester::ArmRto(PathState& path, Time now)
 }
 
 void
-MultipathRequester::UpdateRtt(PathState& path, Time sample)
+MultipathRequester::UpdateRtt(Time now, PathState& path, Time sample)
 {
     path.rtt.AddSample(sample, m_cfg.rtoMin, m_cfg.rtoMax);
+    NotifyPath(now, PathEvent::RTT, path);
+}
+
+void
+MultipathRequester::NoteProgress(Time now)
+{
+    m_progressTime = now;
+    ++m_progressCount; // older timeout counts no longer spend the retry budget
 }
 
 void
@@ -136,13 +144,11 @@ MultipathRequester::HandleRetiredAck(Time now, PathState& path, const Mah& ack)
     }
     if (rttSample >= 0)
     {
-        UpdateRtt(path, rttSample);
-        NotifyPath(now, PathEvent::RTT, path);
+        UpdateRtt(now, path, rttSample);
     }
     if (newlyAcked > 0)
     {
-        m_progressTime = now;
-        ++m_progressCount;
+        NoteProgress(now);
     }
 }
 

@@ -589,8 +589,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
         // not progress: it says the path works, not that data gets through.
         if (path.probesInEpoch == 1 && path.probeSentTime >= 0)
         {
-            UpdateRtt(path, now - path.probeSentTime);
-            NotifyPath(now, PathEvent::RTT, path);
+            UpdateRtt(now, path, now - path.probeSentTime);
         }
         return;
     }
@@ -626,13 +625,11 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     if (rttSample >= 0)
     {
-        UpdateRtt(path, rttSample);
-        NotifyPath(now, PathEvent::RTT, path);
+        UpdateRtt(now, path, rttSample);
     }
     if (newlyAcked > 0)
     {
-        m_progressTime = now;
-        ++m_progressCount;
+        NoteProgress(now);
     }
     AckEvent ev;
     ev.now = now;

@@ -198,7 +198,8 @@ class MultipathRequester : public MultipathRole
     void CompleteStreamHead(uint16_t streamId);
     // Timers, path health, RNR waits (metaroce-multipath-recovery.cc)
     bool SendProbe(Time now, TxDatagram& out, PathState& path);
-    void UpdateRtt(PathState& path, Time sample);
+    void UpdateRtt(Time now, PathState& path, Time sample);
+    void NoteProgress(Time now);
     void HandleRetiredAck(Time now, PathState& path, const Mah& ack);
     void RetireEpoch(PathState& path);
     bool RnrHeld(uint32_t slot) const;
