@@ -32,6 +32,7 @@
 #include "ns3/metaroce-huge-pages.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-policy-names.h"
 #include "ns3/metaroce-scheduler.h"
 #include "ns3/metaroce-stack-helper.h"
 #include "ns3/metaroce-switch.h"
@@ -769,12 +770,13 @@ Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionCon
                   "CongestionControl",
                   tr.cc(),
                   tr.cc() == cfg.congestionControl);
-        if (tr.cc() != "aimd" && tr.cc() != "dctcp" && tr.cc() != "fixed")
+        if (!metaroce::IsPolicyName(metaroce::PolicyKind::CONGESTION_CONTROL, tr.cc()))
         {
             invalid("transport.cc",
                     "CongestionControl",
                     ccFromNic,
-                    "'" + tr.cc() + "': expected aimd, dctcp or fixed");
+                    "'" + tr.cc() + "': expected " +
+                        metaroce::PolicyChoices(metaroce::PolicyKind::CONGESTION_CONTROL));
         }
         cfg.congestionControl = tr.cc();
     }
@@ -792,12 +794,13 @@ Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionCon
                   tr.rocev2_recovery(),
                   tr.rocev2_recovery() == cfg.rocev2.recovery);
     }
-    if (tr.rocev2_recovery() != "gbn" && tr.rocev2_recovery() != "irn")
+    if (!metaroce::IsPolicyName(metaroce::PolicyKind::ROCE_RECOVERY, tr.rocev2_recovery()))
     {
         invalid("transport.rocev2_recovery",
                 "RoceRecovery",
                 recoveryFromNic,
-                "'" + tr.rocev2_recovery() + "': expected gbn or irn");
+                "'" + tr.rocev2_recovery() + "': expected " +
+                    metaroce::PolicyChoices(metaroce::PolicyKind::ROCE_RECOVERY));
     }
     cfg.rocev2.recovery = tr.rocev2_recovery();
     const bool schedulerFromNic = tr.path_scheduler().empty();
@@ -813,12 +816,13 @@ Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionCon
                   tr.path_scheduler(),
                   tr.path_scheduler() == cfg.pathScheduler);
     }
-    if (tr.path_scheduler() != "spray" && tr.path_scheduler() != "single")
+    if (!metaroce::IsPolicyName(metaroce::PolicyKind::PATH_SCHEDULER, tr.path_scheduler()))
     {
         invalid("transport.path_scheduler",
                 "PathScheduler",
                 schedulerFromNic,
-                "'" + tr.path_scheduler() + "': expected spray or single");
+                "'" + tr.path_scheduler() + "': expected " +
+                    metaroce::PolicyChoices(metaroce::PolicyKind::PATH_SCHEDULER));
     }
     cfg.pathScheduler = tr.path_scheduler();
     if (tr.initial_path_window() < 0 || tr.max_path_window() < 0)

@@ -18,6 +18,7 @@
 #include "metaroce-hil-udp-port.h"
 #include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
+#include "metaroce-policy-names.h"
 #include "metaroce-random.h"
 #include "metaroce-results.pb.h"
 
@@ -2420,7 +2421,7 @@ ParsePerfOptions(const std::vector<std::string>& args,
         }
         else if (arg == "--roce-recovery")
         {
-            if (v != "gbn" && v != "irn")
+            if (!IsPolicyName(PolicyKind::ROCE_RECOVERY, v))
             {
                 return bad(v);
             }

@@ -12,6 +12,7 @@
 #include "metaroce-hil-tap.h"
 #include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
+#include "metaroce-policy-names.h"
 
 #include "ns3/event-impl.h"
 #include "ns3/metaroce-net-device.h"
@@ -410,9 +411,10 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
     if (s.transport() == "rocev2")
     {
         const std::string recovery = RoceRecoveryOf(s);
-        if (recovery != "gbn" && recovery != "irn")
+        if (!IsPolicyName(PolicyKind::ROCE_RECOVERY, recovery))
         {
-            reject("unknown rocev2 recovery '" + recovery + "' (gbn or irn)");
+            reject("unknown rocev2 recovery '" + recovery + "' (" +
+                   PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")");
             return;
         }
         cfg.rocev2.recovery = recovery;

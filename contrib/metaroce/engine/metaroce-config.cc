@@ -6,7 +6,10 @@
 
 #include "metaroce-config.h"
 
+#include "metaroce-policy-names.h"
 #include "metaroce-wire.h"
+
+#include <utility>
 
 namespace metaroce
 {
@@ -14,6 +17,22 @@ namespace metaroce
 bool
 ConnectionConfig::Validate(std::string& why) const
 {
+    const std::pair<PolicyKind, const std::string*> named[] = {
+        {PolicyKind::TRANSPORT, &transport},
+        {PolicyKind::CONGESTION_CONTROL, &congestionControl},
+        {PolicyKind::PATH_SCHEDULER, &pathScheduler},
+        {PolicyKind::LOSS_DETECTION, &lossDetection},
+        {PolicyKind::ROCE_RECOVERY, &rocev2.recovery},
+    };
+    for (const auto& [kind, name] : named)
+    {
+        if (!IsPolicyName(kind, *name))
+        {
+            why = std::string(PolicyField(kind)) + " \"" + *name + "\": expected " +
+                  PolicyChoices(kind);
+            return false;
+        }
+    }
     if (mtu < 64 || mtu > 65536 || (mtu % 4) != 0)
     {
         why = "mtu must be a multiple of 4 in [64, 65536]";
@@ -105,11 +124,6 @@ ConnectionConfig::ValidateRoceV2(std::string& why) const
     if (r.ackEveryPackets < 1 || r.ackDelay < 0 || r.cnpInterval < 0)
     {
         why = "rocev2: ackEveryPackets must be at least 1, delays non-negative";
-        return false;
-    }
-    if (r.recovery != "gbn" && r.recovery != "irn")
-    {
-        why = "rocev2: recovery must be \"gbn\" or \"irn\", not \"" + r.recovery + "\"";
         return false;
     }
     if (r.irnRtoLow <= 0 || r.irnRtoHigh < r.irnRtoLow)

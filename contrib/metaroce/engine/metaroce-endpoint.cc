@@ -102,16 +102,7 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
     std::unique_ptr<TransportConnection> conn;
     if (cfg.transport == "metaroce")
     {
-        if (!CreateCongestionControl(cfg.congestionControl) ||
-            !CreatePathScheduler(cfg.pathScheduler) || !CreateLossDetection(cfg.lossDetection))
-        {
-            if (why)
-            {
-                *why = "unknown congestionControl, pathScheduler or lossDetection name";
-            }
-            return PostStatus::INVALID_ARGUMENT;
-        }
-        conn = std::make_unique<MultipathConnection>(m_shared, qpn, cfg);
+        conn = std::make_unique<MultipathConnection>(m_shared, qpn, cfg); // names validated
     }
     else if (cfg.transport == "rocev2")
     {

@@ -23,6 +23,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-responder.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-policy-names.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.cc
@@ -51,6 +52,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-pacer.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-path.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-policy-names.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-random.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-ring-queue.h

@@ -1,0 +1,77 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-policy-names.h"
+
+#include <algorithm>
+
+namespace metaroce
+{
+
+const char*
+PolicyField(PolicyKind kind)
+{
+    switch (kind)
+    {
+    case PolicyKind::TRANSPORT:
+        return "transport";
+    case PolicyKind::CONGESTION_CONTROL:
+        return "congestionControl";
+    case PolicyKind::PATH_SCHEDULER:
+        return "pathScheduler";
+    case PolicyKind::LOSS_DETECTION:
+        return "lossDetection";
+    case PolicyKind::ROCE_RECOVERY:
+        return "rocev2.recovery";
+    }
+    return "?";
+}
+
+const std::vector<std::string>&
+PolicyNames(PolicyKind kind)
+{
+    static const std::vector<std::string> transports{"metaroce", "rocev2"};
+    static const std::vector<std::string> controls{"aimd", "dctcp", "fixed"};
+    static const std::vector<std::string> schedulers{"spray", "single"};
+    static const std::vector<std::string> detections{"sack-gap"};
+    static const std::vector<std::string> recoveries{"gbn", "irn"};
+    switch (kind)
+    {
+    case PolicyKind::TRANSPORT:
+        return transports;
+    case PolicyKind::CONGESTION_CONTROL:
+        return controls;
+    case PolicyKind::PATH_SCHEDULER:
+        return schedulers;
+    case PolicyKind::LOSS_DETECTION:
+        return detections;
+    case PolicyKind::ROCE_RECOVERY:
+        return recoveries;
+    }
+    return transports;
+}
+
+bool
+IsPolicyName(PolicyKind kind, const std::string& name)
+{
+    const std::vector<std::string>& names = PolicyNames(kind);
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string
+PolicyChoices(PolicyKind kind)
+{
+    const std::vector<std::string>& names = PolicyNames(kind);
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i)
+    {
+        out += i == 0 ? "" : (i + 1 == names.size() ? " or " : ", ");
+        out += names[i];
+    }
+    return out;
+}
+
+} // namespace metaroce
