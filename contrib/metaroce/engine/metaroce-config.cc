@@ -141,10 +141,10 @@ ConnectionConfig::ValidateRoceV2(std::string& why) const
         why = "rocev2: DSCP values must be <= 63";
         return false;
     }
-    if (!(r.dcqcnG > 0 && r.dcqcnG <= 1) || !(r.dcqcnInitialAlpha >= 0 &&
-                                                r.dcqcnInitialAlpha <= 1) ||
-        r.dcqcnAlphaPeriod <= 0 || r.dcqcnRateIncreasePeriod <= 0 || r.dcqcnByteCounter < 1 ||
-        !(r.dcqcnRaiBps >= 0) || !(r.dcqcnRhaiBps >= 0) || !(r.dcqcnMinRateBps > 0))
+    if (!(r.dcqcnG > 0 && r.dcqcnG <= 1) ||
+        !(r.dcqcnInitialAlpha >= 0 && r.dcqcnInitialAlpha <= 1) || r.dcqcnAlphaPeriod <= 0 ||
+        r.dcqcnRateIncreasePeriod <= 0 || r.dcqcnByteCounter < 1 || !(r.dcqcnRaiBps >= 0) ||
+        !(r.dcqcnRhaiBps >= 0) || !(r.dcqcnMinRateBps > 0))
     {
         why = "rocev2: need 0 < dcqcnG <= 1, alpha in [0,1], positive periods, byte counter "
               "and minimum rate, non-negative increase steps";

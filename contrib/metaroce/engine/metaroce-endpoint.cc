@@ -218,8 +218,11 @@ Endpoint::PostRecv(Time now, uint32_t qpn, const RecvWr& wr)
     uint8_t* ptr = nullptr;
     if (wr.sge.length > 0)
     {
-        PostStatus st = m_shared.memory.Check(wr.sge.lkey, wr.sge.addr, wr.sge.length,
-                                              ACCESS_LOCAL_WRITE, &ptr);
+        PostStatus st = m_shared.memory.Check(wr.sge.lkey,
+                                              wr.sge.addr,
+                                              wr.sge.length,
+                                              ACCESS_LOCAL_WRITE,
+                                              &ptr);
         if (st != PostStatus::OK)
         {
             return st;

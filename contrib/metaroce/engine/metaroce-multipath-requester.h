@@ -142,11 +142,11 @@ class MultipathRequester : public MultipathRole
     /// A packet that must be resent on any path (with a new PSN).
     struct Resend
     {
-        uint32_t slot;        //!< message slot
-        uint32_t generation;  //!< slot generation
-        uint32_t packetIndex; //!< packet within the message
-        bool rnr;             //!< let out by an RNR wait (not held by it)
-        uint8_t timeouts;     //!< timeouts the packet went through since progressStamp
+        uint32_t slot;          //!< message slot
+        uint32_t generation;    //!< slot generation
+        uint32_t packetIndex;   //!< packet within the message
+        bool rnr;               //!< let out by an RNR wait (not held by it)
+        uint8_t timeouts;       //!< timeouts the packet went through since progressStamp
         uint32_t progressStamp; //!< the connection's progress count then
     };
 
@@ -213,22 +213,22 @@ class MultipathRequester : public MultipathRole
     Time ProbeInterval();
 
     std::vector<std::unique_ptr<CongestionControl>> m_cc; //!< window control, one per path
-    std::unique_ptr<PathScheduler> m_scheduler; //!< path choice
-    std::unique_ptr<LossDetection> m_loss;      //!< loss detection
-    std::vector<PathState> m_paths;             //!< paths
-    std::vector<Stream> m_streams;              //!< streams by id (grown on use)
-    std::vector<SendMessage> m_messages;        //!< message slots (grown on use)
-    std::vector<uint32_t> m_freeSlots;          //!< free message slots
-    uint32_t m_outstanding{0};                  //!< messages posted, not completed
-    RingQueue<uint16_t> m_sendStreams;          //!< streams with unsent packets (round robin)
-    RingQueue<Resend> m_resends;                //!< packets to resend on any path
-    std::vector<Resend> m_rnrParked;            //!< packets waiting out an RNR wait
-    uint32_t m_rnrHeldStreams{0};               //!< streams in an RNR wait
-    uint64_t m_probeNow{0};                     //!< paths with a probe due now
-    std::vector<uint32_t> m_lostScratch;        //!< reused by loss detection
-    RateHintFollower m_rateHint;                //!< pacing rate from the receiver's hints
-    Pacer m_pacer;                              //!< spaces data packets at that rate
-    Time m_progressTime{0}; //!< last acknowledged data or RNR NAK, or start of the work
+    std::unique_ptr<PathScheduler> m_scheduler;           //!< path choice
+    std::unique_ptr<LossDetection> m_loss;                //!< loss detection
+    std::vector<PathState> m_paths;                       //!< paths
+    std::vector<Stream> m_streams;                        //!< streams by id (grown on use)
+    std::vector<SendMessage> m_messages;                  //!< message slots (grown on use)
+    std::vector<uint32_t> m_freeSlots;                    //!< free message slots
+    uint32_t m_outstanding{0};                            //!< messages posted, not completed
+    RingQueue<uint16_t> m_sendStreams;   //!< streams with unsent packets (round robin)
+    RingQueue<Resend> m_resends;         //!< packets to resend on any path
+    std::vector<Resend> m_rnrParked;     //!< packets waiting out an RNR wait
+    uint32_t m_rnrHeldStreams{0};        //!< streams in an RNR wait
+    uint64_t m_probeNow{0};              //!< paths with a probe due now
+    std::vector<uint32_t> m_lostScratch; //!< reused by loss detection
+    RateHintFollower m_rateHint;         //!< pacing rate from the receiver's hints
+    Pacer m_pacer;                       //!< spaces data packets at that rate
+    Time m_progressTime{0};      //!< last acknowledged data or RNR NAK, or start of the work
     uint32_t m_progressCount{0}; //!< bumped whenever data is acknowledged (retry budget)
 };
 
