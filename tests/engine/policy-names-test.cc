@@ -37,7 +37,7 @@ TEST(PolicyNamesTest, EveryRegisteredNameBuildsAndNoOtherDoes)
     }
     EXPECT_EQ(CreateCongestionControl("cubic"), nullptr);
     EXPECT_EQ(CreatePathScheduler("round-robin"), nullptr);
-    EXPECT_EQ(CreateLossDetection("rack"), nullptr);
+    EXPECT_EQ(CreateLossDetection("fack"), nullptr);
     for (const std::string& transport : PolicyNames(PolicyKind::TRANSPORT))
     {
         for (const std::string& recovery : PolicyNames(PolicyKind::ROCE_RECOVERY))
@@ -66,11 +66,40 @@ TEST(PolicyNamesTest, ValidationNamesTheFieldAndTheChoices)
     EXPECT_FALSE(cfg.Validate(why));
     EXPECT_EQ(why, "transport \"tcp\": expected metaroce or rocev2");
     cfg = ConnectionConfig();
-    cfg.lossDetection = "rack";
+    cfg.lossDetection = "fack";
     Endpoint ep(EndpointConfig{});
     uint32_t qpn = 0;
     EXPECT_EQ(ep.CreateConnection(cfg, qpn, &why), PostStatus::INVALID_ARGUMENT);
-    EXPECT_EQ(why, "lossDetection \"rack\": expected sack-gap");
+    EXPECT_EQ(why, "lossDetection \"fack\": expected " + PolicyChoices(PolicyKind::LOSS_DETECTION));
+}
+
+TEST(PolicyNamesTest, RecoveryPoliciesAreCheckedByName)
+{
+    // The recovery policies of issue 16 are flags of the requester, not objects: every
+    // registered name makes a connection, any other name is refused with the field's name.
+    const std::pair<PolicyKind, std::string ConnectionConfig::*> kinds[] = {
+        {PolicyKind::TAIL_PROBE, &ConnectionConfig::tailProbe},
+        {PolicyKind::FAILURE_DETECTION, &ConnectionConfig::failureDetection},
+        {PolicyKind::RTO_POLICY, &ConnectionConfig::rtoPolicy},
+        {PolicyKind::INITIAL_WINDOW, &ConnectionConfig::initialWindow},
+    };
+    for (const auto& [kind, field] : kinds)
+    {
+        for (const std::string& name : PolicyNames(kind))
+        {
+            Endpoint ep(EndpointConfig{});
+            ConnectionConfig cfg;
+            cfg.*field = name;
+            uint32_t qpn = 0;
+            EXPECT_EQ(ep.CreateConnection(cfg, qpn), PostStatus::OK) << name;
+        }
+        ConnectionConfig cfg;
+        cfg.*field = "bogus";
+        std::string why;
+        EXPECT_FALSE(cfg.Validate(why));
+        EXPECT_EQ(why,
+                  std::string(PolicyField(kind)) + " \"bogus\": expected " + PolicyChoices(kind));
+    }
 }
 
 } // namespace

@@ -23,6 +23,10 @@ ConnectionConfig::Validate(std::string& why) const
         {PolicyKind::PATH_SCHEDULER, &pathScheduler},
         {PolicyKind::LOSS_DETECTION, &lossDetection},
         {PolicyKind::ROCE_RECOVERY, &rocev2.recovery},
+        {PolicyKind::TAIL_PROBE, &tailProbe},
+        {PolicyKind::FAILURE_DETECTION, &failureDetection},
+        {PolicyKind::RTO_POLICY, &rtoPolicy},
+        {PolicyKind::INITIAL_WINDOW, &initialWindow},
     };
     for (const auto& [kind, name] : named)
     {
@@ -38,9 +42,9 @@ ConnectionConfig::Validate(std::string& why) const
         why = "mtu must be a multiple of 4 in [64, 65536]";
         return false;
     }
-    if (numPaths < 1 || numPaths > 64)
+    if (numPaths < 1 || numPaths > MAX_PATHS)
     {
-        why = "numPaths must be in [1, 64]";
+        why = "numPaths must be in [1, " + std::to_string(MAX_PATHS) + "]";
         return false;
     }
     if (sackWindow < 1 || sackWindow > SACK_BITS)
@@ -102,6 +106,18 @@ ConnectionConfig::Validate(std::string& why) const
     if (lineRateBps < 0)
     {
         why = "lineRateBps must not be negative";
+        return false;
+    }
+    if (!(rackReorderFraction >= 0) || rackReorderMin < 0 || !(tailProbeRtts > 0) ||
+        suspectLosses < 1)
+    {
+        why = "need rackReorderFraction >= 0, rackReorderMin >= 0, tailProbeRtts > 0 and "
+              "suspectLosses >= 1";
+        return false;
+    }
+    if (rtoFloor <= 0 || !(rtoMinRttFactor >= 0) || !(initialConnectionWindow >= 1))
+    {
+        why = "need rtoFloor > 0, rtoMinRttFactor >= 0 and initialConnectionWindow >= 1";
         return false;
     }
     if (retryLimit > 255)

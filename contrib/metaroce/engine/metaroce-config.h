@@ -55,8 +55,11 @@ struct ConnectionConfig
     uint32_t maxOutstandingWrs{1024}; //!< send work requests not yet completed
     uint32_t maxPostedRecvs{1024};   //!< receive work requests posted per stream
 
+    /// Most paths a connection may have.
+    static constexpr uint32_t MAX_PATHS = 128;
+
     // Paths
-    uint32_t numPaths{8};            //!< first-class paths (1..64)
+    uint32_t numPaths{8}; //!< first-class paths (1..MAX_PATHS)
     /// PSNs a path may have outstanding past its cumulative PSN, and the receiver tracks: the
     /// SACK window (at most the 256 bits of the ACK's bitmap).
     uint32_t sackWindow{SACK_BITS};
@@ -66,7 +69,12 @@ struct ConnectionConfig
 
     // Congestion control (per path, under one connection cap)
     std::string congestionControl{"aimd"}; //!< "aimd", "dctcp" or "fixed"
-    double initialPathWindow{4};     //!< packets in flight per path at start
+    double initialPathWindow{4};           //!< packets in flight per path at start ("per-path")
+    /// "per-path": every path starts with initialPathWindow. "per-connection": the first
+    /// flight of the connection is initialConnectionWindow packets (about one BDP), split
+    /// over the paths (at least minPathWindow each), so that it does not grow with numPaths.
+    std::string initialWindow{"per-path"};
+    double initialConnectionWindow{32}; //!< "per-connection": the first flight, packets
     double minPathWindow{1};         //!< floor of a path window, packets
     double maxPathWindow{224};       //!< ceiling of a path window, packets (< SACK window)
     double connectionWindow{512};    //!< cap on packets in flight over all paths
@@ -78,9 +86,28 @@ struct ConnectionConfig
     double lineRateBps{0};           //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission
-    std::string lossDetection{"sack-gap"}; //!< loss detection by name
+    std::string lossDetection{"sack-gap"}; //!< loss detection by name: "rack" or "sack-gap"
     /// A packet is lost once this many packets sent after it on its path are acknowledged.
     uint32_t reorderThreshold{1};
+    /// "rack": the reordering window as a fraction of the connection's minimum RTT ...
+    double rackReorderFraction{0.25};
+    Time rackReorderMin{NanoSeconds(500)}; //!< ... and its floor
+    /// "tlp": with packets outstanding and nothing else to send, resend the newest one after
+    /// tailProbeRtts smoothed RTTs, so a lost tail costs round trips, not an RTO; "none".
+    std::string tailProbe{"none"};
+    double tailProbeRtts{2}; //!< the tail probe's delay in smoothed RTTs
+    /// "cross-path": a path whose packets are declared lost by time (later-sent packets on
+    /// other paths arrived) suspectLosses times without any ACK of its own is suspect at once:
+    /// its packets move and a probe asks it; "rto": only the RTO takes a path out.
+    std::string failureDetection{"rto"};
+    uint32_t suspectLosses{2}; //!< "cross-path": time-declared losses of a silent path
+    /// "fixed": RTO = srtt + 4 rttvar, at least rtoMin. "adaptive": at least
+    /// max(rtoFloor, rtoMinRttFactor x the path's minimum RTT) instead, and never less than
+    /// the minimum RTT plus the time the connection's packets in flight take to drain at
+    /// the receiver's advertised fair share (what the receiver knows of an incast queue).
+    std::string rtoPolicy{"fixed"};
+    Time rtoFloor{MicroSeconds(10)};    //!< "adaptive": absolute RTO floor
+    double rtoMinRttFactor{4};          //!< "adaptive": RTO floor in minimum RTTs
     Time rtoInitial{MicroSeconds(200)}; //!< RTO before the first RTT sample
     Time rtoMin{MicroSeconds(100)};     //!< RTO floor
     Time rtoMax{MilliSeconds(10)};      //!< RTO ceiling (after backoff)

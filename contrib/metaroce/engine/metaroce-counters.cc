@@ -47,6 +47,8 @@ constexpr const char* COUNTER_NAMES[] = {
     "messages_sent",
     "messages_received",
     "go_back_n",
+    "tail_probe",
+    "path_suspect",
 };
 static_assert(sizeof(COUNTER_NAMES) / sizeof(COUNTER_NAMES[0]) == size_t(Counter::COUNT),
               "every counter needs a name");

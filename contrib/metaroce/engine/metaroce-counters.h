@@ -58,6 +58,8 @@ enum class Counter : uint8_t
     MESSAGES_SENT,        //!< send work requests completed successfully
     MESSAGES_RECEIVED,    //!< messages fully received
     GO_BACK_N,            //!< RoCEv2: go-back-N rounds started (sequence NAK or timeout)
+    TAIL_PROBE,           //!< tail-loss probes sent (a resend of the newest packet)
+    PATH_SUSPECT,         //!< paths taken out on evidence from the other paths
     COUNT                 //!< number of counters
 };
 

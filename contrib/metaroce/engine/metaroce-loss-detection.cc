@@ -6,11 +6,21 @@
 
 #include "metaroce-loss-detection.h"
 
+#include <algorithm>
+
 namespace metaroce
 {
 
 namespace
 {
+
+/// \return true if \p e lies reorderThreshold transmissions behind the path's newest ACK.
+bool
+BehindSackGap(const PathState& path, const InflightEntry& e, const ConnectionConfig& cfg)
+{
+    return path.anyAcked &&
+           int32_t(path.highestAckedOrder - e.sendOrder) >= int32_t(cfg.reorderThreshold);
+}
 
 /// SACK-gap loss detection over the per-path transmission order.
 class SackGapLossDetection : public LossDetection
@@ -21,8 +31,7 @@ class SackGapLossDetection : public LossDetection
         return "sack-gap";
     }
 
-    void DetectLosses(PathState& path, const ConnectionConfig& cfg, std::vector<uint32_t>& lost)
-        override
+    void DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
     {
         if (!path.anyAcked)
         {
@@ -31,13 +40,102 @@ class SackGapLossDetection : public LossDetection
         for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
         {
             const InflightEntry& e = path.Entry(psn);
-            if (e.state == InflightEntry::INFLIGHT &&
-                int32_t(path.highestAckedOrder - e.sendOrder) >= int32_t(cfg.reorderThreshold))
+            if (e.state == InflightEntry::INFLIGHT && BehindSackGap(path, e, ctx.cfg))
             {
                 lost.push_back(psn);
             }
         }
     }
+};
+
+/// SACK gaps on the path, plus send-time ordering across the connection's paths.
+class RackLossDetection : public LossDetection
+{
+  public:
+    const char* Name() const override
+    {
+        return "rack";
+    }
+
+    bool OnDelivered(Time sentTime, bool retransmitted, Time now, Time minRtt) override
+    {
+        // A retransmitted packet acknowledged sooner than a minimum RTT after its last
+        // transmission was acknowledged for an earlier copy: its send time proves nothing.
+        if (retransmitted && (minRtt <= 0 || now - sentTime < minRtt))
+        {
+            return false;
+        }
+        if (sentTime > m_latestDeliveredSent)
+        {
+            m_latestDeliveredSent = sentTime;
+            return true;
+        }
+        return false;
+    }
+
+    Time DueTime(const PathState& path, const LossContext& ctx, Time sentTime) const override
+    {
+        Time wait = Wait(path, ctx);
+        return wait < 0 ? TIME_INFINITE : sentTime + wait;
+    }
+
+    void DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
+    {
+        path.lossDeadline = TIME_INFINITE;
+        path.lossAwaitsEvidence = false;
+        const Time wait = Wait(path, ctx);
+        for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
+        {
+            const InflightEntry& e = path.Entry(psn);
+            if (e.state != InflightEntry::INFLIGHT)
+            {
+                continue;
+            }
+            if (BehindSackGap(path, e, ctx.cfg))
+            {
+                lost.push_back(psn);
+                continue;
+            }
+            if (wait < 0)
+            {
+                continue; // no RTT known yet: the SACK gap and the RTO decide
+            }
+            Time due = e.sentTime + wait;
+            if (due > ctx.now)
+            {
+                path.lossDeadline = std::min(path.lossDeadline, due);
+                if (!e.retransmitted)
+                {
+                    // Every later PSN was first sent after this packet: none is due earlier.
+                    break;
+                }
+            }
+            else if (e.sentTime < m_latestDeliveredSent)
+            {
+                lost.push_back(psn);
+            }
+            else
+            {
+                path.lossAwaitsEvidence = true; // overdue, but nothing sent later arrived
+            }
+        }
+    }
+
+  private:
+    /// \return how long after its transmission a packet of \p path is overdue (-1: unknown).
+    static Time Wait(const PathState& path, const LossContext& ctx)
+    {
+        Time rtt = path.rtt.HasSample() ? std::max(path.rtt.Smoothed(), path.rtt.Latest())
+                                        : ctx.fallbackRtt;
+        if (rtt < 0)
+        {
+            return -1;
+        }
+        return rtt + std::max(ctx.cfg.rackReorderMin,
+                              Time(double(ctx.minRtt) * ctx.cfg.rackReorderFraction));
+    }
+
+    Time m_latestDeliveredSent{-1}; //!< latest send time of any packet acknowledged
 };
 
 } // namespace
@@ -48,6 +146,10 @@ CreateLossDetection(const std::string& name)
     if (name == "sack-gap")
     {
         return std::make_unique<SackGapLossDetection>();
+    }
+    if (name == "rack")
+    {
+        return std::make_unique<RackLossDetection>();
     }
     return nullptr;
 }

@@ -17,27 +17,72 @@
 namespace metaroce
 {
 
-/// Decides which in-flight packets of a path are lost after an ACK (stateless strategy).
+/// What a loss detection strategy may know of the connection besides the path it examines.
+struct LossContext
+{
+    const ConnectionConfig& cfg; //!< connection settings
+    Time now;                    //!< current time
+    Time minRtt;                 //!< smallest RTT sample of any path (0: none yet)
+    Time fallbackRtt;            //!< RTT to assume for a path without a sample (-1: none)
+};
+
+/// Decides which in-flight packets of a path are lost, after an ACK or at a deadline.
 class LossDetection
 {
   public:
     virtual ~LossDetection() = default;
     /// \return the name the strategy is chosen by.
     virtual const char* Name() const = 0;
+
     /**
-     * Append to \p lost the PSNs of \p path's INFLIGHT packets that are now deemed lost.
-     * The caller changes their state.
+     * A packet sent at \p sentTime was acknowledged for the first time, at \p now
+     * (\p retransmitted: it was sent more than once, so the copy acknowledged is ambiguous).
+     * \return true if this is newer evidence than any before (a later-sent packet arrived).
+     */
+    virtual bool OnDelivered(Time /* sentTime */,
+                             bool /* retransmitted */,
+                             Time /* now */,
+                             Time /* minRtt */)
+    {
+        return false;
+    }
+
+    /**
+     * \return when a packet sent at \p sentTime on \p path is due to be examined by time
+     * (TIME_INFINITE: the strategy does not use time).
+     */
+    virtual Time DueTime(const PathState& /* path */,
+                         const LossContext& /* ctx */,
+                         Time /* sentTime */) const
+    {
+        return TIME_INFINITE;
+    }
+
+    /**
+     * Append to \p lost the PSNs of \p path's INFLIGHT packets that are now deemed lost; the
+     * caller changes their state. Also sets path.lossDeadline (when to look again) and
+     * path.lossAwaitsEvidence (a packet is overdue, but no later-sent packet has arrived).
      */
     virtual void DetectLosses(PathState& path,
-                              const ConnectionConfig& cfg,
+                              const LossContext& ctx,
                               std::vector<uint32_t>& lost) = 0;
 };
 
 /**
- * \return the strategy called \p name, or nullptr if unknown. "sack-gap": a path carries
- * its own ordered sequence, so a packet is lost as soon as reorderThreshold packets sent
- * after it on the same path have been acknowledged (a SACK gap). Ordering is by
- * transmission, not PSN, so a lost retransmission is detected the same way.
+ * \return the strategy called \p name, or nullptr if unknown.
+ *
+ * "sack-gap": a path carries its own ordered sequence, so a packet is lost as soon as
+ * reorderThreshold packets sent after it on the same path have been acknowledged (a SACK
+ * gap). Ordering is by transmission, not PSN, so a lost retransmission is detected the same
+ * way. A lost packet with nothing acknowledged after it on its path waits for the RTO.
+ *
+ * "rack" (in the spirit of RACK, RFC 8985; our model [M]): "sack-gap", plus a time rule that
+ * works across paths. A packet is lost once some packet of the connection sent after it, on
+ * any path, has been acknowledged, and its own path's round trip plus a reordering window
+ * has passed since it was sent: sent + max(srtt, latest RTT) of its path + max(rackReorderMin,
+ * rackReorderFraction x the connection's minimum RTT). Send times, not sequence numbers, are
+ * compared, so paths of different RTTs are told apart, and a lost retransmission is detected
+ * the same way.
  */
 std::unique_ptr<LossDetection> CreateLossDetection(const std::string& name);
 

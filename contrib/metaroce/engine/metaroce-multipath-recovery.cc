@@ -59,6 +59,14 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     // seeded from the endpoint seed, the QPN and the path, so that it neither draws from
     // the endpoint's PRNG nor changes any other random choice.
     Time rto = path.rtt.Rto();
+    if (m_adaptiveRto && path.rtt.HasSample() && PacingRate() > 0)
+    {
+        // What the receiver knows: with N active senders its hint is its line rate / N, so
+        // the connection's packets in flight drain from an incast queue in about this time.
+        Time drain = TransmissionTime(uint64_t(TotalInflight()) * (m_cfg.mtu + WIRE_OVERHEAD_BYTES),
+                                      PacingRate());
+        rto = std::min(std::max(rto, path.rtt.Min() + drain), std::max(rto, m_cfg.rtoMax));
+    }
     path.jitterState += 0x9E3779B97F4A7C15ull;
     uint64_t z = path.jitterState;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -71,7 +79,16 @@ MultipathRequester::ArmRto(PathState& path, Time now)
 void
 MultipathRequester::UpdateRtt(Time now, PathState& path, Time sample)
 {
-    path.rtt.AddSample(sample, m_cfg.rtoMin, m_cfg.rtoMax);
+    Time floor = m_cfg.rtoMin;
+    if (m_adaptiveRto)
+    {
+        // The floor follows the path's measured minimum RTT, not a fixed 100 us.
+        Time minRtt = path.rtt.HasSample() ? std::min(path.rtt.Min(), sample) : sample;
+        floor = std::max(m_cfg.rtoFloor, Time(double(minRtt) * m_cfg.rtoMinRttFactor));
+    }
+    path.rtt.AddSample(sample, floor, std::max(floor, m_cfg.rtoMax));
+    m_minRtt = m_minRtt == 0 ? path.rtt.Min() : std::min(m_minRtt, path.rtt.Min());
+    m_lastSrtt = path.rtt.Smoothed();
     NotifyPath(now, PathEvent::RTT, path);
 }
 
@@ -321,6 +338,9 @@ MultipathRequester::ResetPathSequence(PathState& path)
     path.lostPsns.clear();
     path.probeSentTime = -1;
     path.probesInEpoch = 0;
+    path.lossDeadline = TIME_INFINITE;
+    path.lossAwaitsEvidence = false;
+    path.silentLosses = 0;
 }
 
 uint16_t
@@ -341,24 +361,22 @@ MultipathRequester::FreshSourcePort()
     }
 }
 
-void
-MultipathRequester::OnRto(Time now, PathState& path)
+bool
+MultipathRequester::MoveOutstanding(Time now, PathState& path, bool timeout)
 {
-    Count(Counter::RTO);
-    ++path.timeouts;
-    ++path.consecutiveRtos;
     // Everything outstanding on the path goes to the other paths; the path restarts its
     // PSN space in a new epoch so the responder's cumulative PSN never waits for them.
     // IB's retry_cnt, per packet: the timeouts a packet went through with no data of the
     // connection acknowledged since. Probe replies do not refresh it, so a packet that can
-    // never be delivered ends the connection even while the paths answer probes.
+    // never be delivered ends the connection even while the paths answer probes. A path
+    // taken out on evidence from the other paths is not a timeout: they make progress.
     for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
     {
         const InflightEntry& e = path.Entry(psn);
         if ((e.state == InflightEntry::INFLIGHT || e.state == InflightEntry::LOST) &&
             PacketWanted(e.messageSlot, e.generation, e.packetIndex))
         {
-            uint32_t timeouts = (e.progressStamp == m_progressCount ? e.timeouts : 0) + 1;
+            uint32_t timeouts = (e.progressStamp == m_progressCount ? e.timeouts : 0) + timeout;
             if (timeouts > m_cfg.retryLimit)
             {
                 // As in IB, the error goes to the oldest unfinished message of the stream
@@ -366,7 +384,7 @@ MultipathRequester::OnRto(Time now, PathState& path)
                 EnterError(now,
                            m_streams[m_messages[e.messageSlot].wr.streamId].head,
                            WcStatus::RETRY_EXC_ERR);
-                return;
+                return false;
             }
             m_resends.push_back(Resend{e.messageSlot,
                                        e.generation,
@@ -378,6 +396,133 @@ MultipathRequester::OnRto(Time now, PathState& path)
     }
     RetireEpoch(path);
     ResetPathSequence(path);
+    return true;
+}
+
+void
+MultipathRequester::SuspectPath(Time now, PathState& path)
+{
+    // Packets sent later on other paths arrived while this path stayed silent: failure, not
+    // congestion (congestion shows as ECN marks and a rising RTT while ACKs still flow). Its
+    // packets move at once; a probe asks whether it still works, and an unanswered probe
+    // times out like data, so the RTO remains the backstop.
+    Count(Counter::PATH_SUSPECT);
+    if (!MoveOutstanding(now, path, false))
+    {
+        return;
+    }
+    path.rtoDeadline = TIME_INFINITE;
+    path.status = PathStatus::SUSPECT;
+    NotifyPath(now, PathEvent::SUSPECT, path);
+    m_probeNow.Insert(path.id);
+    ArmRto(path, now);
+}
+
+LossContext
+MultipathRequester::MakeLossContext(Time now) const
+{
+    return LossContext{m_cfg, now, m_minRtt, m_lastSrtt};
+}
+
+void
+MultipathRequester::DetectLosses(Time now, PathState& path)
+{
+    m_lostScratch.clear();
+    m_loss->DetectLosses(path, MakeLossContext(now), m_lostScratch);
+    for (uint32_t psn : m_lostScratch)
+    {
+        InflightEntry& e = path.Entry(psn);
+        e.state = InflightEntry::LOST;
+        --path.inflight;
+        path.lostPsns.push_back(psn);
+        Count(Counter::LOSS_DETECTED);
+        if (path.lastAck < e.sentTime)
+        {
+            ++path.silentLosses; // declared by time, with no ACK of the path since it left
+        }
+    }
+    if (!m_lostScratch.empty())
+    {
+        m_cc[path.id]->OnLoss(path, now, m_cfg);
+        NotifyPath(now, PathEvent::LOSS, path);
+        if (m_crossPathFailure && path.silentLosses >= m_cfg.suspectLosses && path.Usable())
+        {
+            SuspectPath(now, path);
+        }
+    }
+}
+
+void
+MultipathRequester::ArmTailProbe(Time now)
+{
+    // RFC 8985's probe timeout: tailProbeRtts smoothed RTTs, plus the receiver's ACK delay
+    // when a single packet is out (its ACK may be held back).
+    m_tailProbeAt = TIME_INFINITE;
+    uint32_t inflight = TotalInflight();
+    if (m_lastSrtt < 0 || inflight == 0)
+    {
+        return;
+    }
+    Time pto = Time(double(m_lastSrtt) * m_cfg.tailProbeRtts);
+    if (inflight == 1)
+    {
+        pto += m_cfg.ackDelay;
+    }
+    m_tailProbeAt = now + pto;
+}
+
+void
+MultipathRequester::SendTailProbe()
+{
+    m_tailProbeAt = TIME_INFINITE;
+    if (m_outstanding == 0 || m_tailProbeOut || HasNewData() || HasResendReady())
+    {
+        return; // more is to be sent: those packets reveal a lost tail
+    }
+    // The newest packet still in flight, resent on whichever path the scheduler picks. Its
+    // ACK, or the SACK gap and later-sent evidence it creates, reveals what the tail lost.
+    const InflightEntry* newest = nullptr;
+    for (PathState& p : m_paths)
+    {
+        for (uint32_t psn = p.nextPsn; psn != p.ackedPsn;)
+        {
+            psn = PsnAdd(psn, -1);
+            const InflightEntry& e = p.Entry(psn);
+            if (e.state == InflightEntry::INFLIGHT &&
+                PacketWanted(e.messageSlot, e.generation, e.packetIndex))
+            {
+                if (newest == nullptr || e.sentTime > newest->sentTime)
+                {
+                    newest = &e;
+                }
+                break;
+            }
+        }
+    }
+    if (newest == nullptr)
+    {
+        return;
+    }
+    m_resends.push_back(Resend{newest->messageSlot,
+                               newest->generation,
+                               newest->packetIndex,
+                               false,
+                               newest->timeouts,
+                               newest->progressStamp});
+    m_tailProbeOut = true;
+    Count(Counter::TAIL_PROBE);
+}
+
+void
+MultipathRequester::OnRto(Time now, PathState& path)
+{
+    Count(Counter::RTO);
+    ++path.timeouts;
+    ++path.consecutiveRtos;
+    if (!MoveOutstanding(now, path, true))
+    {
+        return;
+    }
     if (path.status == PathStatus::ACTIVE)
     {
         m_cc[path.id]->OnTimeout(path, m_cfg);
@@ -393,7 +538,7 @@ MultipathRequester::OnRto(Time now, PathState& path)
     // Silence, not congestion: carry no data on the path, ask it with a probe whether it
     // still works; an unanswered probe times out like data.
     path.status = PathStatus::SUSPECT;
-    m_probeNow |= uint64_t(1) << path.id;
+    m_probeNow.Insert(path.id);
     ArmRto(path, now);
 }
 
@@ -422,7 +567,7 @@ MultipathRequester::NextDeadline(Time lastNow) const
     Time t = TIME_INFINITE;
     for (const PathState& p : m_paths)
     {
-        t = std::min(t, p.rtoDeadline);
+        t = std::min(t, std::min(p.rtoDeadline, p.lossDeadline));
         if (p.status == PathStatus::FAILED)
         {
             t = std::min(t, p.probeDeadline);
@@ -447,7 +592,7 @@ MultipathRequester::NextDeadline(Time lastNow) const
     {
         t = std::min(t, m_progressTime + m_cfg.connectionTimeout);
     }
-    return t;
+    return std::min(t, m_tailProbeAt);
 }
 
 void
@@ -464,15 +609,23 @@ MultipathRequester::HandleTimeout(Time now)
     }
     for (PathState& p : m_paths)
     {
+        if (p.lossDeadline <= now)
+        {
+            DetectLosses(now, p);
+        }
         if (p.rtoDeadline <= now)
         {
             OnRto(now, p);
         }
         if (p.status == PathStatus::FAILED && p.probeDeadline <= now)
         {
-            m_probeNow |= uint64_t(1) << p.id;
+            m_probeNow.Insert(p.id);
             p.probeDeadline = now + ProbeInterval();
         }
+    }
+    if (m_tailProbeAt <= now)
+    {
+        SendTailProbe();
     }
 }
 

@@ -41,8 +41,18 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_scheduler(CreatePathScheduler(conn.Config().pathScheduler)),
       m_loss(CreateLossDetection(conn.Config().lossDetection)),
       m_paths(conn.Config().numPaths),
-      m_rateHint(conn.Config().lineRateBps)
+      m_rateHint(conn.Config().lineRateBps),
+      m_initialPathWindow(conn.Config().initialPathWindow),
+      m_timeLoss(conn.Config().lossDetection == "rack"),
+      m_tailProbe(conn.Config().tailProbe == "tlp"),
+      m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
+      m_adaptiveRto(conn.Config().rtoPolicy == "adaptive")
 {
+    if (m_cfg.initialWindow == "per-connection")
+    {
+        m_initialPathWindow =
+            std::max(m_cfg.minPathWindow, m_cfg.initialConnectionWindow / m_cfg.numPaths);
+    }
     uint16_t base = m_cfg.sourcePortBase;
     if (base == 0 || uint32_t(base) + m_cfg.numPaths > 65536)
     {
@@ -53,7 +63,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
         PathState& p = m_paths[i];
         p.id = uint8_t(i);
         p.sourcePort = uint16_t(base + i);
-        p.cwnd = m_cfg.initialPathWindow;
+        p.cwnd = m_initialPathWindow;
         p.rtt.Reset(m_cfg.rtoInitial);
         p.jitterState = m_ep.Config().seed ^ (uint64_t(Qpn()) << 8) ^ i;
         m_cc.push_back(CreateCongestionControl(m_cfg.congestionControl));
@@ -232,7 +242,12 @@ MultipathRequester::TotalInflight() const
 bool
 MultipathRequester::ConnectionWindowOpen() const
 {
-    return TotalInflight() < uint32_t(m_cfg.connectionWindow);
+    double window = m_cfg.connectionWindow;
+    if (!m_anyAck && m_cfg.initialWindow == "per-connection")
+    {
+        window = std::min(window, m_cfg.initialConnectionWindow); // the first flight
+    }
+    return TotalInflight() < uint32_t(window);
 }
 
 int
@@ -258,7 +273,7 @@ MultipathRequester::HasResendReady() const
 bool
 MultipathRequester::WantsToSend(Time now) const
 {
-    if (m_probeNow)
+    if (m_probeNow.Any())
     {
         return true;
     }
@@ -291,9 +306,7 @@ MultipathRequester::WantsToSend(Time now) const
 bool
 MultipathRequester::SendDueProbe(Time now, TxDatagram& out)
 {
-    uint8_t pid = uint8_t(__builtin_ctzll(m_probeNow));
-    m_probeNow &= m_probeNow - 1;
-    return SendProbe(now, out, m_paths[pid]);
+    return SendProbe(now, out, m_paths[m_probeNow.PopFirst()]);
 }
 
 bool
@@ -493,6 +506,14 @@ MultipathRequester::TransmitPacket(Time now,
     {
         ArmRto(path, now);
     }
+    if (m_timeLoss && path.lossDeadline == TIME_INFINITE && !path.lossAwaitsEvidence)
+    {
+        path.lossDeadline = m_loss->DueTime(path, MakeLossContext(now), now);
+    }
+    if (m_tailProbe && !m_tailProbeOut)
+    {
+        ArmTailProbe(now);
+    }
     return true;
 }
 
@@ -525,6 +546,7 @@ MultipathRequester::AckEntry(PathState& path,
     {
         rttSample = now - e.sentTime;
     }
+    m_newEvidence |= m_loss->OnDelivered(e.sentTime, e.retransmitted, now, m_minRtt);
     CreditPacket(e.messageSlot, e.generation, e.packetIndex);
 }
 
@@ -567,6 +589,8 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     path.lastAck = now;
     path.consecutiveRtos = 0;
+    path.silentLosses = 0;
+    m_anyAck = true;
     if (path.status != PathStatus::ACTIVE)
     {
         // A probe reply (or any ACK of the new epoch): the path works again. The RTO keeps
@@ -574,7 +598,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
         // RTO must not time out again at once.
         bool failed = path.status == PathStatus::FAILED;
         path.status = PathStatus::ACTIVE;
-        path.cwnd = std::max(path.cwnd, m_cfg.initialPathWindow);
+        path.cwnd = std::max(path.cwnd, m_initialPathWindow);
         path.probeDeadline = TIME_INFINITE;
         path.rtoDeadline = TIME_INFINITE;
         if (failed)
@@ -595,6 +619,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     uint32_t newlyAcked = 0;
     Time rttSample = -1;
+    m_newEvidence = false;
     if (PsnDiff(ack.cumulativePsn, path.ackedPsn) > 0)
     {
         for (uint32_t psn = path.ackedPsn; psn != ack.cumulativePsn; psn = PsnAdd(psn, 1))
@@ -647,32 +672,36 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     {
         Count(Counter::WINDOW_DECREASE);
     }
-    m_lostScratch.clear();
-    m_loss->DetectLosses(path, m_cfg, m_lostScratch);
-    for (uint32_t psn : m_lostScratch)
-    {
-        InflightEntry& e = path.Entry(psn);
-        e.state = InflightEntry::LOST;
-        --path.inflight;
-        path.lostPsns.push_back(psn);
-        Count(Counter::LOSS_DETECTED);
-    }
-    if (!m_lostScratch.empty())
-    {
-        m_cc[path.id]->OnLoss(path, now, m_cfg);
-        NotifyPath(now, PathEvent::LOSS, path);
-    }
+    DetectLosses(now, path);
     if (path.cwnd != before)
     {
         NotifyPath(now, PathEvent::WINDOW, path);
     }
-    if (path.inflight > 0 || !path.lostPsns.empty())
-    {
-        ArmRto(path, now);
-    }
-    else
+    if (path.status == PathStatus::ACTIVE) // (not taken out by DetectLosses)
     {
         path.rtoDeadline = TIME_INFINITE;
+        if (path.inflight > 0 || !path.lostPsns.empty())
+        {
+            ArmRto(path, now);
+        }
+    }
+    if (m_newEvidence)
+    {
+        // A later-sent packet arrived: overdue packets of the other paths are lost now.
+        for (PathState& other : m_paths)
+        {
+            // (a path with packets out and no deadline sent them before any RTT was known)
+            bool unexamined = other.lossDeadline == TIME_INFINITE && other.inflight > 0;
+            if ((other.lossAwaitsEvidence || unexamined) && &other != &path && other.Usable())
+            {
+                DetectLosses(now, other);
+            }
+        }
+    }
+    if (m_tailProbe && newlyAcked > 0)
+    {
+        m_tailProbeOut = false;
+        ArmTailProbe(now);
     }
 }
 
@@ -788,12 +817,15 @@ MultipathRequester::ClearAfterError()
     {
         s.rnrHold = false;
     }
-    m_probeNow = 0;
+    m_probeNow.Clear();
+    m_tailProbeAt = TIME_INFINITE;
     for (PathState& p : m_paths)
     {
         p.lostPsns.clear();
         p.rtoDeadline = TIME_INFINITE;
         p.probeDeadline = TIME_INFINITE;
+        p.lossDeadline = TIME_INFINITE;
+        p.lossAwaitsEvidence = false;
     }
 }
 

@@ -62,7 +62,7 @@ class MultipathRequester : public MultipathRole
     /// \return true if a path probe is due.
     bool ProbeDue() const
     {
-        return m_probeNow != 0;
+        return m_probeNow.Any();
     }
 
     /// Send the next due path probe. \return false if none could be written.
@@ -207,6 +207,12 @@ class MultipathRequester : public MultipathRole
     void AskAfterRnr(Time now);
     void ArmRto(PathState& path, Time now);
     void OnRto(Time now, PathState& path);
+    bool MoveOutstanding(Time now, PathState& path, bool timeout);
+    void SuspectPath(Time now, PathState& path);
+    LossContext MakeLossContext(Time now) const;
+    void DetectLosses(Time now, PathState& path);
+    void ArmTailProbe(Time now);
+    void SendTailProbe();
     void ResetPathSequence(PathState& path);
     void FailPath(Time now, PathState& path);
     uint16_t FreshSourcePort();
@@ -224,12 +230,23 @@ class MultipathRequester : public MultipathRole
     RingQueue<Resend> m_resends;         //!< packets to resend on any path
     std::vector<Resend> m_rnrParked;     //!< packets waiting out an RNR wait
     uint32_t m_rnrHeldStreams{0};        //!< streams in an RNR wait
-    uint64_t m_probeNow{0};              //!< paths with a probe due now
+    PathSet m_probeNow;                  //!< paths with a probe due now
     std::vector<uint32_t> m_lostScratch; //!< reused by loss detection
     RateHintFollower m_rateHint;         //!< pacing rate from the receiver's hints
     Pacer m_pacer;                       //!< spaces data packets at that rate
     Time m_progressTime{0};      //!< last acknowledged data or RNR NAK, or start of the work
     uint32_t m_progressCount{0}; //!< bumped whenever data is acknowledged (retry budget)
+    double m_initialPathWindow;  //!< a path's window at start and when it comes back
+    bool m_anyAck{false};        //!< an ACK arrived ("per-connection" caps the first flight)
+    bool m_timeLoss{false};      //!< the loss detection sets deadlines ("rack")
+    bool m_tailProbe{false};     //!< tailProbe "tlp"
+    bool m_crossPathFailure{false};    //!< failureDetection "cross-path"
+    bool m_adaptiveRto{false};         //!< rtoPolicy "adaptive"
+    Time m_minRtt{0};                  //!< smallest RTT sample of any path (0: none yet)
+    Time m_lastSrtt{-1};               //!< smoothed RTT of the path sampled last (-1: none)
+    Time m_tailProbeAt{TIME_INFINITE}; //!< when the tail probe goes
+    bool m_tailProbeOut{false};        //!< a tail probe is out, no progress since
+    bool m_newEvidence{false};         //!< the ACK being processed delivered a later-sent packet
 };
 
 } // namespace metaroce

@@ -98,10 +98,9 @@ MultipathResponder::GetStream(uint16_t id)
 bool
 MultipathResponder::PollTransmit(Time now, TxDatagram& out)
 {
-    if (m_ackNow)
+    if (m_ackNow.Any())
     {
-        uint8_t pid = uint8_t(__builtin_ctzll(m_ackNow));
-        m_ackNow &= m_ackNow - 1;
+        uint8_t pid = uint8_t(m_ackNow.PopFirst());
         return SendAck(now, out, pid);
     }
     if (m_naks.empty())
@@ -136,7 +135,7 @@ MultipathResponder::HandleTimeout(Time now)
     {
         if (m_recvPaths[i].ackDeadline <= now)
         {
-            m_ackNow |= uint64_t(1) << i;
+            m_ackNow.Insert(uint32_t(i));
             m_recvPaths[i].ackDeadline = TIME_INFINITE;
         }
     }
@@ -166,7 +165,7 @@ void
 MultipathResponder::ClearAfterError()
 {
     m_naks.clear();
-    m_ackNow = 0;
+    m_ackNow.Clear();
     for (RecvPath& rp : m_recvPaths)
     {
         rp.ackDeadline = TIME_INFINITE;
@@ -581,7 +580,7 @@ MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
     RecvPath& rp = m_recvPaths[pathId];
     if (immediate || m_cfg.ackDelay == 0)
     {
-        m_ackNow |= uint64_t(1) << pathId;
+        m_ackNow.Insert(pathId);
         rp.ackDeadline = TIME_INFINITE;
     }
     else if (rp.ackDeadline == TIME_INFINITE)

@@ -8,6 +8,7 @@
 #define METAROCE_MULTIPATH_RESPONDER_H
 
 #include "metaroce-multipath-role.h"
+#include "metaroce-path.h"
 #include "metaroce-ring-queue.h"
 #include "metaroce-transport.h"
 
@@ -41,7 +42,7 @@ class MultipathResponder : public MultipathRole
     /// \return true if an ACK or NAK is due.
     bool WantsToSend() const
     {
-        return m_ackNow != 0 || !m_naks.empty();
+        return m_ackNow.Any() || !m_naks.empty();
     }
 
     /// Send the next due ACK, else the next NAK. \return false if none.
@@ -141,7 +142,7 @@ class MultipathResponder : public MultipathRole
     std::vector<std::pair<uint16_t, uint32_t>> m_doneAbove; //!< complete, above doneBelow
     RingQueue<Rejected> m_rejected;                         //!< messages rejected for good
     RingQueue<Mnh> m_naks;                                  //!< NAKs to send
-    uint64_t m_ackNow{0};                                   //!< paths with an ACK due now
+    PathSet m_ackNow;                                       //!< paths with an ACK due now
 };
 
 } // namespace metaroce

@@ -22,7 +22,8 @@ enum class PathEvent : uint8_t
     LOSS,     //!< packets declared lost from a SACK gap
     TIMEOUT,  //!< retransmission timeout
     FAILED,   //!< declared failed (new source port, probing)
-    RECOVERED //!< probe answered: back in service
+    RECOVERED, //!< probe answered: back in service
+    SUSPECT,   //!< taken out on evidence from the other paths, probed
 };
 
 /// \return the name of \p e.

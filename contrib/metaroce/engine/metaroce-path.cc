@@ -42,6 +42,8 @@ PathEventName(PathEvent e)
         return "FAILED";
     case PathEvent::RECOVERED:
         return "RECOVERED";
+    case PathEvent::SUSPECT:
+        return "SUSPECT";
     }
     return "UNKNOWN";
 }

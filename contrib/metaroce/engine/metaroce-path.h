@@ -34,6 +34,41 @@ enum class PathStatus : uint8_t
 /// \return the name of \p s.
 const char* PathStatusName(PathStatus s);
 
+/// A set of path ids (0..127), for "something is due on these paths".
+class PathSet
+{
+  public:
+    /// Add path \p id.
+    void Insert(uint32_t id)
+    {
+        m_bits[id >> 6] |= uint64_t(1) << (id & 63);
+    }
+
+    /// \return true if the set is not empty.
+    bool Any() const
+    {
+        return (m_bits[0] | m_bits[1]) != 0;
+    }
+
+    /// Remove and return the smallest id (the set must not be empty).
+    uint32_t PopFirst()
+    {
+        uint32_t w = m_bits[0] != 0 ? 0 : 1;
+        uint32_t id = w * 64 + uint32_t(__builtin_ctzll(m_bits[w]));
+        m_bits[w] &= m_bits[w] - 1;
+        return id;
+    }
+
+    /// Empty the set.
+    void Clear()
+    {
+        m_bits[0] = m_bits[1] = 0;
+    }
+
+  private:
+    uint64_t m_bits[2]{}; //!< bit i of word i/64: path i
+};
+
 /// State of one sent packet on a path, indexed by PSN.
 struct InflightEntry
 {
@@ -89,6 +124,9 @@ struct PathState
     uint32_t consecutiveRtos{0}; //!< RTOs since the last ACK
     Time probeSentTime{-1};      //!< when the last probe of this epoch left
     uint32_t probesInEpoch{0};   //!< probes sent in this epoch (one: its reply is an RTT sample)
+    Time lossDeadline{TIME_INFINITE}; //!< when time-based loss detection looks again
+    bool lossAwaitsEvidence{false};   //!< a packet is overdue; no later-sent packet arrived yet
+    uint32_t silentLosses{0};         //!< packets declared lost by time since the path's last ACK
 
     // The epoch the last RTO retired, kept for late ACKs: with a round trip above the RTO
     // they are the only RTT samples a path gets, and they prove the packets arrived.

@@ -26,6 +26,14 @@ PolicyField(PolicyKind kind)
         return "lossDetection";
     case PolicyKind::ROCE_RECOVERY:
         return "rocev2.recovery";
+    case PolicyKind::TAIL_PROBE:
+        return "tailProbe";
+    case PolicyKind::FAILURE_DETECTION:
+        return "failureDetection";
+    case PolicyKind::RTO_POLICY:
+        return "rtoPolicy";
+    case PolicyKind::INITIAL_WINDOW:
+        return "initialWindow";
     }
     return "?";
 }
@@ -36,8 +44,12 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> transports{"metaroce", "rocev2"};
     static const std::vector<std::string> controls{"aimd", "dctcp", "fixed"};
     static const std::vector<std::string> schedulers{"spray", "single"};
-    static const std::vector<std::string> detections{"sack-gap"};
+    static const std::vector<std::string> detections{"sack-gap", "rack"};
     static const std::vector<std::string> recoveries{"gbn", "irn"};
+    static const std::vector<std::string> tailProbes{"none", "tlp"};
+    static const std::vector<std::string> failures{"rto", "cross-path"};
+    static const std::vector<std::string> rtos{"fixed", "adaptive"};
+    static const std::vector<std::string> initialWindows{"per-path", "per-connection"};
     switch (kind)
     {
     case PolicyKind::TRANSPORT:
@@ -50,6 +62,14 @@ PolicyNames(PolicyKind kind)
         return detections;
     case PolicyKind::ROCE_RECOVERY:
         return recoveries;
+    case PolicyKind::TAIL_PROBE:
+        return tailProbes;
+    case PolicyKind::FAILURE_DETECTION:
+        return failures;
+    case PolicyKind::RTO_POLICY:
+        return rtos;
+    case PolicyKind::INITIAL_WINDOW:
+        return initialWindows;
     }
     return transports;
 }

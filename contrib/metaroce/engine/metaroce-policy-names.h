@@ -30,6 +30,10 @@ enum class PolicyKind : uint8_t
     PATH_SCHEDULER,     //!< ConnectionConfig::pathScheduler
     LOSS_DETECTION,     //!< ConnectionConfig::lossDetection
     ROCE_RECOVERY,      //!< ConnectionConfig::rocev2.recovery
+    TAIL_PROBE,         //!< ConnectionConfig::tailProbe
+    FAILURE_DETECTION,  //!< ConnectionConfig::failureDetection
+    RTO_POLICY,         //!< ConnectionConfig::rtoPolicy
+    INITIAL_WINDOW,     //!< ConnectionConfig::initialWindow
 };
 
 /// \return the ConnectionConfig field that \p kind names ("congestionControl", ...).

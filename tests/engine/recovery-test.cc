@@ -1,0 +1,270 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+// Recovery in round trips, not RTOs (issue 16): time-based loss detection across paths, the
+// tail-loss probe, failure told from congestion by the other paths, the adaptive RTO, the
+// per-connection first flight and 128 paths. Each test runs the mechanism against the
+// behaviour it replaces, which stays selectable by name.
+
+#include "engine-network.h"
+#include "pair-fixture.h"
+
+#include <gtest/gtest.h>
+#include <set>
+#include <string>
+
+namespace metaroce
+{
+namespace test
+{
+namespace
+{
+
+/// The pre-issue-16 recovery: SACK gaps only, RTO-only failure detection, fixed RTO floor.
+ConnectionConfig
+Classic()
+{
+    ConnectionConfig cfg;
+    cfg.lossDetection = "sack-gap";
+    cfg.tailProbe = "none";
+    cfg.failureDetection = "rto";
+    cfg.rtoPolicy = "fixed";
+    cfg.initialWindow = "per-path";
+    return cfg;
+}
+
+/// Every recovery mechanism of issue 16 on.
+ConnectionConfig
+InRoundTrips()
+{
+    ConnectionConfig cfg;
+    cfg.lossDetection = "rack";
+    cfg.tailProbe = "tlp";
+    cfg.failureDetection = "cross-path";
+    cfg.rtoPolicy = "adaptive";
+    cfg.initialWindow = "per-connection";
+    return cfg;
+}
+
+class RecoveryTest : public PairTest
+{
+  protected:
+    /// Drop the first transmission of the data packet the sender sends as its \p n-th (0-based).
+    void DropNthDataPacket(int n)
+    {
+        for (int path = -1; path < int(ConnectionConfig::MAX_PATHS); ++path)
+        {
+            m_net->Link(m_a, m_b, path).dropIf = [this, n](const WireInfo& w) {
+                if (w.opcode != MR_WRITE)
+                {
+                    return false;
+                }
+                return m_dataSeen++ == n;
+            };
+        }
+    }
+
+    /// Run one 8-packet WRITE (one packet per path) that loses its \p n-th packet once.
+    /// \return the completion time in us.
+    double OnePacketPerPathLosing(const ConnectionConfig& cfg, int n)
+    {
+        m_dataSeen = 0;
+        Build(cfg, 8 * 4096);
+        DropNthDataPacket(n);
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntilIdle(MilliSeconds(10));
+        EXPECT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_src, m_dst);
+        return double(m_lastCompletion) / 1e6;
+    }
+
+    int m_dataSeen{0}; //!< data packets seen on the wire
+};
+
+TEST_F(RecoveryTest, RackFindsALostPacketFromLaterPacketsOnOtherPaths)
+{
+    // Packet 3 is the only packet of its path: no SACK gap can reveal its loss.
+    double classic = OnePacketPerPathLosing(Classic(), 3);
+    EXPECT_EQ(CounterA(Counter::RTO), 1u);
+    ConnectionConfig cfg = Classic();
+    cfg.lossDetection = "rack";
+    double rack = OnePacketPerPathLosing(cfg, 3);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::LOSS_DETECTED), 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u);
+    // Round trip about 4.5 us: a few of them, against one RtoMin (100 us) and more.
+    EXPECT_LT(rack, 20.0);
+    EXPECT_GT(classic, 100.0);
+}
+
+TEST_F(RecoveryTest, TailProbeRecoversALostLastPacket)
+{
+    // The newest packet is lost: nothing sent after it can reveal the loss.
+    ConnectionConfig cfg = Classic();
+    cfg.lossDetection = "rack";
+    double rackOnly = OnePacketPerPathLosing(cfg, 7);
+    EXPECT_EQ(CounterA(Counter::RTO), 1u);
+    cfg.tailProbe = "tlp";
+    double tlp = OnePacketPerPathLosing(cfg, 7);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::TAIL_PROBE), 1u);
+    EXPECT_LT(tlp, 25.0);
+    EXPECT_GT(rackOnly, 100.0);
+}
+
+TEST_F(RecoveryTest, LostTailProbeFallsBackToTheRto)
+{
+    // The last packet and its probe are both lost: the RTO is the backstop.
+    ConnectionConfig cfg = InRoundTrips();
+    m_dataSeen = 0;
+    Build(cfg, 8 * 4096);
+    for (int path = -1; path < int(ConnectionConfig::MAX_PATHS); ++path)
+    {
+        m_net->Link(m_a, m_b, path).dropIf = [this](const WireInfo& w) {
+            return w.opcode == MR_WRITE && (m_dataSeen++ == 7 || m_dataSeen == 9);
+        };
+    }
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::TAIL_PROBE), 1u);
+    EXPECT_GE(CounterA(Counter::RTO), 1u);
+}
+
+TEST_F(RecoveryTest, SilentPathIsSuspectedFromTheOtherPathsBeforeItsRto)
+{
+    // Path 2 becomes a black hole 50 us into a 4 MiB transfer. With the RTO alone, its
+    // packets wait one RTO (at least 100 us); with evidence from the other paths they move
+    // within a few round trips.
+    auto run = [this](const ConnectionConfig& cfg, Time* firstEvent) {
+        Build(cfg, 4 << 20);
+        m_net->At(MicroSeconds(50), [this] {
+            m_net->Link(m_a, m_b, 2).dropIf = [](const WireInfo&) { return true; };
+        });
+        *firstEvent = -1;
+        Write(1, 0, uint32_t(m_src.size()));
+        Time lastCheck = 0;
+        while (m_net->Completions(m_a).empty() && m_net->Now() < MilliSeconds(50))
+        {
+            lastCheck += MicroSeconds(1);
+            m_net->RunUntil(lastCheck);
+            if (*firstEvent < 0 && PathOf(2).status != PathStatus::ACTIVE)
+            {
+                *firstEvent = m_net->Now();
+            }
+        }
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+        EXPECT_EQ(m_src, m_dst);
+    };
+    Time rtoOnly;
+    run(Classic(), &rtoOnly);
+    EXPECT_EQ(CounterA(Counter::PATH_SUSPECT), 0u);
+    ConnectionConfig cfg = Classic();
+    cfg.lossDetection = "rack";
+    cfg.failureDetection = "cross-path";
+    Time crossPath;
+    run(cfg, &crossPath);
+    EXPECT_GE(CounterA(Counter::PATH_SUSPECT), 1u);
+    ASSERT_GT(rtoOnly, MicroSeconds(50));
+    ASSERT_GT(crossPath, MicroSeconds(50));
+    EXPECT_GE(rtoOnly - MicroSeconds(50), MicroSeconds(100));
+    EXPECT_LE(crossPath - MicroSeconds(50), MicroSeconds(30)) << "a few round trips of ~5 us";
+}
+
+TEST_F(RecoveryTest, CongestionAloneSuspectsNoPath)
+{
+    // A bottleneck with ECN and a deep queue: RTTs rise and marks arrive, ACKs still flow on
+    // every path. Nothing is lost, so nothing may be declared lost or suspect.
+    NetworkConfig net;
+    net.downlinkRateBps = 25e9;
+    net.ecnThresholdBytes = 256 * 1024;
+    Build(InRoundTrips(), 8 << 20, net);
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::PATH_SUSPECT), 0u);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 0u);
+}
+
+TEST_F(RecoveryTest, AdaptiveRtoFloorFollowsTheMinimumRtt)
+{
+    ConnectionConfig cfg = Classic();
+    cfg.numPaths = 1;
+    Build(cfg, 256 * 1024);
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(10));
+    EXPECT_EQ(PathOf(0).rtt.Rto(), cfg.rtoMin); // 4 us round trips, floored at 100 us
+    cfg.rtoPolicy = "adaptive";
+    Build(cfg, 256 * 1024);
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(10));
+    Time minRtt = PathOf(0).rtt.Min();
+    EXPECT_GT(minRtt, MicroSeconds(4));
+    EXPECT_LT(PathOf(0).rtt.Rto(), MicroSeconds(50));
+    EXPECT_GE(PathOf(0).rtt.Rto(), std::max(cfg.rtoFloor, Time(minRtt * cfg.rtoMinRttFactor)));
+}
+
+TEST_F(RecoveryTest, FirstFlightIsBoundedPerConnectionNotPerPath)
+{
+    NetworkConfig net;
+    net.lineRateBps = 0; // the NIC does not limit the first flight: the windows do
+    for (const char* policy : {"per-path", "per-connection"})
+    {
+        ConnectionConfig cfg = Classic();
+        cfg.numPaths = 64;
+        cfg.initialWindow = policy;
+        Build(cfg, 4 << 20, net);
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntil(MicroSeconds(3)); // before the first ACK (2 us links)
+        uint64_t flight = CounterA(Counter::TX_DATA);
+        if (std::string(policy) == "per-path")
+        {
+            EXPECT_EQ(flight, 64u * 4u);
+        }
+        else
+        {
+            EXPECT_EQ(flight, uint64_t(cfg.initialConnectionWindow));
+        }
+        m_net->RunUntilIdle(MilliSeconds(50));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u) << policy;
+        EXPECT_EQ(m_src, m_dst);
+    }
+}
+
+TEST_F(RecoveryTest, OneHundredTwentyEightPathsCarryATransferUnderLoss)
+{
+    ConnectionConfig cfg = InRoundTrips();
+    cfg.numPaths = ConnectionConfig::MAX_PATHS;
+    Build(cfg, 8 << 20);
+    for (int path = -1; path < int(ConnectionConfig::MAX_PATHS); ++path)
+    {
+        m_net->Link(m_a, m_b, path).loss = 0.01;
+        m_net->Link(m_b, m_a, path).loss = 0.01;
+    }
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(100));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_src, m_dst);
+    std::set<uint16_t> ports;
+    for (uint32_t i = 0; i < cfg.numPaths; ++i)
+    {
+        ports.insert(PathOf(i).sourcePort);
+    }
+    EXPECT_EQ(ports.size(), size_t(cfg.numPaths));
+    cfg.numPaths = ConnectionConfig::MAX_PATHS + 1;
+    std::string why;
+    EXPECT_FALSE(cfg.Validate(why));
+}
+
+} // namespace
+} // namespace test
+} // namespace metaroce
