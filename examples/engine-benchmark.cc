@@ -81,6 +81,7 @@ class Pair
         ConnectionConfig cfg;
         cfg.transport = transport;
         cfg.initialPathWindow = 16;
+        cfg.initialWindow = "per-path";
         cfg.maxOutstandingWrs = 64;
         m_a->CreateConnection(cfg, m_qa);
         m_b->CreateConnection(cfg, m_qb);

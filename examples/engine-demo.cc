@@ -64,6 +64,7 @@ RunPoint(const std::string& transport, double loss, uint64_t bytes, uint64_t see
         cfg.rocev2.maxInflightPackets = irnCap; // IRN's BDP cap (0: the IRN window)
     }
     cfg.initialPathWindow = 8;
+    cfg.initialWindow = "per-path";
     cfg.rocev2.localAckTimeout = ROCEV2_TIMEOUT_EXPONENT;
     uint32_t qa = 0;
     uint32_t qb = 0;

@@ -64,6 +64,7 @@ TEST_F(PairTest, GoodputIsNearLineRateWithoutLoss)
 {
     ConnectionConfig cfg;
     cfg.initialPathWindow = 8;
+    cfg.initialWindow = "per-path";
     Build(cfg, 8 << 20);
     Write(1, 0, uint32_t(m_src.size()));
     m_net->RunUntilIdle(MilliSeconds(50));
@@ -163,6 +164,7 @@ TEST_F(PairTest, EcnMarksShrinkOnlyTheMarkedPath)
 {
     ConnectionConfig cfg;
     cfg.initialPathWindow = 16;
+    cfg.initialWindow = "per-path";
     Build(cfg, 8 << 20);
     m_net->Link(m_a, m_b, 4).ceMark = 1.0;
     Write(1, 0, uint32_t(m_src.size()));
@@ -209,6 +211,7 @@ TEST_F(PairTest, SackWindowBoundsWhatAPathHasOutstanding)
     cfg.numPaths = 1;
     cfg.sackWindow = 16;
     cfg.initialPathWindow = 15;
+    cfg.initialWindow = "per-path";
     cfg.maxPathWindow = 15;
     cfg.congestionControl = "fixed";
     Build(cfg, 1 << 20);

@@ -72,8 +72,9 @@ struct ConnectionConfig
     double initialPathWindow{4};           //!< packets in flight per path at start ("per-path")
     /// "per-path": every path starts with initialPathWindow. "per-connection": the first
     /// flight of the connection is initialConnectionWindow packets (about one BDP), split
-    /// over the paths (at least minPathWindow each), so that it does not grow with numPaths.
-    std::string initialWindow{"per-path"};
+    /// over the paths (at least minPathWindow, at most initialPathWindow each), so that it
+    /// does not grow with numPaths; until the first ACK the connection sends no more.
+    std::string initialWindow{"per-connection"};
     double initialConnectionWindow{32}; //!< "per-connection": the first flight, packets
     double minPathWindow{1};         //!< floor of a path window, packets
     double maxPathWindow{224};       //!< ceiling of a path window, packets (< SACK window)
@@ -86,7 +87,7 @@ struct ConnectionConfig
     double lineRateBps{0};           //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission
-    std::string lossDetection{"sack-gap"}; //!< loss detection by name: "rack" or "sack-gap"
+    std::string lossDetection{"rack"}; //!< loss detection by name: "rack" or "sack-gap"
     /// A packet is lost once this many packets sent after it on its path are acknowledged.
     uint32_t reorderThreshold{1};
     /// "rack": the reordering window as a fraction of the connection's minimum RTT ...
@@ -94,18 +95,18 @@ struct ConnectionConfig
     Time rackReorderMin{NanoSeconds(500)}; //!< ... and its floor
     /// "tlp": with packets outstanding and nothing else to send, resend the newest one after
     /// tailProbeRtts smoothed RTTs, so a lost tail costs round trips, not an RTO; "none".
-    std::string tailProbe{"none"};
+    std::string tailProbe{"tlp"};
     double tailProbeRtts{2}; //!< the tail probe's delay in smoothed RTTs
     /// "cross-path": a path whose packets are declared lost by time (later-sent packets on
     /// other paths arrived) suspectLosses times without any ACK of its own is suspect at once:
     /// its packets move and a probe asks it; "rto": only the RTO takes a path out.
-    std::string failureDetection{"rto"};
+    std::string failureDetection{"cross-path"};
     uint32_t suspectLosses{2}; //!< "cross-path": time-declared losses of a silent path
     /// "fixed": RTO = srtt + 4 rttvar, at least rtoMin. "adaptive": at least
     /// max(rtoFloor, rtoMinRttFactor x the path's minimum RTT) instead, and never less than
     /// the minimum RTT plus the time the connection's packets in flight take to drain at
     /// the receiver's advertised fair share (what the receiver knows of an incast queue).
-    std::string rtoPolicy{"fixed"};
+    std::string rtoPolicy{"adaptive"};
     Time rtoFloor{MicroSeconds(10)};    //!< "adaptive": absolute RTO floor
     double rtoMinRttFactor{4};          //!< "adaptive": RTO floor in minimum RTTs
     Time rtoInitial{MicroSeconds(200)}; //!< RTO before the first RTT sample

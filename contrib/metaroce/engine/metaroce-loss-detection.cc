@@ -57,26 +57,10 @@ class RackLossDetection : public LossDetection
         return "rack";
     }
 
-    bool OnDelivered(Time sentTime, bool retransmitted, Time now, Time minRtt) override
-    {
-        // A retransmitted packet acknowledged sooner than a minimum RTT after its last
-        // transmission was acknowledged for an earlier copy: its send time proves nothing.
-        if (retransmitted && (minRtt <= 0 || now - sentTime < minRtt))
-        {
-            return false;
-        }
-        if (sentTime > m_latestDeliveredSent)
-        {
-            m_latestDeliveredSent = sentTime;
-            return true;
-        }
-        return false;
-    }
-
     Time DueTime(const PathState& path, const LossContext& ctx, Time sentTime) const override
     {
         Time wait = Wait(path, ctx);
-        return wait < 0 ? TIME_INFINITE : sentTime + wait;
+        return wait < 0 ? TIME_INFINITE : std::max(sentTime + wait, path.lastAck + wait);
     }
 
     void DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
@@ -100,7 +84,10 @@ class RackLossDetection : public LossDetection
             {
                 continue; // no RTT known yet: the SACK gap and the RTO decide
             }
-            Time due = e.sentTime + wait;
+            // A path whose ACKs still come is alive and draining its own queue in order: a
+            // loss on it shows as a SACK gap. Only a path quiet for a whole wait is judged by
+            // time, so that a slow path's growing queue is not taken for loss.
+            Time due = std::max(e.sentTime + wait, path.lastAck + wait);
             if (due > ctx.now)
             {
                 path.lossDeadline = std::min(path.lossDeadline, due);
@@ -110,7 +97,7 @@ class RackLossDetection : public LossDetection
                     break;
                 }
             }
-            else if (e.sentTime < m_latestDeliveredSent)
+            else if (e.sentTime < ctx.latestDeliveredSent)
             {
                 lost.push_back(psn);
             }
@@ -131,11 +118,15 @@ class RackLossDetection : public LossDetection
         {
             return -1;
         }
-        return rtt + std::max(ctx.cfg.rackReorderMin,
-                              Time(double(ctx.minRtt) * ctx.cfg.rackReorderFraction));
+        Time base = std::max(ctx.cfg.rackReorderMin,
+                             Time(double(ctx.minRtt) * ctx.cfg.rackReorderFraction));
+        Time window = base * ctx.reorderMultiplier;
+        if (ctx.reorderMultiplier > 1)
+        {
+            window = std::min(window, std::max(base, rtt)); // RFC 8985: at most an SRTT
+        }
+        return rtt + window;
     }
-
-    Time m_latestDeliveredSent{-1}; //!< latest send time of any packet acknowledged
 };
 
 } // namespace

@@ -24,6 +24,8 @@ struct LossContext
     Time now;                    //!< current time
     Time minRtt;                 //!< smallest RTT sample of any path (0: none yet)
     Time fallbackRtt;            //!< RTT to assume for a path without a sample (-1: none)
+    Time latestDeliveredSent;    //!< latest send time of any packet acknowledged (-1: none)
+    uint32_t reorderMultiplier;  //!< the reordering window in base windows (DSACK-adapted)
 };
 
 /// Decides which in-flight packets of a path are lost, after an ACK or at a deadline.
@@ -33,19 +35,6 @@ class LossDetection
     virtual ~LossDetection() = default;
     /// \return the name the strategy is chosen by.
     virtual const char* Name() const = 0;
-
-    /**
-     * A packet sent at \p sentTime was acknowledged for the first time, at \p now
-     * (\p retransmitted: it was sent more than once, so the copy acknowledged is ambiguous).
-     * \return true if this is newer evidence than any before (a later-sent packet arrived).
-     */
-    virtual bool OnDelivered(Time /* sentTime */,
-                             bool /* retransmitted */,
-                             Time /* now */,
-                             Time /* minRtt */)
-    {
-        return false;
-    }
 
     /**
      * \return when a packet sent at \p sentTime on \p path is due to be examined by time
@@ -80,9 +69,13 @@ class LossDetection
  * works across paths. A packet is lost once some packet of the connection sent after it, on
  * any path, has been acknowledged, and its own path's round trip plus a reordering window
  * has passed since it was sent: sent + max(srtt, latest RTT) of its path + max(rackReorderMin,
- * rackReorderFraction x the connection's minimum RTT). Send times, not sequence numbers, are
- * compared, so paths of different RTTs are told apart, and a lost retransmission is detected
- * the same way.
+ * rackReorderFraction x the connection's minimum RTT, times a multiplier that grows by one for
+ * each round trip in which the receiver reports a duplicate, as RFC 8985's DSACK rule, up to
+ * the smoothed RTT), and the path has had no ACK for all of
+ * that time (a path whose ACKs still come drains its own queue in order, so its losses show
+ * as SACK gaps; a slow path's growing queue is not loss). Send times, not sequence numbers,
+ * are compared, so paths of different RTTs are told apart, and a lost retransmission is
+ * detected the same way.
  */
 std::unique_ptr<LossDetection> CreateLossDetection(const std::string& name);
 

@@ -89,6 +89,7 @@ MultipathRequester::UpdateRtt(Time now, PathState& path, Time sample)
     path.rtt.AddSample(sample, floor, std::max(floor, m_cfg.rtoMax));
     m_minRtt = m_minRtt == 0 ? path.rtt.Min() : std::min(m_minRtt, path.rtt.Min());
     m_lastSrtt = path.rtt.Smoothed();
+    m_ep.lastSrtt = m_lastSrtt;
     NotifyPath(now, PathEvent::RTT, path);
 }
 
@@ -421,7 +422,12 @@ MultipathRequester::SuspectPath(Time now, PathState& path)
 LossContext
 MultipathRequester::MakeLossContext(Time now) const
 {
-    return LossContext{m_cfg, now, m_minRtt, m_lastSrtt};
+    return LossContext{m_cfg,
+                       now,
+                       m_minRtt,
+                       FallbackRtt(),
+                       m_latestDeliveredSent,
+                       m_reorderMultiplier};
 }
 
 void
@@ -443,6 +449,13 @@ MultipathRequester::DetectLosses(Time now, PathState& path)
     }
     if (!m_lostScratch.empty())
     {
+        // RFC 8985: the window returns to its base after 16 loss detections without a
+        // duplicate (reordering that stopped).
+        if (++m_lossEpisodes >= 16)
+        {
+            m_reorderMultiplier = 1;
+            m_lossEpisodes = 0;
+        }
         m_cc[path.id]->OnLoss(path, now, m_cfg);
         NotifyPath(now, PathEvent::LOSS, path);
         if (m_crossPathFailure && path.silentLosses >= m_cfg.suspectLosses && path.Usable())
@@ -459,11 +472,12 @@ MultipathRequester::ArmTailProbe(Time now)
     // when a single packet is out (its ACK may be held back).
     m_tailProbeAt = TIME_INFINITE;
     uint32_t inflight = TotalInflight();
-    if (m_lastSrtt < 0 || inflight == 0)
+    Time srtt = FallbackRtt();
+    if (srtt < 0 || inflight == 0)
     {
         return;
     }
-    Time pto = Time(double(m_lastSrtt) * m_cfg.tailProbeRtts);
+    Time pto = Time(double(srtt) * m_cfg.tailProbeRtts);
     if (inflight == 1)
     {
         pto += m_cfg.ackDelay;
@@ -542,6 +556,30 @@ MultipathRequester::OnRto(Time now, PathState& path)
     ArmRto(path, now);
 }
 
+bool
+MultipathRequester::QueuedNotLost(const PathState& path, Time now) const
+{
+    // The connection acknowledged data within the last RTO, but only packets sent before the
+    // path's oldest outstanding one: the network delivers in send order, late, as from behind
+    // an incast queue. Were the path's packets lost, packets sent after them on the other
+    // paths would arrive first (and time-based loss detection would act on them). A path with
+    // no packet out (a probe) or a connection without recent progress times out as usual.
+    if (path.status != PathStatus::ACTIVE || path.inflight == 0 ||
+        now - m_progressTime >= path.rtt.Rto())
+    {
+        return false;
+    }
+    for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
+    {
+        const InflightEntry& e = path.Entry(psn);
+        if (e.state == InflightEntry::INFLIGHT)
+        {
+            return m_latestDeliveredSent < e.sentTime;
+        }
+    }
+    return false;
+}
+
 Time
 MultipathRequester::ProbeInterval()
 {
@@ -615,7 +653,14 @@ MultipathRequester::HandleTimeout(Time now)
         }
         if (p.rtoDeadline <= now)
         {
-            OnRto(now, p);
+            if (m_adaptiveRto && QueuedNotLost(p, now))
+            {
+                ArmRto(p, now); // no back-off: nothing says the path lost anything
+            }
+            else
+            {
+                OnRto(now, p);
+            }
         }
         if (p.status == PathStatus::FAILED && p.probeDeadline <= now)
         {

@@ -50,8 +50,9 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
 {
     if (m_cfg.initialWindow == "per-connection")
     {
-        m_initialPathWindow =
-            std::max(m_cfg.minPathWindow, m_cfg.initialConnectionWindow / m_cfg.numPaths);
+        m_initialPathWindow = std::max(
+            m_cfg.minPathWindow,
+            std::min(m_cfg.initialPathWindow, m_cfg.initialConnectionWindow / m_cfg.numPaths));
     }
     uint16_t base = m_cfg.sourcePortBase;
     if (base == 0 || uint32_t(base) + m_cfg.numPaths > 65536)
@@ -546,7 +547,15 @@ MultipathRequester::AckEntry(PathState& path,
     {
         rttSample = now - e.sentTime;
     }
-    m_newEvidence |= m_loss->OnDelivered(e.sentTime, e.retransmitted, now, m_minRtt);
+    // The latest send time of a delivered packet: evidence across paths. A retransmitted
+    // packet acknowledged sooner than a minimum RTT after its last transmission was
+    // acknowledged for an earlier copy: its send time proves nothing.
+    if (e.sentTime > m_latestDeliveredSent &&
+        (!e.retransmitted || (m_minRtt > 0 && now - e.sentTime >= m_minRtt)))
+    {
+        m_latestDeliveredSent = e.sentTime;
+        m_newEvidence = true;
+    }
     CreditPacket(e.messageSlot, e.generation, e.packetIndex);
 }
 
@@ -586,6 +595,15 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     {
         Count(Counter::RX_INVALID); // acknowledges PSNs never sent
         return;
+    }
+    if ((ack.flags & Mah::FLAG_DUPLICATE) && m_timeLoss &&
+        (m_lastReorderGrowth < 0 || now - m_lastReorderGrowth >= std::max<Time>(FallbackRtt(), 0)))
+    {
+        // A packet arrived twice: a resend was spurious, or reordering exceeded the window.
+        // Widen the time-based window by one base window per round trip of such reports.
+        m_reorderMultiplier = std::min<uint32_t>(m_reorderMultiplier + 1, 64);
+        m_lossEpisodes = 0;
+        m_lastReorderGrowth = now;
     }
     path.lastAck = now;
     path.consecutiveRtos = 0;

@@ -207,9 +207,16 @@ class MultipathRequester : public MultipathRole
     void AskAfterRnr(Time now);
     void ArmRto(PathState& path, Time now);
     void OnRto(Time now, PathState& path);
+    bool QueuedNotLost(const PathState& path, Time now) const;
     bool MoveOutstanding(Time now, PathState& path, bool timeout);
     void SuspectPath(Time now, PathState& path);
     LossContext MakeLossContext(Time now) const;
+
+    /// \return the connection's last smoothed RTT, else the endpoint's (-1: none yet).
+    Time FallbackRtt() const
+    {
+        return m_lastSrtt >= 0 ? m_lastSrtt : m_ep.lastSrtt;
+    }
     void DetectLosses(Time now, PathState& path);
     void ArmTailProbe(Time now);
     void SendTailProbe();
@@ -247,6 +254,10 @@ class MultipathRequester : public MultipathRole
     Time m_tailProbeAt{TIME_INFINITE}; //!< when the tail probe goes
     bool m_tailProbeOut{false};        //!< a tail probe is out, no progress since
     bool m_newEvidence{false};         //!< the ACK being processed delivered a later-sent packet
+    Time m_latestDeliveredSent{-1};    //!< latest send time of any packet acknowledged
+    uint32_t m_reorderMultiplier{1};   //!< "rack" window multiplier (grown by duplicates)
+    uint32_t m_lossEpisodes{0};        //!< loss detections since the multiplier last grew
+    Time m_lastReorderGrowth{-1};      //!< when the multiplier last grew
 };
 
 } // namespace metaroce

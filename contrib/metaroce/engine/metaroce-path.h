@@ -149,6 +149,12 @@ struct PathState
         return ring[psn & (ring.size() - 1)];
     }
 
+    /// \copydoc Entry()
+    const InflightEntry& Entry(uint32_t psn) const
+    {
+        return ring[psn & (ring.size() - 1)];
+    }
+
     /// \return true if the path may carry data now.
     bool Usable() const
     {

@@ -44,12 +44,12 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> transports{"metaroce", "rocev2"};
     static const std::vector<std::string> controls{"aimd", "dctcp", "fixed"};
     static const std::vector<std::string> schedulers{"spray", "single"};
-    static const std::vector<std::string> detections{"sack-gap", "rack"};
+    static const std::vector<std::string> detections{"rack", "sack-gap"};
     static const std::vector<std::string> recoveries{"gbn", "irn"};
-    static const std::vector<std::string> tailProbes{"none", "tlp"};
-    static const std::vector<std::string> failures{"rto", "cross-path"};
-    static const std::vector<std::string> rtos{"fixed", "adaptive"};
-    static const std::vector<std::string> initialWindows{"per-path", "per-connection"};
+    static const std::vector<std::string> tailProbes{"tlp", "none"};
+    static const std::vector<std::string> failures{"cross-path", "rto"};
+    static const std::vector<std::string> rtos{"adaptive", "fixed"};
+    static const std::vector<std::string> initialWindows{"per-connection", "per-path"};
     switch (kind)
     {
     case PolicyKind::TRANSPORT:

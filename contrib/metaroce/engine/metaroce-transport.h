@@ -72,6 +72,9 @@ class EndpointShared
     CounterSet counters;              //!< endpoint-wide counters
     Rng rng;                          //!< seeded by EndpointConfig::seed
     EngineObserver* observer{nullptr}; //!< optional observer
+    /// Smoothed RTT of the connection sampled last (-1: none): what a new connection of the
+    /// endpoint assumes before its own first sample (time-based loss detection, tail probe).
+    Time lastSrtt{-1};
 
   private:
     EndpointConfig m_cfg;                //!< configuration

@@ -303,10 +303,10 @@ MetaRoceNic::GetTypeId()
                           MakeFieldAccessor<UintegerValue>(METAROCE_CONN(maxPostedRecvs)),
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("NumPaths",
-                          "First-class paths of a MetaRoCE connection (1..64).",
+                          "First-class paths of a MetaRoCE connection (1..128).",
                           UintegerValue(cc.numPaths),
                           MakeFieldAccessor<UintegerValue>(METAROCE_CONN(numPaths)),
-                          MakeUintegerChecker<uint32_t>(1, 64))
+                          MakeUintegerChecker<uint32_t>(1, metaroce::ConnectionConfig::MAX_PATHS))
             .AddAttribute("SourcePortBase",
                           "UDP source port of path 0 (path i uses base+i); 0 = drawn.",
                           UintegerValue(cc.sourcePortBase),
@@ -322,8 +322,20 @@ MetaRoceNic::GetTypeId()
                           StringValue(cc.congestionControl),
                           MakeFieldAccessor<StringValue>(METAROCE_CONN(congestionControl)),
                           MakeStringChecker())
+            .AddAttribute("InitialWindow",
+                          "The first flight: \"per-connection\" (InitialConnectionWindow "
+                          "split over the paths) or \"per-path\" (InitialPathWindow each).",
+                          StringValue(cc.initialWindow),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(initialWindow)),
+                          MakeStringChecker())
+            .AddAttribute("InitialConnectionWindow",
+                          "\"per-connection\": packets in the connection's first flight.",
+                          DoubleValue(cc.initialConnectionWindow),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(initialConnectionWindow)),
+                          MakeDoubleChecker<double>(1))
             .AddAttribute("InitialPathWindow",
-                          "Packets in flight per path at start.",
+                          "Packets in flight per path at start (\"per-path\"), and the "
+                          "most a path starts with (\"per-connection\").",
                           DoubleValue(cc.initialPathWindow),
                           MakeFieldAccessor<DoubleValue>(METAROCE_CONN(initialPathWindow)),
                           MakeDoubleChecker<double>(0))
@@ -371,10 +383,59 @@ MetaRoceNic::GetTypeId()
                           MakeFieldAccessor<DataRateValue>(METAROCE_CONN(lineRateBps)),
                           MakeDataRateChecker())
             .AddAttribute("LossDetection",
-                          "Loss detection by name (\"sack-gap\").",
+                          "Loss detection by name: \"rack\" (time-based, across paths) or "
+                          "\"sack-gap\" (SACK gaps of a path only).",
                           StringValue(cc.lossDetection),
                           MakeFieldAccessor<StringValue>(METAROCE_CONN(lossDetection)),
                           MakeStringChecker())
+            .AddAttribute("RackReorderFraction",
+                          "\"rack\": reordering window as a fraction of the minimum RTT.",
+                          DoubleValue(cc.rackReorderFraction),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(rackReorderFraction)),
+                          MakeDoubleChecker<double>(0))
+            .AddAttribute("RackReorderMin",
+                          "\"rack\": floor of the reordering window.",
+                          TimeValue(PicoSeconds(cc.rackReorderMin)),
+                          MakeFieldAccessor<TimeValue>(METAROCE_CONN(rackReorderMin)),
+                          MakeTimeChecker())
+            .AddAttribute("TailProbe",
+                          "Tail-loss probe: \"tlp\" or \"none\".",
+                          StringValue(cc.tailProbe),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(tailProbe)),
+                          MakeStringChecker())
+            .AddAttribute("TailProbeRtts",
+                          "Delay of the tail-loss probe in smoothed RTTs.",
+                          DoubleValue(cc.tailProbeRtts),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(tailProbeRtts)),
+                          MakeDoubleChecker<double>(0))
+            .AddAttribute("FailureDetection",
+                          "Path failure detection: \"cross-path\" (evidence from the other "
+                          "paths) or \"rto\" (the RTO only).",
+                          StringValue(cc.failureDetection),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(failureDetection)),
+                          MakeStringChecker())
+            .AddAttribute("SuspectLosses",
+                          "\"cross-path\": time-declared losses of a silent path that make "
+                          "it suspect.",
+                          UintegerValue(cc.suspectLosses),
+                          MakeFieldAccessor<UintegerValue>(METAROCE_CONN(suspectLosses)),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("RtoPolicy",
+                          "\"adaptive\" (floor from the minimum RTT, incast-aware) or "
+                          "\"fixed\" (RtoMin floor).",
+                          StringValue(cc.rtoPolicy),
+                          MakeFieldAccessor<StringValue>(METAROCE_CONN(rtoPolicy)),
+                          MakeStringChecker())
+            .AddAttribute("RtoFloor",
+                          "\"adaptive\": absolute RTO floor.",
+                          TimeValue(PicoSeconds(cc.rtoFloor)),
+                          MakeFieldAccessor<TimeValue>(METAROCE_CONN(rtoFloor)),
+                          MakeTimeChecker())
+            .AddAttribute("RtoMinRttFactor",
+                          "\"adaptive\": RTO floor in minimum RTTs.",
+                          DoubleValue(cc.rtoMinRttFactor),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(rtoMinRttFactor)),
+                          MakeDoubleChecker<double>(0))
             .AddAttribute("ReorderThreshold",
                           "A packet is lost once this many later packets on its path are "
                           "acknowledged.",
