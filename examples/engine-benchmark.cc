@@ -80,6 +80,15 @@ class Pair
         m_b = std::make_unique<Endpoint>(eb);
         ConnectionConfig cfg;
         cfg.transport = transport;
+        if (transport == "metaroce-classic")
+        {
+            // the recovery policies before issue 16, for a same-run cost ratio
+            cfg.transport = "metaroce";
+            cfg.lossDetection = "sack-gap";
+            cfg.tailProbe = "none";
+            cfg.failureDetection = "rto";
+            cfg.rtoPolicy = "fixed";
+        }
         cfg.initialPathWindow = 16;
         cfg.initialWindow = "per-path";
         cfg.maxOutstandingWrs = 64;
@@ -179,6 +188,10 @@ BenchmarkPair(benchmark::State& state, const std::string& transport, double loss
 BENCHMARK_CAPTURE(BenchmarkPair, metaroce_lossless, std::string("metaroce"), 0.0)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BenchmarkPair, metaroce_loss_1pct, std::string("metaroce"), 0.01)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BenchmarkPair, metaroce_classic_lossless, std::string("metaroce-classic"), 0.0)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BenchmarkPair, metaroce_classic_loss_1pct, std::string("metaroce-classic"), 0.01)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BenchmarkPair, rocev2_lossless, std::string("rocev2"), 0.0)
     ->Unit(benchmark::kMillisecond);

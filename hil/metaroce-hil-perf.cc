@@ -349,6 +349,9 @@ Session::Session(PerfApp& app,
     m_ccfg.lineRateBps = m_opts.rateGbps * 1e9;
     // Timers for software endpoints (see PerfOptions::rtoMinUs).
     m_ccfg.rtoMin = Time(m_opts.rtoMinUs * 1e6);
+    m_ccfg.rtoFloor = m_ccfg.rtoMin; // the adaptive RTO's floor, likewise above host jitter
+    // Time-based loss detection waits out the host's scheduling jitter as well.
+    m_ccfg.rackReorderMin = m_ccfg.rtoMin / 2;
     m_ccfg.rtoInitial = 2 * m_ccfg.rtoMin;
     m_ccfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * m_ccfg.rtoInitial);
     m_ccfg.probeInterval = m_ccfg.rtoMin;

@@ -180,6 +180,8 @@ SimHostServer::Impl::Impl(ns3::Ptr<ns3::MetaRoceNic> nic, uint16_t dataPort, dou
 {
     // The peer is a software endpoint with millisecond scheduling jitter: metaroce-perf's timers.
     m_baseConfig.rtoMin = MilliSeconds(1);
+    m_baseConfig.rtoFloor = m_baseConfig.rtoMin;
+    m_baseConfig.rackReorderMin = m_baseConfig.rtoMin / 2;
     m_baseConfig.rtoInitial = 2 * m_baseConfig.rtoMin;
     m_baseConfig.rtoMax = std::max<Time>(MilliSeconds(100), 4 * m_baseConfig.rtoInitial);
     m_baseConfig.probeInterval = m_baseConfig.rtoMin;
