@@ -14,6 +14,12 @@
 namespace metaroce
 {
 
+namespace
+{
+/// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
+constexpr size_t CONNECTION_CONFIG_SIZE = 672;
+} // namespace
+
 bool
 ConnectionConfig::Validate(std::string& why) const
 {
@@ -126,6 +132,159 @@ ConnectionConfig::Validate(std::string& why) const
         return false;
     }
     return ValidateRoceV2(why);
+}
+
+bool
+ConnectionConfig::operator==(const ConnectionConfig& o) const
+{
+    // Every field is compared: a field added to ConnectionConfig or RoceV2Options without a
+    // line here would make two different configurations share one copy at the endpoint. The
+    // size checks below fail the build on this platform when the structs change, as a
+    // reminder (tests/engine/config-test.cc changes each field in turn).
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+    static_assert(sizeof(ConnectionConfig) == CONNECTION_CONFIG_SIZE,
+                  "ConnectionConfig changed: update operator== and CONNECTION_CONFIG_SIZE");
+#endif
+    const RoceV2Options& a = rocev2;
+    const RoceV2Options& b = o.rocev2;
+    return std::tie(transport,
+                    mtu,
+                    maxMessageSize,
+                    maxStreams,
+                    maxOutstandingWrs,
+                    maxPostedRecvs,
+                    numPaths,
+                    sackWindow,
+                    sourcePortBase,
+                    pathScheduler,
+                    congestionControl,
+                    initialPathWindow,
+                    initialWindow,
+                    initialConnectionWindow,
+                    minPathWindow,
+                    maxPathWindow,
+                    connectionWindow,
+                    aimdIncrease,
+                    aimdDecrease,
+                    dctcpGain,
+                    lossWindowFactor,
+                    lineRateBps,
+                    lossDetection,
+                    reorderThreshold,
+                    rackReorderFraction,
+                    rackReorderMin,
+                    tailProbe,
+                    tailProbeRtts,
+                    failureDetection,
+                    suspectLosses,
+                    rtoPolicy,
+                    rtoFloor,
+                    rtoMinRttFactor,
+                    rtoInitial,
+                    rtoMin,
+                    rtoMax,
+                    failureThreshold,
+                    probeInterval,
+                    connectionTimeout,
+                    retryLimit,
+                    rnrRetryDelay,
+                    rnrRetryLimit,
+                    ackEveryPackets,
+                    ackDelay) == std::tie(o.transport,
+                                          o.mtu,
+                                          o.maxMessageSize,
+                                          o.maxStreams,
+                                          o.maxOutstandingWrs,
+                                          o.maxPostedRecvs,
+                                          o.numPaths,
+                                          o.sackWindow,
+                                          o.sourcePortBase,
+                                          o.pathScheduler,
+                                          o.congestionControl,
+                                          o.initialPathWindow,
+                                          o.initialWindow,
+                                          o.initialConnectionWindow,
+                                          o.minPathWindow,
+                                          o.maxPathWindow,
+                                          o.connectionWindow,
+                                          o.aimdIncrease,
+                                          o.aimdDecrease,
+                                          o.dctcpGain,
+                                          o.lossWindowFactor,
+                                          o.lineRateBps,
+                                          o.lossDetection,
+                                          o.reorderThreshold,
+                                          o.rackReorderFraction,
+                                          o.rackReorderMin,
+                                          o.tailProbe,
+                                          o.tailProbeRtts,
+                                          o.failureDetection,
+                                          o.suspectLosses,
+                                          o.rtoPolicy,
+                                          o.rtoFloor,
+                                          o.rtoMinRttFactor,
+                                          o.rtoInitial,
+                                          o.rtoMin,
+                                          o.rtoMax,
+                                          o.failureThreshold,
+                                          o.probeInterval,
+                                          o.connectionTimeout,
+                                          o.retryLimit,
+                                          o.rnrRetryDelay,
+                                          o.rnrRetryLimit,
+                                          o.ackEveryPackets,
+                                          o.ackDelay) &&
+           std::tie(a.localAckTimeout,
+                    a.retryCount,
+                    a.rnrRetry,
+                    a.minRnrTimer,
+                    a.ackEveryPackets,
+                    a.ackDelay,
+                    a.maxInflightPackets,
+                    a.recovery,
+                    a.irnRtoLow,
+                    a.irnRtoHigh,
+                    a.irnLowThreshold,
+                    a.irnRtoBackoff,
+                    a.irnWindow,
+                    a.dscp,
+                    a.cnpDscp,
+                    a.dcqcn,
+                    a.dcqcnG,
+                    a.dcqcnInitialAlpha,
+                    a.dcqcnAlphaPeriod,
+                    a.dcqcnRateIncreasePeriod,
+                    a.dcqcnByteCounter,
+                    a.dcqcnFastRecoverySteps,
+                    a.dcqcnRaiBps,
+                    a.dcqcnRhaiBps,
+                    a.dcqcnMinRateBps,
+                    a.cnpInterval) == std::tie(b.localAckTimeout,
+                                               b.retryCount,
+                                               b.rnrRetry,
+                                               b.minRnrTimer,
+                                               b.ackEveryPackets,
+                                               b.ackDelay,
+                                               b.maxInflightPackets,
+                                               b.recovery,
+                                               b.irnRtoLow,
+                                               b.irnRtoHigh,
+                                               b.irnLowThreshold,
+                                               b.irnRtoBackoff,
+                                               b.irnWindow,
+                                               b.dscp,
+                                               b.cnpDscp,
+                                               b.dcqcn,
+                                               b.dcqcnG,
+                                               b.dcqcnInitialAlpha,
+                                               b.dcqcnAlphaPeriod,
+                                               b.dcqcnRateIncreasePeriod,
+                                               b.dcqcnByteCounter,
+                                               b.dcqcnFastRecoverySteps,
+                                               b.dcqcnRaiBps,
+                                               b.dcqcnRhaiBps,
+                                               b.dcqcnMinRateBps,
+                                               b.cnpInterval);
 }
 
 bool

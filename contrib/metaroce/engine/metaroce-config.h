@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 /**
  * \file
@@ -188,6 +189,15 @@ struct ConnectionConfig
     };
 
     RoceV2Options rocev2; //!< RoCEv2 baseline settings (transport "rocev2")
+
+    /// \return true if every field of the two configurations is equal.
+    bool operator==(const ConnectionConfig& other) const;
+
+    /// \return true if some field differs.
+    bool operator!=(const ConnectionConfig& other) const
+    {
+        return !(*this == other);
+    }
 
     /**
      * Check the configuration.

@@ -95,10 +95,16 @@ struct InflightEntry
 /// Everything the engine keeps per path.
 struct PathState
 {
+    // (Fields are grouped by size, so that the record has no padding: there is one per path
+    // and connection.)
     uint8_t id{0};          //!< path id carried in MDH
     uint8_t epoch{0};       //!< PSN-space generation; bumped when the path is reset
     uint16_t sourcePort{0}; //!< UDP source port (ECMP entropy)
     PathStatus status{PathStatus::ACTIVE}; //!< health
+    bool anyAcked{false};                  //!< highestAckedOrder is meaningful
+    bool lossAwaitsEvidence{false}; //!< a packet is overdue; no later-sent packet arrived yet
+    bool hasRetired{false};         //!< the retired* fields describe a retired epoch
+    uint8_t retiredEpoch{0};        //!< the retired epoch's number
 
     // Sequence space
     uint32_t nextPsn{0};  //!< PSN of the next new transmission
@@ -107,7 +113,7 @@ struct PathState
     uint32_t sackWindow{SACK_BITS}; //!< PSNs allowed past ackedPsn (ConnectionConfig)
     uint32_t sendCounter{0};       //!< transmissions on this path (sendOrder source)
     uint32_t highestAckedOrder{0}; //!< largest sendOrder acknowledged so far
-    bool anyAcked{false};          //!< highestAckedOrder is meaningful
+    uint32_t consecutiveRtos{0};   //!< RTOs since the last ACK
     std::vector<InflightEntry> ring; //!< entries for PSNs [ackedPsn, nextPsn), ring-indexed
     std::vector<uint32_t> lostPsns;  //!< PSNs declared lost, to resend on this path
 
@@ -121,17 +127,13 @@ struct PathState
     uint64_t jitterState{0};         //!< the path's own generator of RTO jitter
     Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
     Time lastAck{0};        //!< time of the last ACK for this path
-    uint32_t consecutiveRtos{0}; //!< RTOs since the last ACK
-    Time probeSentTime{-1};      //!< when the last probe of this epoch left
-    uint32_t probesInEpoch{0};   //!< probes sent in this epoch (one: its reply is an RTT sample)
+    Time probeSentTime{-1}; //!< when the last probe of this epoch left
     Time lossDeadline{TIME_INFINITE}; //!< when time-based loss detection looks again
-    bool lossAwaitsEvidence{false};   //!< a packet is overdue; no later-sent packet arrived yet
-    uint32_t silentLosses{0};         //!< packets declared lost by time since the path's last ACK
+    uint32_t probesInEpoch{0}; //!< probes sent in this epoch (one: its reply is an RTT sample)
+    uint32_t silentLosses{0};  //!< packets declared lost by time since the path's last ACK
 
     // The epoch the last RTO retired, kept for late ACKs: with a round trip above the RTO
     // they are the only RTT samples a path gets, and they prove the packets arrived.
-    bool hasRetired{false};                 //!< the fields below describe a retired epoch
-    uint8_t retiredEpoch{0};                //!< its number
     uint32_t retiredAckedPsn{0};            //!< its cumulative PSN when retired
     uint32_t retiredNextPsn{0};             //!< its next PSN when retired
     std::vector<InflightEntry> retiredRing; //!< its entries (allocated at the first RTO)

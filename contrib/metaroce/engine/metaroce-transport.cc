@@ -29,12 +29,34 @@ EndpointShared::PopCompletion(Completion& c)
     return true;
 }
 
+std::shared_ptr<const ConnectionConfig>
+EndpointShared::InternConfig(const ConnectionConfig& cfg)
+{
+    for (size_t i = m_configs.size(); i-- > 0;)
+    {
+        if (*m_configs[i] == cfg)
+        {
+            return m_configs[i];
+        }
+    }
+    // A few distinct settings at a time are the common case; beyond that the oldest entry
+    // is forgotten (connections that use it keep their copy alive).
+    constexpr size_t KEPT = 8;
+    if (m_configs.size() == KEPT)
+    {
+        m_configs.erase(m_configs.begin());
+    }
+    m_configs.push_back(std::make_shared<const ConnectionConfig>(cfg));
+    return m_configs.back();
+}
+
 TransportConnection::TransportConnection(EndpointShared& ep,
                                          uint32_t qpn,
                                          const ConnectionConfig& cfg)
     : m_ep(ep),
       m_qpn(qpn),
-      m_cfg(cfg)
+      m_sharedCfg(ep.InternConfig(cfg)),
+      m_cfg(*m_sharedCfg)
 {
 }
 

@@ -20,6 +20,7 @@
 #include "metaroce-wire.h"
 
 #include <deque>
+#include <memory>
 #include <vector>
 
 /**
@@ -68,6 +69,13 @@ class EndpointShared
     /// Pop the oldest completion. \return false if none.
     bool PopCompletion(Completion& c);
 
+    /**
+     * \return a shared, immutable copy of \p cfg: connections with equal settings share
+     * one (the endpoint keeps the last few distinct ones), so that an idle connection does
+     * not carry its own 0.7 KB of settings.
+     */
+    std::shared_ptr<const ConnectionConfig> InternConfig(const ConnectionConfig& cfg);
+
     MemoryTable memory;               //!< registered regions
     CounterSet counters;              //!< endpoint-wide counters
     Rng rng;                          //!< seeded by EndpointConfig::seed
@@ -79,6 +87,8 @@ class EndpointShared
   private:
     EndpointConfig m_cfg;                //!< configuration
     RingQueue<Completion> m_completions; //!< completion queue
+    /// Distinct connection settings in use, most recent last (InternConfig).
+    std::vector<std::shared_ptr<const ConnectionConfig>> m_configs;
 
   public:
     RateHintAllocator fairShare{m_cfg}; //!< the receiver's fair-share rate hint
@@ -198,7 +208,8 @@ class TransportConnection
 
     EndpointShared& m_ep;   //!< shared endpoint state
     uint32_t m_qpn;         //!< local connection number
-    ConnectionConfig m_cfg; //!< configuration
+    std::shared_ptr<const ConnectionConfig> m_sharedCfg; //!< the settings (shared, immutable)
+    const ConnectionConfig& m_cfg;                       //!< *m_sharedCfg
     CounterSet m_counters;  //!< per-connection counters
     uint32_t m_remoteIp{0}; //!< peer address
     uint32_t m_remoteQpn{0}; //!< peer connection number
