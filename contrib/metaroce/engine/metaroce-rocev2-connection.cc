@@ -95,13 +95,14 @@ RoceV2Connection::RoceV2Connection(EndpointShared& ep, uint32_t qpn, const Conne
     : TransportConnection(ep, qpn, cfg),
       m_retriesLeft(cfg.rocev2.retryCount),
       m_rnrRetriesLeft(cfg.rocev2.rnrRetry),
-      m_rp(cfg.rocev2, cfg.lineRateBps > 0 ? cfg.lineRateBps : ep.Config().lineRateBps),
-      m_maxRate(cfg.lineRateBps > 0 ? cfg.lineRateBps : ep.Config().lineRateBps),
+      m_rate(
+          CreateRoceRateControl(RoceRateControlName(cfg.rocev2),
+                                cfg.rocev2,
+                                cfg.lineRateBps > 0 ? cfg.lineRateBps : ep.Config().lineRateBps)),
       m_srcPort(cfg.sourcePortBase != 0 ? cfg.sourcePortBase
                                         : uint16_t(EPHEMERAL_PORT_BASE + ep.rng.Below(16384))),
       m_irn(cfg.rocev2.recovery == "irn"),
-      m_irnMask(cfg.rocev2.irnWindow - 1),
-      m_np(cfg.rocev2.cnpInterval)
+      m_irnMask(cfg.rocev2.irnWindow - 1)
 {
     if (m_irn)
     {
@@ -119,13 +120,8 @@ RoceV2Connection::StateBytes() const
 {
     return sizeof(*this) + m_sq.size() * sizeof(SendWqe) + m_rq.size() * sizeof(PostedRecv) +
            (m_sacked.size() + m_placed.size()) * sizeof(uint64_t) +
-           m_slots.size() * sizeof(IrnSlot) + m_nackQueue.size() * sizeof(uint32_t);
-}
-
-double
-RoceV2Connection::PacingRate() const
-{
-    return m_cfg.rocev2.dcqcn ? m_rp.Rate() : m_maxRate;
+           m_slots.size() * sizeof(IrnSlot) + m_nackQueue.size() * sizeof(uint32_t) +
+           m_rate->HeapBytes();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -391,11 +387,8 @@ RoceV2Connection::SendDataPacket(Time now, TxDatagram& out)
         AfterSend();
     }
     uint64_t wireBytes = out.length + WIRE_OVERHEAD_BYTES;
-    if (m_cfg.rocev2.dcqcn)
-    {
-        m_rp.OnBytesSent(now, out.length);
-        SyncRate(now);
-    }
+    m_rate->OnBytesSent(now, out.length);
+    SyncRate(now);
     double rate = PacingRate();
     bool paced = m_cfg.lineRateBps > 0 || rate < m_ep.Config().lineRateBps * (1 - 1e-9);
     if (paced && rate > 0)
@@ -421,22 +414,16 @@ RoceV2Connection::AfterSend()
 void
 RoceV2Connection::SyncRate(Time now)
 {
-    if (!m_cfg.rocev2.dcqcn)
+    RoceRateChange change = m_rate->Advance(now);
+    if (change.changed)
     {
-        return;
-    }
-    m_rp.Advance(now);
-    double rate = m_rp.Rate();
-    if (rate != m_notifiedRate)
-    {
-        if (m_notifiedRate >= 0 && rate < m_notifiedRate)
+        if (change.decreased)
         {
             Count(Counter::WINDOW_DECREASE);
         }
-        m_notifiedRate = rate;
         if (m_ep.observer)
         {
-            m_ep.observer->OnRateChange(now, m_qpn, rate);
+            m_ep.observer->OnRateChange(now, m_qpn, change.rate);
         }
     }
     // A faster rate releases a paced packet earlier than the gap computed at the old rate
@@ -733,11 +720,8 @@ RoceV2Connection::HandlePacket(Time now, const DatagramMeta& meta, const ParsedP
         break;
     case PacketKind::CNP:
         Count(Counter::RX_CNP);
-        if (m_cfg.rocev2.dcqcn)
-        {
-            m_rp.OnCnp(now);
-            SyncRate(now);
-        }
+        m_rate->OnCnp(now);
+        SyncRate(now);
         break;
     default:
         Count(Counter::RX_WRONG_TRANSPORT);
@@ -751,7 +735,7 @@ RoceV2Connection::HandleData(Time now, const DatagramMeta& meta, const ParsedPac
     if (meta.ecn == Ecn::CE)
     {
         Count(Counter::ECN_CE_RECEIVED);
-        if (m_cfg.rocev2.dcqcn && m_np.OnCeMarked(now))
+        if (m_rate->OnCeMarked(now))
         {
             m_cnpNow = true;
         }

@@ -7,11 +7,12 @@
 #ifndef METAROCE_ROCEV2_CONNECTION_H
 #define METAROCE_ROCEV2_CONNECTION_H
 
-#include "metaroce-dcqcn.h"
 #include "metaroce-pacer.h"
+#include "metaroce-rocev2-rate-control.h"
 #include "metaroce-transport.h"
 
 #include <deque>
+#include <memory>
 #include <vector>
 
 /**
@@ -106,12 +107,15 @@ class RoceV2Connection : public TransportConnection
     }
 
     /// \return the current sending rate in b/s (DCQCN's Rc, or the configured ceiling).
-    double PacingRate() const;
+    double PacingRate() const
+    {
+        return m_rate->Rate();
+    }
 
-    /// \return the DCQCN reaction point.
+    /// \return the DCQCN reaction point (with rate control "none", an idle one).
     const DcqcnReactionPoint& Dcqcn() const
     {
-        return m_rp;
+        return m_rate->ReactionPoint();
     }
 
     /// \return the UDP source port of every packet of this queue pair.
@@ -239,9 +243,7 @@ class RoceV2Connection : public TransportConnection
     Time m_rtoDeadline{TIME_INFINITE}; //!< retransmission timer
     Time m_rnrDeadline{TIME_INFINITE}; //!< end of the RNR wait
     uint32_t m_rnrPsn{0};              //!< PSN to resume from after the RNR wait
-    DcqcnReactionPoint m_rp;           //!< DCQCN reaction point
-    double m_maxRate;                  //!< pacing ceiling, b/s
-    double m_notifiedRate{-1};         //!< rate last reported to the observer
+    std::unique_ptr<RoceRateControl> m_rate; //!< rate control (DCQCN or none)
     Pacer m_pacer;                     //!< spaces data packets at the current rate
     uint16_t m_srcPort;                //!< the QP's UDP source port
     uint32_t m_nextRecvSn{0};          //!< IRN: RecvWqeSn of the next receive-consuming WR
@@ -278,7 +280,6 @@ class RoceV2Connection : public TransportConnection
     uint8_t m_nakSyndrome{0};          //!< its syndrome
     uint32_t m_nakPsn{0};              //!< its PSN
     bool m_cnpNow{false};              //!< a CNP is due
-    DcqcnNotificationPoint m_np;       //!< DCQCN notification point
     Time m_now{0};                     //!< latest time the host passed in
 };
 

@@ -26,6 +26,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-policy-names.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-rate-control.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.cc
@@ -57,6 +58,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-ring-queue.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-rate-control.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
