@@ -9,6 +9,7 @@
 
 #include "metaroce-policy-names.h"
 #include "metaroce-rocev2-rate-control.h"
+#include "metaroce-rocev2-recovery.h"
 
 #include <gtest/gtest.h>
 
@@ -68,6 +69,37 @@ TEST(RocePoliciesTest, DcqcnReportsEachNewRateOnce)
     EXPECT_TRUE(rc->OnCeMarked(MicroSeconds(10)));
     EXPECT_FALSE(rc->OnCeMarked(MicroSeconds(11)));
     EXPECT_TRUE(rc->OnCeMarked(MicroSeconds(10) + cfg.rocev2.cnpInterval));
+}
+
+TEST(RocePoliciesTest, EveryRecoveryNameBuildsBothHalvesAndNoOtherDoes)
+{
+    ConnectionConfig cfg;
+    for (const std::string& name : PolicyNames(PolicyKind::ROCE_RECOVERY))
+    {
+        std::unique_ptr<RoceRecovery> requester = CreateRoceRecovery(name, cfg);
+        ASSERT_NE(requester, nullptr) << name;
+        EXPECT_EQ(requester->Name(), name);
+        std::unique_ptr<RoceRecoveryReceiver> receiver = CreateRoceRecoveryReceiver(name, cfg);
+        ASSERT_NE(receiver, nullptr) << name;
+        EXPECT_EQ(receiver->Name(), name);
+        EXPECT_FALSE(receiver->NackPending());
+    }
+    EXPECT_EQ(CreateRoceRecovery("rack", cfg), nullptr);
+    EXPECT_EQ(CreateRoceRecoveryReceiver("rack", cfg), nullptr);
+}
+
+TEST(RocePoliciesTest, OnlyIrnPacketsDescribeTheirPlace)
+{
+    ConnectionConfig cfg;
+    ParsedPacket pkt;
+    pkt.bth.opcode = RC_WRITE_MIDDLE;
+    CreateRoceRecovery("gbn", cfg)->Describe(pkt, 4096, 7);
+    EXPECT_EQ(pkt.bth.opcode, RC_WRITE_MIDDLE);
+    CreateRoceRecovery("irn", cfg)->Describe(pkt, 4096, 7);
+    EXPECT_EQ(pkt.bth.opcode, RC_WRITE_MIDDLE | IRN_OPCODE_BASE);
+    EXPECT_EQ(pkt.irh.offset, 4096u);
+    EXPECT_EQ(pkt.irh.recvWqeSn, 7u);
+    EXPECT_TRUE(LookupOpcode(pkt.bth.opcode).headers & HDR_IRH);
 }
 
 } // namespace
