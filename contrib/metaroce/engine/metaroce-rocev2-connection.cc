@@ -129,7 +129,7 @@ RoceV2Connection::PollTransmit(Time now, TxDatagram& out)
         return false;
     }
     bool sent = false;
-    if (m_responder.PollControl(out, sent))
+    if (m_responder.ControlPending() && m_responder.PollControl(out, sent))
     {
         return sent;
     }
@@ -174,14 +174,10 @@ RoceV2Connection::HandleTimeout(Time now)
 RoceV2Role::RoceV2Role(RoceV2Connection& conn)
     : m_conn(conn),
       m_ep(conn.m_ep),
-      m_cfg(conn.m_cfg)
+      m_cfg(conn.m_cfg),
+      m_counters(conn.m_counters),
+      m_rate(*conn.m_rate)
 {
-}
-
-void
-RoceV2Role::Count(Counter c, uint64_t n)
-{
-    m_conn.Count(c, n);
 }
 
 bool
@@ -204,12 +200,6 @@ void
 RoceV2Role::EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus recvStatus)
 {
     m_conn.EnterError(sendStatus, failedPsn, recvStatus);
-}
-
-RoceRateControl&
-RoceV2Role::RateControl()
-{
-    return *m_conn.m_rate;
 }
 
 uint32_t

@@ -114,17 +114,6 @@ RoceRequester::MayTransmitData(Time now) const
     return m_recovery->MayTransmit(*this);
 }
 
-bool
-RoceRequester::PollData(Time now, TxDatagram& out)
-{
-    SyncRate(now);
-    if (!MayTransmitData(now))
-    {
-        return false;
-    }
-    return SendDataPacket(now, out);
-}
-
 uint8_t
 RoceRequester::OpcodeOf(const SendWqe& w, uint32_t packet) const
 {

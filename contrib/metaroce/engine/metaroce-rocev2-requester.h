@@ -40,8 +40,14 @@ class RoceRequester : public RoceV2Role
     void HandleCnp(Time now);
     /// Report a new rate of the rate control (counters, observer).
     void SyncRate(Time now);
+
     /// Send the next data packet if state, pacing and recovery allow one. \return false if none.
-    bool PollData(Time now, TxDatagram& out);
+    bool PollData(Time now, TxDatagram& out)
+    {
+        SyncRate(now);
+        return MayTransmitData(now) && SendDataPacket(now, out);
+    }
+
     /// \return true if a data packet may be sent at \p now.
     bool MayTransmitData(Time now) const;
     /// \return the requester's next deadline; \p lastNow is the latest time seen.

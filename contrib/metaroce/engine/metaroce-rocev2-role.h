@@ -49,8 +49,12 @@ Time RoceLocalAckTimeout(uint8_t n);
 class RoceV2Role
 {
   public:
-    /// Count \p n of \p c on the connection and its endpoint.
-    void Count(Counter c, uint64_t n = 1);
+    /// Count \p n of \p c on the connection and its endpoint (TransportConnection::Count).
+    void Count(Counter c, uint64_t n = 1)
+    {
+        m_counters.Add(c, n);
+        m_ep.counters.Add(c, n);
+    }
 
     /// \return the connection's configuration.
     const ConnectionConfig& Config() const
@@ -77,8 +81,13 @@ class RoceV2Role
      * \p sendStatus, the oldest receive \p recvStatus, all other work WR_FLUSH_ERR.
      */
     void EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus recvStatus);
+
     /// \return the queue pair's rate control.
-    RoceRateControl& RateControl();
+    RoceRateControl& RateControl()
+    {
+        return m_rate;
+    }
+
     /// \return the peer's queue pair number.
     uint32_t RemoteQpn() const;
     /// \return the local queue pair number.
@@ -87,6 +96,8 @@ class RoceV2Role
     RoceV2Connection& m_conn;      //!< the connection this role belongs to
     EndpointShared& m_ep;          //!< shared endpoint state
     const ConnectionConfig& m_cfg; //!< the connection's configuration
+    CounterSet& m_counters;        //!< the connection's counters
+    RoceRateControl& m_rate;       //!< the queue pair's rate control
 };
 
 } // namespace metaroce
