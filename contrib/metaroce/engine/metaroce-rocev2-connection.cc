@@ -176,7 +176,9 @@ RoceV2Role::RoceV2Role(RoceV2Connection& conn)
       m_ep(conn.m_ep),
       m_cfg(conn.m_cfg),
       m_counters(conn.m_counters),
-      m_rate(*conn.m_rate)
+      m_rate(*conn.m_rate),
+      m_qpn(conn.Qpn()),
+      m_remoteQpn(conn.m_remoteQpn)
 {
 }
 
@@ -200,18 +202,6 @@ void
 RoceV2Role::EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus recvStatus)
 {
     m_conn.EnterError(sendStatus, failedPsn, recvStatus);
-}
-
-uint32_t
-RoceV2Role::RemoteQpn() const
-{
-    return m_conn.m_remoteQpn;
-}
-
-uint32_t
-RoceV2Role::Qpn() const
-{
-    return m_conn.Qpn();
 }
 
 } // namespace metaroce

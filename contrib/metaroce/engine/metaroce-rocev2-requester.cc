@@ -456,23 +456,6 @@ RoceRequester::FlushAfterError(WcStatus status, uint32_t failedPsn)
     m_rnrDeadline = TIME_INFINITE;
 }
 
-Time
-RoceRequester::NextDeadline(Time lastNow) const
-{
-    Time t = m_rtoDeadline;
-    if (m_state == RoceRequesterState::RNR_WAIT)
-    {
-        t = std::min(t, m_rnrDeadline);
-    }
-    bool dataPending =
-        m_state == RoceRequesterState::SENDING || m_state == RoceRequesterState::RETRANSMITTING;
-    if (dataPending && m_pacer.NextRelease() > lastNow)
-    {
-        t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
-    }
-    return t;
-}
-
 void
 RoceRequester::HandleTimeout(Time now)
 {

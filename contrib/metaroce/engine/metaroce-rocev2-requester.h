@@ -11,6 +11,7 @@
 #include "metaroce-rocev2-recovery.h"
 #include "metaroce-rocev2-role.h"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 
@@ -50,8 +51,24 @@ class RoceRequester : public RoceV2Role
 
     /// \return true if a data packet may be sent at \p now.
     bool MayTransmitData(Time now) const;
+
     /// \return the requester's next deadline; \p lastNow is the latest time seen.
-    Time NextDeadline(Time lastNow) const;
+    Time NextDeadline(Time lastNow) const
+    {
+        Time t = m_rtoDeadline;
+        if (m_state == RoceRequesterState::RNR_WAIT)
+        {
+            t = std::min(t, m_rnrDeadline);
+        }
+        bool dataPending =
+            m_state == RoceRequesterState::SENDING || m_state == RoceRequesterState::RETRANSMITTING;
+        if (dataPending && m_pacer.NextRelease() > lastNow)
+        {
+            t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
+        }
+        return t;
+    }
+
     /// Process the RNR and retransmission timers due at \p now.
     void HandleTimeout(Time now);
     /**

@@ -297,27 +297,6 @@ RoceResponder::WriteAllowed(uint32_t rkey, uint64_t va, uint32_t length)
            m_ep.memory.Check(rkey, va, length, ACCESS_REMOTE_WRITE, &unused) == PostStatus::OK;
 }
 
-RoceExec
-RoceResponder::PlaceWrite(uint32_t rkey, uint64_t va, const ParsedPacket& pkt)
-{
-    uint32_t len = pkt.payloadLength;
-    if (len == 0)
-    {
-        return RoceExec::OK;
-    }
-    uint8_t* dst = nullptr;
-    if (m_ep.memory.Check(rkey, va, len, ACCESS_REMOTE_WRITE, &dst) != PostStatus::OK)
-    {
-        return RoceExec::ACCESS; // outside the region, or deregistered mid-message
-    }
-    if (dst != nullptr)
-    {
-        std::memcpy(dst, pkt.payload, len);
-    }
-    Count(Counter::BYTES_PLACED, len);
-    return RoceExec::OK;
-}
-
 void
 RoceResponder::EndMessage()
 {

@@ -10,6 +10,7 @@
 #include "metaroce-rocev2-recovery.h"
 #include "metaroce-rocev2-role.h"
 
+#include <cstring>
 #include <deque>
 #include <memory>
 
@@ -155,8 +156,28 @@ class RoceResponder : public RoceV2Role
     RoceExec PlaceIntoRecv(size_t k, uint32_t offset, const ParsedPacket& pkt);
     /// \return true if the whole WRITE range [va, va + length) may be written with \p rkey.
     bool WriteAllowed(uint32_t rkey, uint64_t va, uint32_t length);
+
     /// Place \p pkt's payload at \p va with \p rkey (RDMA WRITE).
-    RoceExec PlaceWrite(uint32_t rkey, uint64_t va, const ParsedPacket& pkt);
+    RoceExec PlaceWrite(uint32_t rkey, uint64_t va, const ParsedPacket& pkt)
+    {
+        uint32_t len = pkt.payloadLength;
+        if (len == 0)
+        {
+            return RoceExec::OK;
+        }
+        uint8_t* dst = nullptr;
+        if (m_ep.memory.Check(rkey, va, len, ACCESS_REMOTE_WRITE, &dst) != PostStatus::OK)
+        {
+            return RoceExec::ACCESS; // outside the region, or deregistered mid-message
+        }
+        if (dst != nullptr)
+        {
+            std::memcpy(dst, pkt.payload, len);
+        }
+        Count(Counter::BYTES_PLACED, len);
+        return RoceExec::OK;
+    }
+
     /// A message ended in order: advance the MSN.
     void EndMessage();
     /// Complete the oldest posted receive as \p opcode with \p byteLen bytes.

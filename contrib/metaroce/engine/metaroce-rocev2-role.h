@@ -89,15 +89,24 @@ class RoceV2Role
     }
 
     /// \return the peer's queue pair number.
-    uint32_t RemoteQpn() const;
+    uint32_t RemoteQpn() const
+    {
+        return m_remoteQpn;
+    }
+
     /// \return the local queue pair number.
-    uint32_t Qpn() const;
+    uint32_t Qpn() const
+    {
+        return m_qpn;
+    }
 
     RoceV2Connection& m_conn;      //!< the connection this role belongs to
     EndpointShared& m_ep;          //!< shared endpoint state
     const ConnectionConfig& m_cfg; //!< the connection's configuration
     CounterSet& m_counters;        //!< the connection's counters
     RoceRateControl& m_rate;       //!< the queue pair's rate control
+    const uint32_t m_qpn;          //!< the local queue pair number
+    const uint32_t& m_remoteQpn;   //!< the peer's queue pair number (set by Connect)
 };
 
 } // namespace metaroce
