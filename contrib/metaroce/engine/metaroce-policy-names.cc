@@ -34,6 +34,8 @@ PolicyField(PolicyKind kind)
         return "rtoPolicy";
     case PolicyKind::INITIAL_WINDOW:
         return "initialWindow";
+    case PolicyKind::ROCE_RATE_CONTROL:
+        return "rocev2.dcqcn";
     }
     return "?";
 }
@@ -50,6 +52,7 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> failures{"cross-path", "rto"};
     static const std::vector<std::string> rtos{"adaptive", "fixed"};
     static const std::vector<std::string> initialWindows{"per-connection", "per-path"};
+    static const std::vector<std::string> rateControls{"dcqcn", "none"};
     switch (kind)
     {
     case PolicyKind::TRANSPORT:
@@ -70,6 +73,8 @@ PolicyNames(PolicyKind kind)
         return rtos;
     case PolicyKind::INITIAL_WINDOW:
         return initialWindows;
+    case PolicyKind::ROCE_RATE_CONTROL:
+        return rateControls;
     }
     return transports;
 }

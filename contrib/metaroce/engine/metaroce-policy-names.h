@@ -14,9 +14,9 @@
 /**
  * \file
  * The one registry of the names that choose a policy in ConnectionConfig: transports,
- * congestion control, path schedulers, loss detection and RoCEv2 recovery. Validation, the
- * scenario runner and the HIL tools check names here; the factories build the same names
- * (tests/engine/policy-names-test.cc keeps the two in step).
+ * congestion control, path schedulers, loss detection, RoCEv2 recovery and RoCEv2 rate
+ * control. Validation, the scenario runner and the HIL tools check names here; the factories
+ * build the same names (tests/engine/policy-names-test.cc keeps the two in step).
  */
 
 namespace metaroce
@@ -34,6 +34,7 @@ enum class PolicyKind : uint8_t
     FAILURE_DETECTION,  //!< ConnectionConfig::failureDetection
     RTO_POLICY,         //!< ConnectionConfig::rtoPolicy
     INITIAL_WINDOW,     //!< ConnectionConfig::initialWindow
+    ROCE_RATE_CONTROL,  //!< ConnectionConfig::rocev2.dcqcn: "dcqcn" if true, else "none"
 };
 
 /// \return the ConnectionConfig field that \p kind names ("congestionControl", ...).

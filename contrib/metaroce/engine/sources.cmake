@@ -26,6 +26,12 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-policy-names.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-go-back-n.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-irn.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-rate-control.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-recovery.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-requester.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-responder.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.cc
@@ -57,6 +63,13 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rate-hint.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-ring-queue.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-connection.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-go-back-n.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-irn.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-rate-control.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-recovery.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-requester.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-responder.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-role.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h

@@ -1,0 +1,486 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-rocev2-requester.h"
+
+#include "metaroce-rocev2-connection.h"
+
+#include <algorithm>
+
+namespace metaroce
+{
+
+namespace
+{
+
+/// \return true if \p op completes with IBV_WC_SEND (else RDMA_WRITE).
+bool
+IsSend(WrOpcode op)
+{
+    return op == WrOpcode::SEND || op == WrOpcode::SEND_WITH_IMM;
+}
+
+/// \return true if \p op carries immediate data.
+bool
+HasImm(WrOpcode op)
+{
+    return op == WrOpcode::SEND_WITH_IMM || op == WrOpcode::RDMA_WRITE_WITH_IMM;
+}
+
+/// \return the completion status of a fatal NAK code.
+WcStatus
+StatusForNak(uint8_t code)
+{
+    switch (code)
+    {
+    case Aeth::NAK_INVALID_REQUEST:
+        return WcStatus::REM_INV_REQ_ERR;
+    case Aeth::NAK_REMOTE_ACCESS_ERROR:
+        return WcStatus::REM_ACCESS_ERR;
+    case Aeth::NAK_REMOTE_OPERATIONAL_ERROR:
+        return WcStatus::REM_OP_ERR;
+    default:
+        return WcStatus::GENERAL_ERR;
+    }
+}
+
+} // namespace
+
+RoceRequester::RoceRequester(RoceV2Connection& conn)
+    : RoceV2Role(conn),
+      m_recovery(CreateRoceRecovery(m_cfg.rocev2.recovery, m_cfg)),
+      m_retriesLeft(m_cfg.rocev2.retryCount),
+      m_rnrRetriesLeft(m_cfg.rocev2.rnrRetry)
+{
+}
+
+size_t
+RoceRequester::HeapBytes() const
+{
+    return m_sq.size() * sizeof(SendWqe) + m_recovery->HeapBytes();
+}
+
+PostStatus
+RoceRequester::PostSend(const SendWr& wr)
+{
+    // The source is looked up again for every packet sent (SendDataPacket), so that a region
+    // deregistered after the post is never read.
+    if (wr.streamId != 0)
+    {
+        return PostStatus::INVALID_STREAM; // RC has one ordered stream
+    }
+    if (wr.sge.length > m_cfg.maxMessageSize)
+    {
+        return PostStatus::TOO_LONG;
+    }
+    uint32_t packets = std::max<uint32_t>(1, (wr.sge.length + m_cfg.mtu - 1) / m_cfg.mtu);
+    if (packets >= ROCE_MAX_OUTSTANDING_PSNS)
+    {
+        return PostStatus::TOO_LONG;
+    }
+    if (m_sq.size() >= m_cfg.maxOutstandingWrs ||
+        uint32_t(PsnDiff(m_nextPostPsn, m_unackedPsn)) + packets >= ROCE_MAX_OUTSTANDING_PSNS)
+    {
+        return PostStatus::QUEUE_FULL;
+    }
+    SendWqe w;
+    w.wr = wr;
+    w.firstPsn = m_nextPostPsn;
+    w.numPackets = packets;
+    if (IsSend(wr.opcode) || HasImm(wr.opcode))
+    {
+        w.recvWqeSn = m_nextRecvSn++;
+    }
+    m_sq.push_back(w);
+    m_nextPostPsn = PsnAdd(m_nextPostPsn, packets);
+    m_recovery->OnPost(*this);
+    return PostStatus::OK;
+}
+
+bool
+RoceRequester::MayTransmitData(Time now) const
+{
+    if (m_state != RoceRequesterState::SENDING && m_state != RoceRequesterState::RETRANSMITTING)
+    {
+        return false;
+    }
+    if (!m_pacer.MayTransmit(now))
+    {
+        return false;
+    }
+    return m_recovery->MayTransmit(*this);
+}
+
+uint8_t
+RoceRequester::OpcodeOf(const SendWqe& w, uint32_t packet) const
+{
+    bool only = w.numPackets == 1;
+    bool first = packet == 0;
+    bool last = packet + 1 == w.numPackets;
+    bool imm = HasImm(w.wr.opcode);
+    if (IsSend(w.wr.opcode))
+    {
+        if (only)
+        {
+            return imm ? RC_SEND_ONLY_IMM : RC_SEND_ONLY;
+        }
+        if (first)
+        {
+            return RC_SEND_FIRST;
+        }
+        return last ? (imm ? RC_SEND_LAST_IMM : RC_SEND_LAST) : RC_SEND_MIDDLE;
+    }
+    if (only)
+    {
+        return imm ? RC_WRITE_ONLY_IMM : RC_WRITE_ONLY;
+    }
+    if (first)
+    {
+        return RC_WRITE_FIRST;
+    }
+    return last ? (imm ? RC_WRITE_LAST_IMM : RC_WRITE_LAST) : RC_WRITE_MIDDLE;
+}
+
+bool
+RoceRequester::SendDataPacket(Time now, TxDatagram& out)
+{
+    m_recovery->SelectPsn(*this);
+    const SendWqe& w = m_sq[m_sendWqe];
+    uint32_t packet = m_sendPacket;
+    uint32_t offset = packet * m_cfg.mtu;
+    uint32_t length = std::min(m_cfg.mtu, w.wr.sge.length - offset);
+    ParsedPacket pkt;
+    pkt.bth.opcode = OpcodeOf(w, packet);
+    m_recovery->Describe(pkt, offset, w.recvWqeSn);
+    pkt.info = &LookupOpcode(pkt.bth.opcode);
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.psn = m_sendPsn;
+    pkt.bth.solicited = false;
+    // AckReq on the last packet of a message, so its completion is not held by coalescing.
+    pkt.bth.ackReq = packet + 1 == w.numPackets;
+    pkt.reth.va = w.wr.remoteAddr;
+    pkt.reth.rkey = w.wr.rkey;
+    pkt.reth.dmaLength = w.wr.sge.length;
+    pkt.immDt = w.wr.immData;
+    uint8_t* payload = nullptr;
+    if (length > 0 &&
+        m_ep.memory.Check(w.wr.sge.lkey, w.wr.sge.addr + offset, length, 0, &payload) !=
+            PostStatus::OK)
+    {
+        // IB: the source must still be registered when the NIC reads it.
+        EnterError(WcStatus::LOC_PROT_ERR, m_sendPsn, WcStatus::WR_FLUSH_ERR);
+        return false;
+    }
+    // The DSCP is not covered by the ICRC (TOS is masked).
+    if (!Emit(out, pkt, payload, length, Ecn::ECT0, m_cfg.rocev2.dscp))
+    {
+        return false;
+    }
+    bool retransmission = PsnDiff(m_sendPsn, m_maxSentPsn) < 0;
+    if (retransmission)
+    {
+        Count(Counter::TX_RETRANSMIT);
+    }
+    else
+    {
+        Count(Counter::TX_DATA);
+        m_maxSentPsn = PsnAdd(m_maxSentPsn, 1);
+    }
+    if (m_rtoDeadline == TIME_INFINITE)
+    {
+        ArmRto(now);
+    }
+    m_sendPsn = PsnAdd(m_sendPsn, 1);
+    if (++m_sendPacket == w.numPackets)
+    {
+        ++m_sendWqe;
+        m_sendPacket = 0;
+    }
+    m_recovery->OnSent(*this, retransmission);
+    uint64_t wireBytes = out.length + WIRE_OVERHEAD_BYTES;
+    RoceRateControl& rate = RateControl();
+    rate.OnBytesSent(now, out.length);
+    SyncRate(now);
+    double bps = rate.Rate();
+    bool paced = m_cfg.lineRateBps > 0 || bps < m_ep.Config().lineRateBps * (1 - 1e-9);
+    if (paced && bps > 0)
+    {
+        m_pacer.OnTransmit(now, wireBytes, bps);
+    }
+    return true;
+}
+
+void
+RoceRequester::SyncRate(Time now)
+{
+    RoceRateChange change = RateControl().Advance(now);
+    if (change.changed)
+    {
+        if (change.decreased)
+        {
+            Count(Counter::WINDOW_DECREASE);
+        }
+        if (m_ep.observer)
+        {
+            m_ep.observer->OnRateChange(now, Qpn(), change.rate);
+        }
+    }
+    // A faster rate releases a paced packet earlier than the gap computed at the old rate
+    // would; a slower one is applied from the next packet on (as a NIC's rate limiter).
+}
+
+void
+RoceRequester::HandleCnp(Time now)
+{
+    RateControl().OnCnp(now);
+    SyncRate(now);
+}
+
+void
+RoceRequester::Locate(uint32_t psn)
+{
+    // Never before the oldest unacknowledged PSN (its request may be completed and gone,
+    // e.g. an RNR timer that fires after later ACKs) nor past the next unsent one.
+    if (PsnDiff(psn, m_unackedPsn) < 0)
+    {
+        psn = m_unackedPsn;
+    }
+    if (PsnDiff(psn, m_nextPostPsn) > 0)
+    {
+        psn = m_nextPostPsn;
+    }
+    m_sendPsn = psn;
+    if (psn == m_nextPostPsn || m_sq.empty())
+    {
+        m_sendWqe = m_sq.size();
+        m_sendPacket = 0;
+        return;
+    }
+    // Requests hold consecutive PSN ranges in post order: binary search on the distance
+    // from the oldest request.
+    uint32_t base = m_sq.front().firstPsn;
+    int32_t target = PsnDiff(psn, base);
+    size_t lo = 0;
+    size_t hi = m_sq.size() - 1;
+    while (lo < hi)
+    {
+        size_t mid = (lo + hi + 1) / 2;
+        if (PsnDiff(m_sq[mid].firstPsn, base) <= target)
+        {
+            lo = mid;
+        }
+        else
+        {
+            hi = mid - 1;
+        }
+    }
+    m_sendWqe = lo;
+    m_sendPacket = uint32_t(PsnDiff(psn, m_sq[lo].firstPsn));
+}
+
+void
+RoceRequester::ArmRto(Time now)
+{
+    Time rto = m_recovery->Rto(*this);
+    m_rtoDeadline = rto == TIME_INFINITE ? TIME_INFINITE : now + rto;
+}
+
+void
+RoceRequester::Complete(const SendWqe& w, WcStatus status)
+{
+    if (status == WcStatus::SUCCESS)
+    {
+        Count(Counter::MESSAGES_SENT);
+        if (!w.wr.signaled)
+        {
+            return;
+        }
+    }
+    Completion c;
+    c.wrId = w.wr.wrId;
+    c.status = status;
+    c.opcode = IsSend(w.wr.opcode) ? WcOpcode::SEND : WcOpcode::RDMA_WRITE;
+    c.connectionId = Qpn();
+    c.byteLen = w.wr.sge.length;
+    m_ep.PushCompletion(c);
+}
+
+void
+RoceRequester::Progress(Time now, uint32_t newUnacked)
+{
+    uint32_t oldUnacked = m_unackedPsn;
+    m_unackedPsn = newUnacked;
+    size_t done = 0;
+    while (!m_sq.empty() &&
+           PsnDiff(PsnAdd(m_sq.front().firstPsn, m_sq.front().numPackets), newUnacked) <= 0)
+    {
+        Complete(m_sq.front(), WcStatus::SUCCESS);
+        m_sq.pop_front();
+        ++done;
+    }
+    bool waiting = m_state == RoceRequesterState::RNR_WAIT;
+    if (PsnDiff(m_sendPsn, newUnacked) < 0)
+    {
+        Locate(newUnacked);
+        if (!waiting)
+        {
+            m_recovery->OnCursorOvertaken(*this);
+        }
+    }
+    else
+    {
+        m_sendWqe -= done;
+    }
+    m_retriesLeft = m_cfg.rocev2.retryCount;
+    m_rnrRetriesLeft = m_cfg.rocev2.rnrRetry;
+    if (m_unackedPsn == m_maxSentPsn || waiting)
+    {
+        m_rtoDeadline = TIME_INFINITE;
+    }
+    else
+    {
+        ArmRto(now);
+    }
+    if (m_unackedPsn == m_nextPostPsn && m_state != RoceRequesterState::RNR_WAIT)
+    {
+        m_state = RoceRequesterState::IDLE;
+    }
+    m_recovery->OnProgress(*this, oldUnacked);
+}
+
+void
+RoceRequester::GoBack(Time now, uint32_t psn)
+{
+    m_recovery->Restart(*this, psn);
+    ArmRto(now);
+}
+
+void
+RoceRequester::HandleAck(Time now, const ParsedPacket& pkt)
+{
+    if (pkt.bth.opcode == IRN_NACK)
+    {
+        m_recovery->OnSelectiveNack(now, *this, pkt);
+        return;
+    }
+    const Aeth& aeth = pkt.aeth;
+    uint32_t psn = pkt.bth.psn;
+    uint8_t type = aeth.syndrome & Aeth::TYPE_MASK;
+    uint8_t value = aeth.syndrome & Aeth::VALUE_MASK;
+    if ((aeth.syndrome & 0x80) != 0 || type == 0x40)
+    {
+        Count(Counter::RX_INVALID); // reserved syndrome
+        return;
+    }
+    if (type == Aeth::TYPE_ACK)
+    {
+        Count(Counter::RX_ACK);
+        uint32_t newUnacked = PsnAdd(psn, 1);
+        if (PsnDiff(newUnacked, m_maxSentPsn) > 0)
+        {
+            Count(Counter::RX_INVALID); // acknowledges PSNs never sent
+            return;
+        }
+        if (PsnDiff(newUnacked, m_unackedPsn) > 0)
+        {
+            Progress(now, newUnacked);
+        }
+        return; // older or repeated ACK: nothing new
+    }
+    Count(Counter::RX_NAK);
+    // A NAK names the PSN the responder is waiting for (or rejected); it must be
+    // outstanding, and it implicitly acknowledges every PSN before it.
+    if (PsnDiff(psn, m_unackedPsn) < 0 || PsnDiff(psn, m_maxSentPsn) >= 0)
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    if (PsnDiff(psn, m_unackedPsn) > 0)
+    {
+        Progress(now, psn);
+    }
+    if (type == Aeth::TYPE_RNR_NAK)
+    {
+        if (m_cfg.rocev2.rnrRetry != 7)
+        {
+            if (m_rnrRetriesLeft == 0)
+            {
+                EnterError(WcStatus::RNR_RETRY_EXC_ERR, psn, WcStatus::WR_FLUSH_ERR);
+                return;
+            }
+            --m_rnrRetriesLeft;
+        }
+        m_state = RoceRequesterState::RNR_WAIT;
+        m_rnrPsn = psn;
+        m_rnrDeadline = now + RoceV2Connection::RnrTimerValue(value);
+        m_rtoDeadline = TIME_INFINITE;
+        return;
+    }
+    if (value == Aeth::NAK_PSN_SEQUENCE_ERROR)
+    {
+        Count(Counter::LOSS_DETECTED);
+        if (m_retriesLeft == 0)
+        {
+            EnterError(WcStatus::RETRY_EXC_ERR, psn, WcStatus::WR_FLUSH_ERR);
+            return;
+        }
+        --m_retriesLeft;
+        GoBack(now, psn);
+        return;
+    }
+    if (value > Aeth::NAK_REMOTE_OPERATIONAL_ERROR)
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    EnterError(StatusForNak(value), psn, WcStatus::WR_FLUSH_ERR);
+}
+
+void
+RoceRequester::FlushAfterError(WcStatus status, uint32_t failedPsn)
+{
+    // The request holding failedPsn (if any) gets status; every other outstanding request
+    // is flushed, in post order.
+    for (const SendWqe& w : m_sq)
+    {
+        bool failed = status != WcStatus::WR_FLUSH_ERR && PsnDiff(failedPsn, w.firstPsn) >= 0 &&
+                      PsnDiff(failedPsn, PsnAdd(w.firstPsn, w.numPackets)) < 0;
+        Complete(w, failed ? status : WcStatus::WR_FLUSH_ERR);
+    }
+    m_sq.clear();
+    m_state = RoceRequesterState::ERROR;
+    m_rtoDeadline = TIME_INFINITE;
+    m_rnrDeadline = TIME_INFINITE;
+}
+
+void
+RoceRequester::HandleTimeout(Time now)
+{
+    if (m_state == RoceRequesterState::RNR_WAIT && m_rnrDeadline <= now)
+    {
+        m_rnrDeadline = TIME_INFINITE;
+        m_state = RoceRequesterState::SENDING;
+        GoBack(now, m_rnrPsn);
+    }
+    if (m_rtoDeadline <= now)
+    {
+        m_rtoDeadline = TIME_INFINITE;
+        if (m_unackedPsn == m_maxSentPsn)
+        {
+            return; // nothing outstanding (disarmed late)
+        }
+        Count(Counter::RTO);
+        if (m_retriesLeft == 0)
+        {
+            EnterError(WcStatus::RETRY_EXC_ERR, m_unackedPsn, WcStatus::WR_FLUSH_ERR);
+            return;
+        }
+        --m_retriesLeft;
+        GoBack(now, m_unackedPsn);
+    }
+}
+
+} // namespace metaroce

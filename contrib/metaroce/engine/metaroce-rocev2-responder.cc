@@ -1,0 +1,321 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-rocev2-responder.h"
+
+#include "metaroce-rocev2-connection.h"
+
+#include <cstring>
+
+namespace metaroce
+{
+
+RoceResponder::RoceResponder(RoceV2Connection& conn)
+    : RoceV2Role(conn),
+      m_receiver(CreateRoceRecoveryReceiver(m_cfg.rocev2.recovery, m_cfg))
+{
+}
+
+size_t
+RoceResponder::HeapBytes() const
+{
+    return m_rq.size() * sizeof(PostedRecv) + m_receiver->HeapBytes();
+}
+
+PostStatus
+RoceResponder::PostRecv(const RecvWr& wr)
+{
+    if (wr.streamId != 0)
+    {
+        return PostStatus::INVALID_STREAM;
+    }
+    if (m_rq.size() >= m_cfg.maxPostedRecvs)
+    {
+        return PostStatus::QUEUE_FULL;
+    }
+    m_rq.push_back(PostedRecv{wr});
+    return PostStatus::OK;
+}
+
+void
+RoceResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
+{
+    if (meta.ecn == Ecn::CE)
+    {
+        Count(Counter::ECN_CE_RECEIVED);
+        if (RateControl().OnCeMarked(now))
+        {
+            m_cnpNow = true;
+        }
+    }
+    m_ep.fairShare.NoteDataArrival(now, m_conn);
+    m_receiver->HandleData(now, *this, pkt);
+}
+
+bool
+RoceResponder::SendNak(TxDatagram& out)
+{
+    m_nakPending = false;
+    m_ackNow = false; // the NAK's PSN acknowledges everything before it
+    m_unackedCount = 0;
+    m_ackDeadline = TIME_INFINITE;
+    Count(Counter::TX_NAK);
+    return SendAck(out, m_nakSyndrome, m_nakPsn);
+}
+
+bool
+RoceResponder::PollControl(TxDatagram& out, bool& sent)
+{
+    if (m_cnpNow)
+    {
+        m_cnpNow = false;
+        sent = SendCnp(out);
+        return true;
+    }
+    if (m_receiver->PollNack(*this, out, sent))
+    {
+        return true;
+    }
+    if (m_ackNow)
+    {
+        m_ackNow = false;
+        m_unackedCount = 0;
+        m_ackDeadline = TIME_INFINITE;
+        Count(Counter::TX_ACK);
+        sent = SendAck(out, Aeth::TYPE_ACK | Aeth::CREDITS_INVALID, PsnAdd(m_ePsn, PSN_MASK));
+        return true;
+    }
+    return false;
+}
+
+bool
+RoceResponder::SendSelectiveNack(TxDatagram& out, uint32_t sackPsn)
+{
+    // The NACK's PSN (ePSN) acknowledges everything before it, as an ACK would.
+    m_ackNow = false;
+    m_unackedCount = 0;
+    m_ackDeadline = TIME_INFINITE;
+    Count(Counter::TX_NAK);
+    ParsedPacket pkt;
+    pkt.bth.opcode = IRN_NACK;
+    pkt.info = &LookupOpcode(IRN_NACK);
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.psn = m_ePsn;
+    pkt.aeth.syndrome = Aeth::TYPE_NAK | Aeth::NAK_PSN_SEQUENCE_ERROR;
+    pkt.aeth.msn = m_msn;
+    pkt.ish.sackPsn = sackPsn;
+    return Emit(out, pkt, nullptr, 0, Ecn::NOT_ECT, m_cfg.rocev2.dscp);
+}
+
+void
+RoceResponder::HandleTimeout(Time now)
+{
+    if (m_ackDeadline <= now)
+    {
+        m_ackDeadline = TIME_INFINITE;
+        m_ackNow = true;
+    }
+}
+
+void
+RoceResponder::FlushAfterError(WcStatus status)
+{
+    bool first = true;
+    for (const PostedRecv& r : m_rq)
+    {
+        Completion c;
+        c.wrId = r.wr.wrId;
+        c.status = first ? status : WcStatus::WR_FLUSH_ERR;
+        c.opcode = WcOpcode::RECV;
+        c.connectionId = Qpn();
+        m_ep.PushCompletion(c);
+        first = false;
+    }
+    m_rq.clear();
+    m_state = RoceResponderState::ERROR;
+    m_ackDeadline = TIME_INFINITE;
+    m_ackNow = false;
+    m_cnpNow = false;
+    m_receiver->Clear();
+}
+
+void
+RoceResponder::QueueNak(uint8_t syndrome, uint32_t psn)
+{
+    m_nakPending = true;
+    m_nakSyndrome = syndrome;
+    m_nakPsn = psn;
+}
+
+void
+RoceResponder::CancelSequenceNak()
+{
+    if (m_nakPending && m_nakSyndrome == (Aeth::TYPE_NAK | Aeth::NAK_PSN_SEQUENCE_ERROR))
+    {
+        m_nakPending = false;
+    }
+}
+
+void
+RoceResponder::ScheduleAck(Time now, bool immediate)
+{
+    if (immediate || m_cfg.rocev2.ackDelay == 0)
+    {
+        m_ackNow = true;
+        m_ackDeadline = TIME_INFINITE;
+    }
+    else if (m_ackDeadline == TIME_INFINITE)
+    {
+        m_ackDeadline = now + m_cfg.rocev2.ackDelay;
+    }
+}
+
+bool
+RoceResponder::SendAck(TxDatagram& out, uint8_t syndrome, uint32_t psn)
+{
+    ParsedPacket pkt;
+    pkt.bth.opcode = RC_ACKNOWLEDGE;
+    pkt.info = &LookupOpcode(RC_ACKNOWLEDGE);
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.psn = psn;
+    pkt.aeth.syndrome = syndrome;
+    pkt.aeth.msn = m_msn;
+    return Emit(out, pkt, nullptr, 0, Ecn::NOT_ECT, m_cfg.rocev2.dscp);
+}
+
+bool
+RoceResponder::SendCnp(TxDatagram& out)
+{
+    ParsedPacket pkt;
+    pkt.bth.opcode = ROCE_CNP;
+    pkt.info = &LookupOpcode(ROCE_CNP);
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.becn = true; // as ConnectX NICs send it
+    pkt.bth.psn = 0;
+    if (!Emit(out, pkt, nullptr, 0, Ecn::NOT_ECT, m_cfg.rocev2.cnpDscp))
+    {
+        return false;
+    }
+    Count(Counter::TX_CNP);
+    return true;
+}
+
+void
+RoceResponder::NakFor(RoceExec result, uint32_t psn)
+{
+    switch (result)
+    {
+    case RoceExec::OK:
+        return;
+    case RoceExec::RNR:
+        Count(Counter::RX_RNR);
+        QueueNak(Aeth::TYPE_RNR_NAK | (m_cfg.rocev2.minRnrTimer & Aeth::VALUE_MASK), psn);
+        return;
+    case RoceExec::ACCESS:
+        Count(Counter::RX_ACCESS_ERROR);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_REMOTE_ACCESS_ERROR, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
+        return;
+    case RoceExec::LENGTH:
+        Count(Counter::RX_INVALID);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::LOC_LEN_ERR);
+        return;
+    case RoceExec::LOCAL_PROT:
+        Count(Counter::RX_ACCESS_ERROR);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_REMOTE_OPERATIONAL_ERROR, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::LOC_PROT_ERR);
+        return;
+    case RoceExec::INVALID:
+        Count(Counter::RX_INVALID);
+        QueueNak(Aeth::TYPE_NAK | Aeth::NAK_INVALID_REQUEST, psn);
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
+        return;
+    }
+}
+
+bool
+RoceResponder::OpcodeFollows(const OpcodeInfo& info) const
+{
+    const bool first =
+        info.position == MessagePosition::FIRST || info.position == MessagePosition::ONLY;
+    switch (m_state)
+    {
+    case RoceResponderState::IDLE:
+        return first;
+    case RoceResponderState::IN_WRITE:
+        return !first && info.write;
+    case RoceResponderState::IN_SEND:
+        return !first && !info.write;
+    case RoceResponderState::ERROR:
+        return false;
+    }
+    return false;
+}
+
+RoceExec
+RoceResponder::PlaceIntoRecv(size_t k, uint32_t offset, const ParsedPacket& pkt)
+{
+    const PostedRecv& recv = m_rq[k];
+    uint32_t len = pkt.payloadLength;
+    if (uint64_t(offset) + len > recv.wr.sge.length)
+    {
+        return RoceExec::LENGTH;
+    }
+    if (len == 0)
+    {
+        return RoceExec::OK;
+    }
+    // The receive buffer is looked up again for every packet: a region deregistered after
+    // the post is never written (IB: local protection error).
+    uint8_t* dst = nullptr;
+    if (m_ep.memory.Check(recv.wr.sge.lkey,
+                          recv.wr.sge.addr + offset,
+                          len,
+                          ACCESS_LOCAL_WRITE,
+                          &dst) != PostStatus::OK)
+    {
+        return RoceExec::LOCAL_PROT;
+    }
+    if (dst != nullptr)
+    {
+        std::memcpy(dst, pkt.payload, len);
+    }
+    Count(Counter::BYTES_PLACED, len);
+    return RoceExec::OK;
+}
+
+bool
+RoceResponder::WriteAllowed(uint32_t rkey, uint64_t va, uint32_t length)
+{
+    // IB: a zero-length WRITE does not check the R_Key.
+    uint8_t* unused = nullptr;
+    return length == 0 ||
+           m_ep.memory.Check(rkey, va, length, ACCESS_REMOTE_WRITE, &unused) == PostStatus::OK;
+}
+
+void
+RoceResponder::EndMessage()
+{
+    m_msn = PsnAdd(m_msn, 1);
+    Count(Counter::MESSAGES_RECEIVED);
+}
+
+void
+RoceResponder::CompleteRecv(WcOpcode opcode, uint32_t byteLen, bool hasImm, uint32_t immData)
+{
+    Completion c;
+    c.wrId = m_rq.front().wr.wrId;
+    c.opcode = opcode;
+    c.connectionId = Qpn();
+    c.byteLen = byteLen;
+    c.hasImm = hasImm;
+    c.immData = immData;
+    m_rq.pop_front();
+    m_ep.PushCompletion(c);
+}
+
+} // namespace metaroce
