@@ -11,6 +11,7 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic-attributes.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.cc
