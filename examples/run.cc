@@ -394,6 +394,30 @@ SetToTextFormat(const std::string& arg)
 }
 
 /**
+ * The names an enum attribute takes, from its checker's description ("a|b|c"); ns-3's
+ * EnumValue asserts on any other name (and reads past its list where asserts are compiled out),
+ * so a name is checked against these before ns-3 sees it.
+ * \param info the attribute
+ * \return the names, or none if the attribute is not an enum
+ */
+std::vector<std::string>
+EnumChoices(const TypeId::AttributeInformation& info)
+{
+    std::vector<std::string> names;
+    if (info.checker->GetValueTypeName().rfind("ns3::EnumValue", 0) != 0 ||
+        !info.checker->HasUnderlyingTypeInformation())
+    {
+        return names;
+    }
+    std::istringstream in(info.checker->GetUnderlyingTypeInformation());
+    for (std::string name; std::getline(in, name, '|');)
+    {
+        names.push_back(name);
+    }
+    return names;
+}
+
+/**
  * Check an ns-3 attribute given by name and string value.
  * \param tid the type that must have it
  * \param a the attribute
@@ -410,6 +434,16 @@ CheckAttribute(TypeId tid, const pb::Attribute& a)
     if (!(info.flags & TypeId::ATTR_CONSTRUCT))
     {
         return "attribute '" + a.name() + "' cannot be set";
+    }
+    const std::vector<std::string> choices = EnumChoices(info);
+    if (!choices.empty() && std::find(choices.begin(), choices.end(), a.value()) == choices.end())
+    {
+        std::string expected;
+        for (size_t i = 0; i < choices.size(); ++i)
+        {
+            expected += (i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", ")) + choices[i];
+        }
+        return "bad value '" + a.value() + "' for " + a.name() + ": expected " + expected;
     }
     // ns-3 aborts on an unparsable Time: check the form first.
     if (info.checker->GetValueTypeName() == "ns3::TimeValue")
@@ -428,6 +462,45 @@ CheckAttribute(TypeId tid, const pb::Attribute& a)
                info.checker->GetUnderlyingTypeInformation() + ")";
     }
     return "";
+}
+
+/**
+ * Check an attribute default given on the command line (`--ns3::MetaRoceNic::Mtu=2048`) before
+ * ns-3's CommandLine applies it: exit 2 naming the option on an unknown type or attribute or a
+ * bad value (ns-3 would exit 1 after its help text, or, for an enum name it does not know,
+ * assert). Options without "::" (the runner's own, ns-3's global values) are left to
+ * CommandLine.
+ * \param arg one command-line argument
+ */
+void
+CheckAttributeOption(const std::string& arg)
+{
+    const size_t dashes = arg.rfind("--", 0) == 0 ? 2 : (arg.rfind('-', 0) == 0 ? 1 : 0);
+    const size_t equals = arg.find('=');
+    if (dashes == 0 || equals == std::string::npos)
+    {
+        return;
+    }
+    const std::string name = arg.substr(dashes, equals - dashes);
+    const size_t colons = name.rfind("::");
+    if (colons == std::string::npos)
+    {
+        return;
+    }
+    TypeId tid;
+    if (!TypeId::LookupByNameFailSafe(name.substr(0, colons), &tid))
+    {
+        BadInput(arg + ": no type " + name.substr(0, colons) +
+                 " (attribute defaults are --ns3::Type::Attribute=value)");
+    }
+    pb::Attribute a;
+    a.set_name(name.substr(colons + 2));
+    a.set_value(arg.substr(equals + 1));
+    const std::string why = CheckAttribute(tid, a);
+    if (!why.empty())
+    {
+        BadInput(arg + ": " + why);
+    }
 }
 
 /**
@@ -481,12 +554,12 @@ class NicSettings
             const pb::Attribute& a = tr.nic_attributes(i);
             const std::string at = "transport.nic_attributes[" + std::to_string(i) + "]";
             const std::string why = CheckAttribute(tid, a);
+            TypeId::AttributeInformation info;
+            const bool known = tid.LookupAttributeByName(a.name(), &info);
             if (!why.empty())
             {
-                loader.Invalid(at + ".name", why);
+                loader.Invalid(at + (known ? ".value" : ".name"), why);
             }
-            TypeId::AttributeInformation info;
-            tid.LookupAttributeByName(a.name(), &info);
             Ptr<AttributeValue> v = info.checker->Create();
             v->DeserializeFromString(a.value(), info.checker);
             const std::string value = v->SerializeToString(info.checker);
@@ -709,12 +782,13 @@ Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionCon
         tr.set_name(cfg.transport);
     }
     nic.Agree(loader, "transport.name", "Transport", tr.name(), tr.name() == cfg.transport);
-    if (tr.name() != "metaroce" && tr.name() != "rocev2")
+    if (!metaroce::IsPolicyName(metaroce::PolicyKind::TRANSPORT, tr.name()))
     {
         invalid("transport.name",
                 "Transport",
                 nameFromNic,
-                "'" + tr.name() + "': expected metaroce or rocev2");
+                "'" + tr.name() + "': expected " +
+                    metaroce::PolicyChoices(metaroce::PolicyKind::TRANSPORT));
     }
     const bool roce = tr.name() == "rocev2";
     cfg.transport = tr.name();
@@ -1691,6 +1765,7 @@ main(int argc, char* argv[])
         {
             BadInput("--set needs a value: --set='field.path=value'");
         }
+        CheckAttributeOption(a);
     }
     cmd.Parse(argc, argv);
 

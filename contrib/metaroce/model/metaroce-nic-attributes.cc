@@ -11,15 +11,21 @@
  */
 
 #include "metaroce-nic.h"
+#include "metaroce-ns3-compat.h"
+#include "metaroce-policy-names.h"
 
+#include "ns3/abort.h"
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/double.h"
-#include "ns3/string.h"
+#include "ns3/enum.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace ns3
 {
@@ -139,6 +145,200 @@ MakeFieldAccessor(std::function<F&(MetaRoceNic&)> projection)
     return Ptr<const AttributeAccessor>(new FieldAccessor<V, F>(std::move(projection)), false);
 }
 
+template <typename E>
+class PolicyChecker;
+
+/**
+ * The value of a policy attribute (Transport, CongestionControl, ...): an EnumValue that, read
+ * from text, takes only the names of its PolicyChecker. ns-3's EnumValue asserts on a name its
+ * checker does not have (and reads past the checker's list where asserts are compiled out), so
+ * a typo would crash instead of failing the Set or SetDefault that gave it.
+ * \tparam E the enum type
+ */
+template <typename E>
+class PolicyValue : public MetaRoceEnumValueOf<E>
+{
+  public:
+    PolicyValue() = default;
+
+    /// \param value the enum value
+    explicit PolicyValue(E value)
+        : MetaRoceEnumValueOf<E>(value)
+    {
+    }
+
+    Ptr<AttributeValue> Copy() const override
+    {
+        return Create<PolicyValue<E>>(*this);
+    }
+
+    bool DeserializeFromString(std::string value, Ptr<const AttributeChecker> checker) override
+    {
+        const auto* policy = dynamic_cast<const PolicyChecker<E>*>(PeekPointer(checker));
+        if (policy != nullptr && !policy->Has(value))
+        {
+            return false;
+        }
+        return MetaRoceEnumValueOf<E>::DeserializeFromString(value, checker);
+    }
+};
+
+/**
+ * The checker of a policy attribute: an EnumChecker whose choices are the names of one kind of
+ * policy in the engine's registry (metaroce::PolicyNames), enum value i for name i.
+ * \tparam E the enum type (values 0, 1, ... in registry order)
+ */
+template <typename E>
+class PolicyChecker : public MetaRoceEnumCheckerOf<E>
+{
+  public:
+    /// \param kind the kind of policy
+    explicit PolicyChecker(metaroce::PolicyKind kind)
+        : m_names(metaroce::PolicyNames(kind))
+    {
+        for (std::size_t i = 0; i < m_names.size(); ++i)
+        {
+            if (i == 0)
+            {
+                this->AddDefault(static_cast<E>(i), m_names[i]);
+            }
+            else
+            {
+                this->Add(static_cast<E>(i), m_names[i]);
+            }
+        }
+    }
+
+    /**
+     * \param name a name
+     * \return true if it is one of the choices
+     */
+    bool Has(const std::string& name) const
+    {
+        return std::find(m_names.begin(), m_names.end(), name) != m_names.end();
+    }
+
+    Ptr<AttributeValue> Create() const override
+    {
+        return ns3::Create<PolicyValue<E>>();
+    }
+
+  private:
+    std::vector<std::string> m_names; //!< the choices, in enum value order
+};
+
+/**
+ * An accessor that stores a policy attribute's enum value as the engine's name in a string
+ * field of the NIC's configuration.
+ * \tparam E the enum type
+ */
+template <typename E>
+class PolicyAccessor : public AttributeAccessor
+{
+  public:
+    /// Returns the field of a NIC.
+    typedef std::function<std::string&(MetaRoceNic&)> Projection;
+
+    /**
+     * \param projection returns the field of a NIC
+     * \param kind the kind of policy
+     */
+    PolicyAccessor(Projection projection, metaroce::PolicyKind kind)
+        : m_projection(std::move(projection)),
+          m_names(metaroce::PolicyNames(kind))
+    {
+    }
+
+    bool Set(ObjectBase* object, const AttributeValue& value) const override
+    {
+        auto* nic = dynamic_cast<MetaRoceNic*>(object);
+        auto* v = dynamic_cast<const MetaRoceEnumValueOf<E>*>(&value);
+        if (nic == nullptr || v == nullptr)
+        {
+            return false;
+        }
+        const auto index = static_cast<std::size_t>(v->Get());
+        if (index >= m_names.size())
+        {
+            return false;
+        }
+        m_projection(*nic) = m_names[index];
+        return true;
+    }
+
+    bool Get(const ObjectBase* object, AttributeValue& value) const override
+    {
+        auto* nic = dynamic_cast<const MetaRoceNic*>(object);
+        auto* v = dynamic_cast<MetaRoceEnumValueOf<E>*>(&value);
+        if (nic == nullptr || v == nullptr)
+        {
+            return false;
+        }
+        const std::string& name = m_projection(const_cast<MetaRoceNic&>(*nic));
+        auto it = std::find(m_names.begin(), m_names.end(), name);
+        if (it == m_names.end())
+        {
+            return false;
+        }
+        v->Set(static_cast<E>(it - m_names.begin()));
+        return true;
+    }
+
+    bool HasGetter() const override
+    {
+        return true;
+    }
+
+    bool HasSetter() const override
+    {
+        return true;
+    }
+
+  private:
+    Projection m_projection;          //!< field of a NIC
+    std::vector<std::string> m_names; //!< the engine's name of each enum value
+};
+
+/**
+ * The pieces of a policy attribute over the engine configuration's field that \p kind names.
+ * \tparam E the enum type; its values are 0 .. \p count - 1
+ */
+template <typename E>
+struct PolicyAttribute
+{
+    /**
+     * \param kind the kind of policy
+     * \param count the number of values of E; aborts if the registry has another number of
+     *        names (a policy added to the engine needs its enum value in MetaRoceNic)
+     * \param engineDefault the engine's default name; aborts if it is not in the registry
+     * \param projection returns the field of a NIC
+     */
+    PolicyAttribute(metaroce::PolicyKind kind,
+                    std::size_t count,
+                    const std::string& engineDefault,
+                    std::function<std::string&(MetaRoceNic&)> projection)
+    {
+        const std::vector<std::string>& names = metaroce::PolicyNames(kind);
+        NS_ABORT_MSG_IF(names.size() != count,
+                        "MetaRoceNic: the engine has "
+                            << names.size() << " " << metaroce::PolicyField(kind)
+                            << " names but the attribute's enum " << count << " values");
+        auto it = std::find(names.begin(), names.end(), engineDefault);
+        NS_ABORT_MSG_IF(it == names.end(),
+                        "MetaRoceNic: the engine's default " << metaroce::PolicyField(kind) << " \""
+                                                             << engineDefault
+                                                             << "\" is not in its registry");
+        initialValue = PolicyValue<E>(static_cast<E>(it - names.begin()));
+        accessor =
+            Ptr<const AttributeAccessor>(new PolicyAccessor<E>(std::move(projection), kind), false);
+        checker = Ptr<const AttributeChecker>(new PolicyChecker<E>(kind), false);
+    }
+
+    PolicyValue<E> initialValue;           //!< the engine's default
+    Ptr<const AttributeAccessor> accessor; //!< field access
+    Ptr<const AttributeChecker> checker;   //!< the registry's names
+};
+
 } // namespace
 
 TypeId
@@ -159,6 +359,43 @@ MetaRoceNic::GetTypeId()
         [](Nic & n) -> auto& { return n.m_endpointConfig.field; })
     static const CC cc;
     static const EC ec;
+    using metaroce::PolicyKind;
+    static const PolicyAttribute<Transport> transport(PolicyKind::TRANSPORT,
+                                                      TRANSPORT_ROCEV2 + 1,
+                                                      cc.transport,
+                                                      METAROCE_CONN(transport));
+    static const PolicyAttribute<PathScheduler> scheduler(PolicyKind::PATH_SCHEDULER,
+                                                          PATH_SCHEDULER_SINGLE + 1,
+                                                          cc.pathScheduler,
+                                                          METAROCE_CONN(pathScheduler));
+    static const PolicyAttribute<CongestionControl> control(PolicyKind::CONGESTION_CONTROL,
+                                                            CC_FIXED + 1,
+                                                            cc.congestionControl,
+                                                            METAROCE_CONN(congestionControl));
+    static const PolicyAttribute<LossDetection> detection(PolicyKind::LOSS_DETECTION,
+                                                          LOSS_DETECTION_SACK_GAP + 1,
+                                                          cc.lossDetection,
+                                                          METAROCE_CONN(lossDetection));
+    static const PolicyAttribute<TailProbe> tailProbe(PolicyKind::TAIL_PROBE,
+                                                      TAIL_PROBE_NONE + 1,
+                                                      cc.tailProbe,
+                                                      METAROCE_CONN(tailProbe));
+    static const PolicyAttribute<FailureDetection> failure(PolicyKind::FAILURE_DETECTION,
+                                                           FAILURE_DETECTION_RTO + 1,
+                                                           cc.failureDetection,
+                                                           METAROCE_CONN(failureDetection));
+    static const PolicyAttribute<RtoPolicy> rtoPolicy(PolicyKind::RTO_POLICY,
+                                                      RTO_POLICY_FIXED + 1,
+                                                      cc.rtoPolicy,
+                                                      METAROCE_CONN(rtoPolicy));
+    static const PolicyAttribute<InitialWindow> initialWindow(PolicyKind::INITIAL_WINDOW,
+                                                              INITIAL_WINDOW_PER_PATH + 1,
+                                                              cc.initialWindow,
+                                                              METAROCE_CONN(initialWindow));
+    static const PolicyAttribute<RoceRecovery> recovery(PolicyKind::ROCE_RECOVERY,
+                                                        ROCE_RECOVERY_IRN + 1,
+                                                        cc.rocev2.recovery,
+                                                        METAROCE_ROCE(recovery));
     static TypeId tid =
         TypeId("ns3::MetaRoceNic")
             .SetParent<Object>()
@@ -215,9 +452,9 @@ MetaRoceNic::GetTypeId()
             // ---- Default connection configuration
             .AddAttribute("Transport",
                           "Transport of new connections: \"metaroce\" or \"rocev2\".",
-                          StringValue(cc.transport),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(transport)),
-                          MakeStringChecker())
+                          transport.initialValue,
+                          transport.accessor,
+                          transport.checker)
             .AddAttribute("Mtu",
                           "Payload bytes per packet.",
                           UintegerValue(cc.mtu),
@@ -255,20 +492,20 @@ MetaRoceNic::GetTypeId()
                           MakeUintegerChecker<uint16_t>())
             .AddAttribute("PathScheduler",
                           "Path scheduler: \"spray\" or \"single\".",
-                          StringValue(cc.pathScheduler),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(pathScheduler)),
-                          MakeStringChecker())
+                          scheduler.initialValue,
+                          scheduler.accessor,
+                          scheduler.checker)
             .AddAttribute("CongestionControl",
                           "Per-path congestion control: \"aimd\", \"dctcp\" or \"fixed\".",
-                          StringValue(cc.congestionControl),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(congestionControl)),
-                          MakeStringChecker())
+                          control.initialValue,
+                          control.accessor,
+                          control.checker)
             .AddAttribute("InitialWindow",
                           "The first flight: \"per-connection\" (InitialConnectionWindow "
                           "split over the paths) or \"per-path\" (InitialPathWindow each).",
-                          StringValue(cc.initialWindow),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(initialWindow)),
-                          MakeStringChecker())
+                          initialWindow.initialValue,
+                          initialWindow.accessor,
+                          initialWindow.checker)
             .AddAttribute("InitialConnectionWindow",
                           "\"per-connection\": packets in the connection's first flight.",
                           DoubleValue(cc.initialConnectionWindow),
@@ -326,9 +563,9 @@ MetaRoceNic::GetTypeId()
             .AddAttribute("LossDetection",
                           "Loss detection by name: \"rack\" (time-based, across paths) or "
                           "\"sack-gap\" (SACK gaps of a path only).",
-                          StringValue(cc.lossDetection),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(lossDetection)),
-                          MakeStringChecker())
+                          detection.initialValue,
+                          detection.accessor,
+                          detection.checker)
             .AddAttribute("RackReorderFraction",
                           "\"rack\": reordering window as a fraction of the minimum RTT.",
                           DoubleValue(cc.rackReorderFraction),
@@ -341,9 +578,9 @@ MetaRoceNic::GetTypeId()
                           MakeTimeChecker())
             .AddAttribute("TailProbe",
                           "Tail-loss probe: \"tlp\" or \"none\".",
-                          StringValue(cc.tailProbe),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(tailProbe)),
-                          MakeStringChecker())
+                          tailProbe.initialValue,
+                          tailProbe.accessor,
+                          tailProbe.checker)
             .AddAttribute("TailProbeRtts",
                           "Delay of the tail-loss probe in smoothed RTTs.",
                           DoubleValue(cc.tailProbeRtts),
@@ -352,9 +589,9 @@ MetaRoceNic::GetTypeId()
             .AddAttribute("FailureDetection",
                           "Path failure detection: \"cross-path\" (evidence from the other "
                           "paths) or \"rto\" (the RTO only).",
-                          StringValue(cc.failureDetection),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(failureDetection)),
-                          MakeStringChecker())
+                          failure.initialValue,
+                          failure.accessor,
+                          failure.checker)
             .AddAttribute("SuspectLosses",
                           "\"cross-path\": time-declared losses of a silent path that make "
                           "it suspect.",
@@ -364,9 +601,9 @@ MetaRoceNic::GetTypeId()
             .AddAttribute("RtoPolicy",
                           "\"adaptive\" (floor from the minimum RTT, incast-aware) or "
                           "\"fixed\" (RtoMin floor).",
-                          StringValue(cc.rtoPolicy),
-                          MakeFieldAccessor<StringValue>(METAROCE_CONN(rtoPolicy)),
-                          MakeStringChecker())
+                          rtoPolicy.initialValue,
+                          rtoPolicy.accessor,
+                          rtoPolicy.checker)
             .AddAttribute("RtoFloor",
                           "\"adaptive\": absolute RTO floor.",
                           TimeValue(PicoSeconds(cc.rtoFloor)),
@@ -475,9 +712,9 @@ MetaRoceNic::GetTypeId()
                           "RoCEv2 loss recovery: \"gbn\" (go-back-N, IB RC) or \"irn\" "
                           "(IRN selective repeat, Mittal et al. SIGCOMM 2018). Both ends must "
                           "agree.",
-                          StringValue(cc.rocev2.recovery),
-                          MakeFieldAccessor<StringValue>(METAROCE_ROCE(recovery)),
-                          MakeStringChecker())
+                          recovery.initialValue,
+                          recovery.accessor,
+                          recovery.checker)
             .AddAttribute("RoceIrnRtoLow",
                           "IRN: retransmission timeout while at most RoceIrnLowThreshold "
                           "packets are outstanding (RTO_low).",
