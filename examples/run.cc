@@ -22,7 +22,7 @@
  */
 
 #include "metaroce-results.pb.h"
-#include "metaroce-run-scenario.h"
+#include "metaroce-run-plan.h"
 #include "run-distributed.h"
 
 #include "ns3/boolean.h"
@@ -622,106 +622,26 @@ RunScenario(int argc, char* argv[])
     }
     cmd.Parse(argc, argv);
 
-    ScenarioLoader loader;
-    std::filesystem::path scenarioDir = std::filesystem::current_path();
-    if (!scenarioPath.empty())
-    {
-        // A directory opens as a stream that reads nothing, which would run the defaults.
-        std::error_code ec;
-        if (std::filesystem::is_directory(scenarioPath, ec))
-        {
-            BadInput(scenarioPath +
-                     ": is a directory; --scenario takes a scenario file (for example "
-                     "examples/scenarios/incast-leaf-spine.textproto)");
-        }
-        std::ifstream in(scenarioPath, std::ios::binary);
-        if (!in)
-        {
-            BadInput(scenarioPath + ": cannot open the scenario file");
-        }
-        std::ostringstream text;
-        text << in.rdbuf();
-        if (in.bad())
-        {
-            BadInput(scenarioPath + ": cannot read the scenario file");
-        }
-        loader.Merge(text.str(), scenarioPath, true, true);
-        scenarioDir = std::filesystem::absolute(scenarioPath).parent_path();
-        if (loader.Get().name().empty())
-        {
-            loader.Get().set_name(std::filesystem::path(scenarioPath).stem().string());
-        }
-    }
-    if (loader.Get().name().empty())
-    {
-        loader.Get().set_name("default");
-    }
-    if (!seedArg.empty())
-    {
-        loader.Merge("seed: " + seedArg, "--seed=" + seedArg, false, false);
-    }
-    if (!transportArg.empty())
-    {
-        loader.Merge(SetToTextFormat("transport.name=" + transportArg),
-                     "--transport=" + transportArg,
-                     false,
-                     false);
-    }
-    if (!pfcArg.empty())
-    {
-        loader.Merge("topology { pfc: " + pfcArg + " }", "--pfc=" + pfcArg, false, false);
-    }
-    if (!stopArg.empty())
-    {
-        loader.Merge("stop_time_ms: " + stopArg, "--stop-ms=" + stopArg, false, false);
-    }
-    if (!lossArg.empty())
-    {
-        pb::Loss& l = *loader.Get().mutable_loss();
-        const std::string label = "--loss=" + lossArg;
-        l.clear_gilbert_elliott();
-        l.set_bernoulli(0);
-        if (lossArg.rfind("ge:", 0) == 0)
-        {
-            std::string csv = lossArg.substr(3);
-            std::replace(csv.begin(), csv.end(), ',', ' ');
-            std::istringstream in(csv);
-            double p;
-            double r;
-            double hg;
-            double hb;
-            std::string rest;
-            if (!(in >> p >> r >> hg >> hb) || (in >> rest))
-            {
-                BadInput(label + ": expected ge:p,r,h_g,h_b");
-            }
-            loader.Merge("loss { gilbert_elliott { p: " + Fixed(p, 12) + " r: " + Fixed(r, 12) +
-                             " h_g: " + Fixed(hg, 12) + " h_b: " + Fixed(hb, 12) + " } }",
-                         label,
-                         false,
-                         false);
-        }
-        else if (lossArg != "none" && lossArg != "0")
-        {
-            loader.Merge("loss { bernoulli: " + lossArg + " }", label, false, false);
-        }
-    }
-    for (const std::string& s : sets)
-    {
-        const std::string text = SetToTextFormat(s);
-        loader.Merge(text, "--set '" + s + "'", false, text == s);
-    }
-
-    // The connection configuration the workload uses starts from the NIC's: the program's
-    // ns3::MetaRoceNic defaults with transport.nic_attributes applied (e.g. RoceLocalAckTimeout,
-    // RtoMin). Complete fills the transport fields left out from it and rejects a field that
-    // disagrees with an attribute given for the same setting.
-    Ptr<MetaRoceNic> defaults = CreateObject<MetaRoceNic>();
-    const NicSettings nicSettings(loader, defaults);
-    metaroce::ConnectionConfig cfg = defaults->GetDefaultConnectionConfig();
-    Complete(loader, nicSettings, cfg);
+    ScenarioOptions options;
+    options.scenarioPath = scenarioPath;
+    options.seed = seedArg;
+    options.transport = transportArg;
+    options.pfc = pfcArg;
+    options.stopMs = stopArg;
+    options.loss = lossArg;
+    options.sets = sets;
+    ScenarioPlan plan = LoadScenario(options);
+    ScenarioLoader& loader = plan.loader;
+    const std::filesystem::path& scenarioDir = plan.directory;
+    const metaroce::ConnectionConfig& cfg = plan.connection;
     const pb::Scenario& sc = loader.Get();
-    WarnIfStopBeforeTimeout(sc, nicSettings, cfg);
+    for (const std::string& warning : plan.warnings)
+    {
+        if (MetaRoceGetRank() == 0)
+        {
+            std::cerr << "metaroce-run: warning: " << warning << std::endl;
+        }
+    }
     if (printScenario)
     {
         std::string text;

@@ -214,34 +214,6 @@ double ToUs(ns3::Time t);
  */
 std::string Fixed(double value, int decimals);
 
-/**
- * Warn when the run stops before a RoCEv2 sender's retransmission timer can fire: a packet
- * lost at its tail is then never recovered, and the flow is reported as not completed with
- * nothing in the results pointing at the timer.
- * \param sc the completed scenario
- * \param nic where the NIC settings came from
- * \param cfg the connection configuration
- */
-void WarnIfStopBeforeTimeout(const metaroce::results::Scenario& sc,
-                             const NicSettings& nic,
-                             const metaroce::ConnectionConfig& cfg);
-
-/**
- * \param t a topology
- * \return the number of hosts it will have (for validation before building)
- */
-uint32_t HostCount(const metaroce::results::Topology& t);
-
-/**
- * Fill defaults and check every value; throws ScenarioError naming the field's location on a
- * bad one. A transport field left out takes the NIC's setting (\p cfg); a field given must
- * agree with a NIC attribute given for the same setting (docs/scenarios.md, "NIC settings").
- * \param loader the scenario and its sources
- * \param nic where the NIC settings came from
- * \param cfg[in,out] the connection configuration (the NIC's, with \p nic applied, on input)
- */
-void Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionConfig& cfg);
-
 } // namespace metaroce_run
 
 #endif // METAROCE_RUN_SCENARIO_H

@@ -6,18 +6,22 @@
 
 /**
  * \file
- * The scenario runner's scenario layer (examples/runner/metaroce-run-scenario.h) without a
- * simulation: merging texts with their locations, --set paths, attribute checks, NIC settings
- * and the completed, validated scenario. Bad input throws ScenarioError naming its place.
+ * The scenario runner's scenario layer (examples/runner/metaroce-run-scenario.h,
+ * metaroce-run-plan.h) without a simulation: merging texts with their locations, --set paths,
+ * attribute checks, NIC settings, the completed, validated scenario, and the plan loaded from a
+ * file and the command line's options. Bad input throws ScenarioError naming its place.
  */
 
-#include "metaroce-run-scenario.h"
+#include "metaroce-run-plan.h"
 
 #include "ns3/config.h"
 #include "ns3/string.h"
 
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <string>
+#include <unistd.h>
 
 namespace
 {
@@ -182,6 +186,79 @@ TEST(CompleteTest, RejectsBadValuesAndConflicts)
     EXPECT_EQ(ErrorOf([&] { Completed({"workload.receiver=9"}, cfg); }),
               "--set 'workload.receiver=9': workload.receiver: host 9 but the topology has 8 "
               "hosts");
+}
+
+/// A scenario file in a folder of its own, removed afterwards.
+class LoadScenarioTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        m_dir = std::filesystem::temp_directory_path() /
+                ("metaroce-run-plan-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(m_dir);
+        m_file = m_dir / "unit.textproto";
+        std::ofstream(m_file) << SCENARIO;
+    }
+
+    void TearDown() override
+    {
+        std::filesystem::remove_all(m_dir);
+    }
+
+    std::filesystem::path m_dir;  //!< the folder
+    std::filesystem::path m_file; //!< the scenario file
+};
+
+TEST_F(LoadScenarioTest, OptionsOverrideTheFileInOrder)
+{
+    metaroce_run::ScenarioOptions options;
+    options.scenarioPath = m_file.string();
+    options.seed = "7";
+    options.transport = "rocev2";
+    options.stopMs = "200";
+    options.loss = "ge:0.01,0.5,0,0.5";
+    options.sets = {"transport.rocev2_recovery=irn", "seed=9"};
+    const metaroce_run::ScenarioPlan plan = metaroce_run::LoadScenario(options);
+    const metaroce::results::Scenario& s = plan.loader.Get();
+    EXPECT_EQ(s.name(), "unit");
+    EXPECT_EQ(s.seed(), 9U); // --set comes last
+    EXPECT_EQ(plan.loader.Where("seed"), "--set 'seed=9'");
+    EXPECT_EQ(s.transport().name(), "rocev2");
+    EXPECT_EQ(s.transport().paths(), 1U); // a RoCEv2 QP has one path
+    EXPECT_EQ(plan.connection.transport, "rocev2");
+    EXPECT_EQ(plan.connection.rocev2.recovery, "irn");
+    EXPECT_DOUBLE_EQ(s.loss().gilbert_elliott().p(), 0.01);
+    EXPECT_EQ(plan.directory, std::filesystem::absolute(m_dir));
+    EXPECT_TRUE(plan.warnings.empty());
+}
+
+TEST_F(LoadScenarioTest, ReportsBadInputAndWarnings)
+{
+    metaroce_run::ScenarioOptions options;
+    options.scenarioPath = m_dir.string();
+    EXPECT_EQ(ErrorOf([&] { metaroce_run::LoadScenario(options); }),
+              m_dir.string() + ": is a directory; --scenario takes a scenario file (for example "
+                               "examples/scenarios/incast-leaf-spine.textproto)");
+    options.scenarioPath = (m_dir / "missing.textproto").string();
+    EXPECT_EQ(ErrorOf([&] { metaroce_run::LoadScenario(options); }),
+              options.scenarioPath + ": cannot open the scenario file");
+    options.scenarioPath = m_file.string();
+    options.loss = "ge:0.01,0.5";
+    EXPECT_EQ(ErrorOf([&] { metaroce_run::LoadScenario(options); }),
+              "--loss=ge:0.01,0.5: expected ge:p,r,h_g,h_b");
+    options.loss = "";
+    // Go-back-N's local ACK timeout is 67.1 ms by default: a warning, not an error.
+    options.transport = "rocev2";
+    options.stopMs = "50";
+    const metaroce_run::ScenarioPlan plan = metaroce_run::LoadScenario(options);
+    ASSERT_EQ(plan.warnings.size(), 1U);
+    EXPECT_EQ(plan.warnings[0].rfind("stop_time_ms 50 is shorter than the RoCEv2 local ACK "
+                                     "timeout (RoceLocalAckTimeout 14: 4.096 us * 2^14) = 67.109 "
+                                     "ms",
+                                     0),
+              0U)
+        << plan.warnings[0];
 }
 
 } // namespace
