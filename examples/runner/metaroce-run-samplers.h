@@ -138,12 +138,6 @@ struct QueuePeaks
                           uint8_t /* priority */);
 };
 
-/**
- * \param values numbers (sorted in place)
- * \param q quantile in [0, 1]
- * \return the nearest-rank quantile, 0 if empty
- */
-
 } // namespace metaroce_run
 
 #endif // METAROCE_RUN_SAMPLERS_H
