@@ -11,12 +11,17 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-switch.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-fabric.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-nic-attributes.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-traffic-application.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-flow-application.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-collective-application.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.cc
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-traffic-helper.cc
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-workload-helper.cc
 )
 
@@ -33,9 +38,13 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-ns3-compat.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-traffic-application.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-flow-application.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-collective-application.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-pcap-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-topology-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-stack-helper.h
+    ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-traffic-helper.h
     ${CMAKE_CURRENT_LIST_DIR}/helper/metaroce-workload-helper.h
 )
 

@@ -31,7 +31,7 @@
  * valid ICRC into every datagram unless KEEP_ICRC is set, so that mutated headers reach the
  * transport instead of stopping at the CRC check.
  *
- * The endpoint under test is endpoint 1 of the testbed (examples/testbed/engine-network.h) and
+ * The endpoint under test is endpoint 1 of the testbed (tests/support/engine-network.h) and
  * its peer endpoint 0: the seed generator runs both sides with SetUpSide() and records what
  * endpoint 1 receives, so that a seed replays a real conversation with matching QPNs, PSNs,
  * keys and addresses.

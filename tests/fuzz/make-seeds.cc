@@ -7,7 +7,7 @@
 // Seed corpus of the HandleDatagram fuzz targets: real conversations instead of committed
 // binaries. For each transport, a few connection modes and a loss-free, a lossy and a very
 // lossy fabric, it runs the fuzz setup on both endpoints of the testbed
-// (examples/testbed/engine-network.h), records every datagram the peer sends to the endpoint
+// (tests/support/engine-network.h), records every datagram the peer sends to the endpoint
 // under test through the testbed's onTransmit tap, and writes prefixes of that conversation
 // as fuzz inputs (fuzz-harness.h). It then replays every seed through the harness and fails
 // if too few datagrams reach the connection: a setup that drifted from the harness's.

@@ -594,13 +594,35 @@ TEST_F(MetaRoceRunTest, NicSettingGivenTwiceWithDifferentValuesIsRejected)
         {"--ns3::MetaRoceNic::RtoMin=1ms " + attribute("RtoMin", "50us"),
          "transport.nic_attributes[0].value: RtoMin=50us disagrees with "
          "--ns3::MetaRoceNic::RtoMin=+1e+06ns"}, // as ns-3 prints the value
-        // A value taken from a NIC attribute is checked like the field, and reported where
-        // it was given: 'cubic' used to run AIMD.
+        // An enum attribute (EnumValue over the engine's policy names) from the command line.
+        {"--set=transport.cc=aimd --ns3::MetaRoceNic::CongestionControl=dctcp",
+         "transport.cc: aimd disagrees with --ns3::MetaRoceNic::CongestionControl=dctcp"},
+        {"--set=transport.path_scheduler=spray --ns3::MetaRoceNic::PathScheduler=single",
+         "transport.path_scheduler: spray disagrees with "
+         "--ns3::MetaRoceNic::PathScheduler=single"},
+        // A policy name the engine does not know is rejected where it was given, before the
+        // run: 'cubic' used to run AIMD.
         {attribute("CongestionControl", "cubic"),
-         "transport.nic_attributes[0] CongestionControl=cubic: 'cubic': expected aimd, dctcp or "
-         "fixed"},
+         "transport.nic_attributes[0].value: bad value 'cubic' for CongestionControl: expected "
+         "aimd, dctcp or fixed"},
         {"--ns3::MetaRoceNic::PathScheduler=round-robin",
-         "--ns3::MetaRoceNic::PathScheduler=round-robin: 'round-robin': expected spray or single"},
+         "--ns3::MetaRoceNic::PathScheduler=round-robin: bad value 'round-robin' for "
+         "PathScheduler: expected spray or single"},
+        {"--ns3::MetaRoceNic::Transport=roce",
+         "--ns3::MetaRoceNic::Transport=roce: bad value 'roce' for Transport: expected metaroce "
+         "or rocev2"},
+        {"-ns3::MetaRoceNic::RoceRecovery=sack",
+         "-ns3::MetaRoceNic::RoceRecovery=sack: bad value 'sack' for RoceRecovery: expected gbn "
+         "or irn"},
+        // Any other type's enum, attribute or type given on the command line.
+        {"--ns3::MetaRoceSwitch::BufferPreset=Huge",
+         "--ns3::MetaRoceSwitch::BufferPreset=Huge: bad value 'Huge' for BufferPreset: expected "
+         "Shallow or Deep"},
+        {"--ns3::MetaRoceNic::Mtus=1024",
+         "--ns3::MetaRoceNic::Mtus=1024: no attribute 'Mtus' in ns3::MetaRoceNic"},
+        {"--ns3::MetaRoceNix::Mtu=1024", "--ns3::MetaRoceNix::Mtu=1024: no type ns3::MetaRoceNix"},
+        {"--ns3::MetaRoceNic::RtoMin=soon",
+         "--ns3::MetaRoceNic::RtoMin=soon: bad time 'soon' for RtoMin"},
     };
     for (const Case& c : cases)
     {

@@ -6,12 +6,8 @@
 
 #include "metaroce-workload-helper.h"
 
-#include "metaroce-channel.h"
 #include "metaroce-fabric.h"
-#include "metaroce-net-device.h"
-#include "metaroce-partition.h"
 #include "metaroce-random.h"
-#include "metaroce-stack-helper.h"
 
 #include "ns3/abort.h"
 #include "ns3/log.h"
@@ -25,7 +21,6 @@
 #include <fstream>
 #include <iomanip>
 #include <limits>
-#include <queue>
 #include <sstream>
 
 namespace ns3
@@ -37,11 +32,6 @@ NS_OBJECT_ENSURE_REGISTERED(MetaRoceWorkloadHelper);
 
 namespace
 {
-
-/// Size of the virtual region each NIC exposes to workloads (no bytes behind it).
-constexpr uint64_t VIRTUAL_REGION_BYTES = uint64_t(1) << 46;
-/// Bytes of an ACK frame on the wire, for the ideal FCT.
-constexpr uint64_t ACK_WIRE_BYTES = 64 + metaroce::WIRE_OVERHEAD_BYTES;
 
 /**
  * Parse an unsigned decimal integer that must fill \p s.
@@ -93,20 +83,6 @@ ParseNonNegative(const std::string& s, double& value)
 
 } // namespace
 
-double
-MetaRoceCollective::AlgorithmBandwidth() const
-{
-    const double seconds = (finish - start).GetSeconds();
-    return seconds > 0 ? bytesPerRank * 8.0 / seconds : 0;
-}
-
-double
-MetaRoceCollective::BusBandwidth() const
-{
-    const double n = static_cast<double>(ranks.size());
-    return AlgorithmBandwidth() * 2 * (n - 1) / n;
-}
-
 TypeId
 MetaRoceWorkloadHelper::GetTypeId()
 {
@@ -128,25 +104,26 @@ MetaRoceWorkloadHelper::~MetaRoceWorkloadHelper()
 void
 MetaRoceWorkloadHelper::DoDispose()
 {
-    m_fabric = nullptr;
-    m_nics.clear();
+    m_flowApps.clear();
+    m_collectiveApps.clear();
+    m_flowHelper.reset();
+    m_collectiveHelper.reset();
     Object::DoDispose();
 }
 
 void
 MetaRoceWorkloadHelper::Setup(Ptr<MetaRoceFabric> fabric, const std::vector<Ptr<MetaRoceNic>>& nics)
 {
-    NS_ABORT_MSG_IF(!m_nics.empty(), "MetaRoceWorkloadHelper::Setup called twice");
+    NS_ABORT_MSG_IF(m_flowHelper, "MetaRoceWorkloadHelper::Setup called twice");
     NS_ABORT_MSG_IF(nics.empty(), "no NICs");
-    m_fabric = fabric;
-    m_nics = nics;
-    m_regions.assign(nics.size(), metaroce::MemoryRegion());
+    m_flowHelper = std::make_unique<MetaRoceFlowHelper>(fabric, nics);
+    m_collectiveHelper = std::make_unique<MetaRoceCollectiveHelper>(fabric, nics);
     m_cfg = nics[0]->GetDefaultConnectionConfig();
-    for (uint32_t i = 0; i < nics.size(); ++i)
+    // Every NIC's traffic state now: it listens to the NIC's completions from here on, ahead
+    // of trace sinks connected later.
+    for (const Ptr<MetaRoceNic>& nic : nics)
     {
-        nics[i]->TraceConnectWithoutContext(
-            "Completion",
-            MakeCallback(&MetaRoceWorkloadHelper::OnCompletion, this).Bind(i));
+        MetaRoceTrafficHost::Get(nic);
     }
 }
 
@@ -165,80 +142,34 @@ MetaRoceWorkloadHelper::GetConnectionConfig() const
 void
 MetaRoceWorkloadHelper::SetStopWhenDone(bool stop)
 {
-    const bool start = stop && !m_stopWhenDone;
     m_stopWhenDone = stop;
-    if (start && MetaRoceGetRankCount() > 1)
+    for (const Ptr<MetaRoceFlowApplication>& app : m_flowApps)
     {
-        // A rank sees only the completions of the hosts it owns: all ranks compare notes
-        // periodically (a collective call, at the same simulated times on every rank).
-        Simulator::Schedule(m_globalCheckInterval, &MetaRoceWorkloadHelper::GlobalCheck, this);
+        app->SetStopWhenDone(stop);
+    }
+    for (const Ptr<MetaRoceCollectiveApplication>& app : m_collectiveApps)
+    {
+        app->SetStopWhenDone(stop);
     }
 }
 
-void
-MetaRoceWorkloadHelper::GlobalCheck()
+Time
+MetaRoceWorkloadHelper::StartDelay(Time start)
 {
-    if (!m_stopWhenDone)
-    {
-        return;
-    }
-    // Each flow is counted by the rank that owns its source (or, on a receive failure, its
-    // destination); a collective's (rank, channel) pairs by the ranks that own their hosts.
-    const uint64_t finished = MetaRoceSumOverRanks(m_flowsFinished);
-    bool collectivesFinished = true;
-    for (const MetaRoceCollective& c : m_collectives)
-    {
-        const uint64_t pairs = MetaRoceSumOverRanks(c.ranksDone);
-        const uint64_t failed = MetaRoceSumOverRanks(c.failed ? 1 : 0);
-        collectivesFinished =
-            collectivesFinished && (failed > 0 || pairs >= c.ranks.size() * c.channels);
-    }
-    if (finished >= m_flows.size() && collectivesFinished)
-    {
-        Simulator::Stop();
-        return;
-    }
-    Simulator::Schedule(m_globalCheckInterval, &MetaRoceWorkloadHelper::GlobalCheck, this);
-}
-
-const metaroce::MemoryRegion&
-MetaRoceWorkloadHelper::Region(uint32_t host)
-{
-    metaroce::MemoryRegion& r = m_regions[host];
-    if (r.lkey == 0)
-    {
-        r = m_nics[host]->RegisterMemory(nullptr,
-                                         VIRTUAL_REGION_BYTES,
-                                         metaroce::ACCESS_LOCAL_WRITE |
-                                             metaroce::ACCESS_REMOTE_WRITE |
-                                             metaroce::ACCESS_REMOTE_READ);
-        NS_ABORT_MSG_IF(r.lkey == 0, "RegisterMemory failed on host " << host);
-    }
-    return r;
+    const Time now = Simulator::Now();
+    return start > now ? start - now : Time(0);
 }
 
 uint32_t
 MetaRoceWorkloadHelper::AddFlow(uint32_t src, uint32_t dst, uint64_t bytes, Time start, int64_t id)
 {
-    NS_ABORT_MSG_IF(m_nics.empty(), "MetaRoceWorkloadHelper used before Setup()");
-    NS_ABORT_MSG_IF(src >= m_nics.size() || dst >= m_nics.size(),
-                    "flow " << src << "->" << dst << " beyond the " << m_nics.size() << " hosts");
-    NS_ABORT_MSG_IF(src == dst, "flow from host " << src << " to itself");
-    NS_ABORT_MSG_IF(bytes == 0, "empty flow");
-    MetaRoceFlow f;
-    const uint32_t index = static_cast<uint32_t>(m_flows.size());
-    f.id = id >= 0 ? static_cast<uint32_t>(id) : index;
-    f.src = src;
-    f.dst = dst;
-    f.bytes = bytes;
-    f.start = start;
-    f.idealFct = IdealFct(src, dst, bytes);
-    m_flows.push_back(f);
-    const Time now = Simulator::Now();
-    Simulator::Schedule(start > now ? start - now : Time(0),
-                        &MetaRoceWorkloadHelper::StartFlow,
-                        this,
-                        index);
+    NS_ABORT_MSG_IF(!m_flowHelper, "MetaRoceWorkloadHelper used before Setup()");
+    const uint32_t index = static_cast<uint32_t>(m_flowApps.size());
+    m_flowHelper->SetConnectionConfig(m_cfg);
+    m_flowHelper->SetStopWhenDone(m_stopWhenDone);
+    ApplicationContainer apps = m_flowHelper->Install(src, dst, bytes, id >= 0 ? id : index);
+    apps.Start(StartDelay(start));
+    m_flowApps.push_back(DynamicCast<MetaRoceFlowApplication>(apps.Get(0)));
     return index;
 }
 
@@ -257,7 +188,8 @@ MetaRoceWorkloadHelper::AddIncast(const std::vector<uint32_t>& senders,
 void
 MetaRoceWorkloadHelper::AddPermutation(uint64_t bytes, Time start, uint64_t seed)
 {
-    const uint32_t n = static_cast<uint32_t>(m_nics.size());
+    NS_ABORT_MSG_IF(!m_flowHelper, "MetaRoceWorkloadHelper used before Setup()");
+    const uint32_t n = m_flowHelper->GetHostCount();
     NS_ABORT_MSG_IF(n < 2, "a permutation needs two hosts");
     // Sattolo's algorithm: a uniformly random cyclic permutation, so nobody sends to itself.
     std::vector<uint32_t> dst(n);
@@ -282,7 +214,8 @@ MetaRoceWorkloadHelper::AddAllToAll(std::vector<uint32_t> hosts, uint64_t bytes,
 {
     if (hosts.empty())
     {
-        for (uint32_t i = 0; i < m_nics.size(); ++i)
+        NS_ABORT_MSG_IF(!m_flowHelper, "MetaRoceWorkloadHelper used before Setup()");
+        for (uint32_t i = 0; i < m_flowHelper->GetHostCount(); ++i)
         {
             hosts.push_back(i);
         }
@@ -305,272 +238,41 @@ MetaRoceWorkloadHelper::AddRingAllReduce(const std::vector<uint32_t>& ranks,
                                          uint32_t channels,
                                          Time start)
 {
-    NS_ABORT_MSG_IF(m_nics.empty(), "MetaRoceWorkloadHelper used before Setup()");
-    NS_ABORT_MSG_IF(ranks.size() < 2, "a ring needs two ranks");
-    NS_ABORT_MSG_IF(channels == 0, "a ring needs a channel");
-    for (uint32_t r : ranks)
-    {
-        NS_ABORT_MSG_IF(r >= m_nics.size(), "rank host " << r << " beyond the fabric");
-    }
-    MetaRoceCollective c;
-    c.ranks = ranks;
-    c.bytesPerRank = bytesPerRank;
-    c.channels = channels;
-    const uint64_t pieces = uint64_t(ranks.size()) * channels;
-    c.chunkBytes = std::max<uint64_t>(1, (bytesPerRank + pieces - 1) / pieces);
-    NS_ABORT_MSG_IF(c.chunkBytes > m_cfg.maxMessageSize,
-                    "ring chunk of " << c.chunkBytes << " bytes exceeds MaxMessageSize");
-    c.start = start;
-    const uint32_t index = static_cast<uint32_t>(m_collectives.size());
-    m_collectives.push_back(c);
-    m_rankChannels.emplace_back(ranks.size() * channels);
-    const Time now = Simulator::Now();
-    Simulator::Schedule(start > now ? start - now : Time(0),
-                        &MetaRoceWorkloadHelper::StartCollective,
-                        this,
-                        index);
+    NS_ABORT_MSG_IF(!m_collectiveHelper, "MetaRoceWorkloadHelper used before Setup()");
+    const uint32_t index = static_cast<uint32_t>(m_collectiveApps.size());
+    m_collectiveHelper->SetConnectionConfig(m_cfg);
+    m_collectiveHelper->SetStopWhenDone(m_stopWhenDone);
+    ApplicationContainer apps = m_collectiveHelper->Install(ranks, bytesPerRank, channels);
+    apps.Start(StartDelay(start));
+    m_collectiveApps.push_back(DynamicCast<MetaRoceCollectiveApplication>(apps.Get(0)));
     return index;
-}
-
-void
-MetaRoceWorkloadHelper::StartFlow(uint32_t i)
-{
-    MetaRoceFlow& f = m_flows[i];
-    Ptr<MetaRoceNic> a = m_nics[f.src];
-    Ptr<MetaRoceNic> b = m_nics[f.dst];
-    const uint64_t maxMessage = m_cfg.maxMessageSize;
-    const uint64_t messages = (f.bytes + maxMessage - 1) / maxMessage;
-    NS_ABORT_MSG_IF(messages > m_cfg.maxOutstandingWrs,
-                    "flow of " << f.bytes << " bytes needs " << messages
-                               << " messages: raise MaxMessageSize or MaxOutstandingWrs");
-    const metaroce::MemoryRegion& srcRegion = Region(f.src);
-    const metaroce::MemoryRegion& dstRegion = Region(f.dst);
-    auto [qa, qb] = MetaRoceConnectionHelper::Connect(a, b, m_cfg);
-    f.srcQpn = qa;
-    f.dstQpn = qb;
-    m_uses[Key(f.src, qa)] = ConnectionUse{false, i, true, 0, 0};
-    m_uses[Key(f.dst, qb)] = ConnectionUse{false, i, false, 0, 0};
-    // Distributed runs: every rank sets up both queue pairs (QPNs stay identical across
-    // ranks), but only the rank that owns a host posts work on it.
-    const bool srcLocal = MetaRoceIsLocal(m_fabric ? m_fabric->GetHost(f.src) : nullptr);
-    const bool dstLocal = MetaRoceIsLocal(m_fabric ? m_fabric->GetHost(f.dst) : nullptr);
-    metaroce::RecvWr rw;
-    rw.wrId = i;
-    if (dstLocal && b->PostRecv(qb, rw) != metaroce::PostStatus::OK)
-    {
-        f.failed = true;
-        ++m_flowsFinished;
-        CheckDone();
-        return;
-    }
-    uint64_t offset = 0;
-    for (uint64_t m = 0; m < messages && srcLocal; ++m)
-    {
-        const uint64_t len = std::min<uint64_t>(maxMessage, f.bytes - offset);
-        const bool last = m + 1 == messages;
-        metaroce::SendWr wr;
-        wr.wrId = i;
-        wr.opcode = last ? metaroce::WrOpcode::RDMA_WRITE_WITH_IMM : metaroce::WrOpcode::RDMA_WRITE;
-        wr.sge = {srcRegion.addr, static_cast<uint32_t>(len), srcRegion.lkey};
-        wr.remoteAddr = dstRegion.addr;
-        wr.rkey = dstRegion.rkey;
-        wr.immData = f.id;
-        wr.signaled = last;
-        const metaroce::PostStatus st = a->PostSend(qa, wr);
-        if (st != metaroce::PostStatus::OK)
-        {
-            NS_LOG_WARN("flow " << f.id << ": PostSend " << metaroce::PostStatusName(st));
-            m_flows[i].failed = true;
-            ++m_flowsFinished;
-            CheckDone();
-            return;
-        }
-        offset += len;
-    }
-}
-
-void
-MetaRoceWorkloadHelper::StartCollective(uint32_t ci)
-{
-    MetaRoceCollective& c = m_collectives[ci];
-    const uint32_t n = static_cast<uint32_t>(c.ranks.size());
-    const uint32_t steps = 2 * (n - 1);
-    const bool streams = m_cfg.transport == "metaroce";
-    metaroce::ConnectionConfig cfg = m_cfg;
-    cfg.maxPostedRecvs = std::max(cfg.maxPostedRecvs, steps);
-    if (streams)
-    {
-        cfg.maxStreams = std::max<uint16_t>(cfg.maxStreams, static_cast<uint16_t>(c.channels));
-    }
-    for (uint32_t r = 0; r < n; ++r)
-    {
-        const uint32_t next = (r + 1) % n;
-        const uint32_t hostA = c.ranks[r];
-        const uint32_t hostB = c.ranks[next];
-        Region(hostA);
-        Region(hostB);
-        uint32_t qa = 0;
-        uint32_t qb = 0;
-        for (uint32_t ch = 0; ch < c.channels; ++ch)
-        {
-            if (ch == 0 || !streams)
-            {
-                std::tie(qa, qb) =
-                    MetaRoceConnectionHelper::Connect(m_nics[hostA], m_nics[hostB], cfg);
-                m_uses[Key(hostA, qa)] = ConnectionUse{true, ci, true, r, ch};
-                m_uses[Key(hostB, qb)] = ConnectionUse{true, ci, false, next, ch};
-            }
-            RankChannel& rc = m_rankChannels[ci][r * c.channels + ch];
-            rc.sendQpn = qa;
-            rc.stream = streams ? static_cast<uint16_t>(ch) : 0;
-            for (uint32_t s = 0; s < steps && MetaRoceIsLocal(m_fabric->GetHost(hostB)); ++s)
-            {
-                metaroce::RecvWr rw;
-                rw.wrId = (uint64_t(ci) << 32) | s;
-                rw.streamId = rc.stream;
-                const metaroce::PostStatus st = m_nics[hostB]->PostRecv(qb, rw);
-                NS_ABORT_MSG_IF(st != metaroce::PostStatus::OK,
-                                "ring PostRecv: " << metaroce::PostStatusName(st));
-            }
-        }
-    }
-    for (uint32_t r = 0; r < n; ++r)
-    {
-        for (uint32_t ch = 0; ch < c.channels && MetaRoceIsLocal(m_fabric->GetHost(c.ranks[r]));
-             ++ch)
-        {
-            PostChunk(ci, r, ch);
-        }
-    }
-}
-
-void
-MetaRoceWorkloadHelper::PostChunk(uint32_t ci, uint32_t rank, uint32_t channel)
-{
-    MetaRoceCollective& c = m_collectives[ci];
-    RankChannel& rc = m_rankChannels[ci][rank * c.channels + channel];
-    const uint32_t host = c.ranks[rank];
-    const uint32_t peer = c.ranks[(rank + 1) % c.ranks.size()];
-    const metaroce::MemoryRegion& srcRegion = Region(host);
-    const metaroce::MemoryRegion& dstRegion = Region(peer);
-    metaroce::SendWr wr;
-    wr.wrId = (uint64_t(ci) << 32) | rc.sent;
-    wr.opcode = metaroce::WrOpcode::RDMA_WRITE_WITH_IMM;
-    wr.sge = {srcRegion.addr, static_cast<uint32_t>(c.chunkBytes), srcRegion.lkey};
-    wr.remoteAddr = dstRegion.addr;
-    wr.rkey = dstRegion.rkey;
-    wr.immData = rc.sent;
-    wr.streamId = rc.stream;
-    wr.signaled = false;
-    ++rc.sent;
-    const metaroce::PostStatus st = m_nics[host]->PostSend(rc.sendQpn, wr);
-    if (st != metaroce::PostStatus::OK && !c.failed)
-    {
-        NS_LOG_WARN("ring PostSend: " << metaroce::PostStatusName(st));
-        c.failed = true;
-        ++m_collectivesFinished;
-        CheckDone();
-    }
-}
-
-void
-MetaRoceWorkloadHelper::OnCompletion(uint32_t host, const metaroce::Completion& completion)
-{
-    auto it = m_uses.find(Key(host, completion.connectionId));
-    if (it == m_uses.end())
-    {
-        return;
-    }
-    const ConnectionUse use = it->second;
-    const bool ok = completion.status == metaroce::WcStatus::SUCCESS;
-    if (!use.collective)
-    {
-        MetaRoceFlow& f = m_flows[use.index];
-        if (f.done || f.failed)
-        {
-            return;
-        }
-        if (!ok)
-        {
-            NS_LOG_WARN("flow " << f.id << ": " << metaroce::WcStatusName(completion.status));
-            f.failed = true;
-            ++m_flowsFinished;
-            CheckDone();
-            return;
-        }
-        if (use.sender)
-        {
-            f.done = true;
-            f.finish = Simulator::Now();
-            ++m_flowsFinished;
-            CheckDone();
-        }
-        else
-        {
-            f.received = true;
-            f.receiverFinish = Simulator::Now();
-        }
-        return;
-    }
-    MetaRoceCollective& c = m_collectives[use.index];
-    if (c.done || c.failed)
-    {
-        return;
-    }
-    if (!ok)
-    {
-        NS_LOG_WARN("ring: " << metaroce::WcStatusName(completion.status));
-        c.failed = true;
-        ++m_collectivesFinished;
-        CheckDone();
-        return;
-    }
-    if (use.sender)
-    {
-        return;
-    }
-    const uint32_t channel = m_cfg.transport == "metaroce" ? completion.streamId : use.channel;
-    RankChannel& rc = m_rankChannels[use.index][use.rank * c.channels + channel];
-    const uint32_t steps = 2 * (static_cast<uint32_t>(c.ranks.size()) - 1);
-    ++rc.received;
-    if (rc.received == steps)
-    {
-        c.lastRankDone = Simulator::Now();
-        if (++c.ranksDone == c.ranks.size() * c.channels)
-        {
-            c.done = true;
-            c.finish = Simulator::Now();
-            ++m_collectivesFinished;
-            CheckDone();
-        }
-    }
-    // The chunk received in step s is reduced and forwarded in step s + 1.
-    if (rc.sent < steps && rc.sent <= rc.received)
-    {
-        PostChunk(use.index, use.rank, channel);
-    }
-}
-
-void
-MetaRoceWorkloadHelper::CheckDone()
-{
-    if (m_stopWhenDone && MetaRoceGetRankCount() == 1 && AllDone())
-    {
-        Simulator::Stop();
-    }
 }
 
 bool
 MetaRoceWorkloadHelper::AllDone() const
 {
-    return m_flowsFinished == m_flows.size() && m_collectivesFinished == m_collectives.size();
+    for (const Ptr<MetaRoceFlowApplication>& app : m_flowApps)
+    {
+        if (!app->IsFinished())
+        {
+            return false;
+        }
+    }
+    for (const Ptr<MetaRoceCollectiveApplication>& app : m_collectiveApps)
+    {
+        if (!app->IsFinished())
+        {
+            return false;
+        }
+    }
+    return true;
 }
 
 uint32_t
 MetaRoceWorkloadHelper::GetFlowsDone() const
 {
     uint32_t n = 0;
-    for (const MetaRoceFlow& f : m_flows)
+    for (const MetaRoceFlow& f : GetFlows())
     {
         n += f.done;
     }
@@ -580,98 +282,52 @@ MetaRoceWorkloadHelper::GetFlowsDone() const
 const std::vector<MetaRoceFlow>&
 MetaRoceWorkloadHelper::GetFlows() const
 {
+    m_flows.resize(m_flowApps.size());
+    for (size_t i = 0; i < m_flowApps.size(); ++i)
+    {
+        m_flows[i] = m_flowApps[i]->GetFlow();
+    }
     return m_flows;
 }
 
 const std::vector<MetaRoceCollective>&
 MetaRoceWorkloadHelper::GetCollectives() const
 {
+    m_collectives.resize(m_collectiveApps.size());
+    for (size_t i = 0; i < m_collectiveApps.size(); ++i)
+    {
+        m_collectives[i] = m_collectiveApps[i]->GetCollective();
+    }
     return m_collectives;
+}
+
+ApplicationContainer
+MetaRoceWorkloadHelper::GetApplications() const
+{
+    ApplicationContainer apps;
+    for (const Ptr<MetaRoceFlowApplication>& app : m_flowApps)
+    {
+        apps.Add(app);
+    }
+    for (const Ptr<MetaRoceCollectiveApplication>& app : m_collectiveApps)
+    {
+        apps.Add(app);
+    }
+    return apps;
 }
 
 uint32_t
 MetaRoceWorkloadHelper::HopCount(uint32_t src, uint32_t dst)
 {
-    if (!m_fabric)
-    {
-        return 0;
-    }
-    if (m_adjacency.empty())
-    {
-        uint32_t maxId = 0;
-        for (const MetaRoceLink& l : m_fabric->GetLinks())
-        {
-            maxId = std::max({maxId, l.nodeA->GetId(), l.nodeB->GetId()});
-        }
-        m_adjacency.assign(maxId + 1, {});
-        for (const MetaRoceLink& l : m_fabric->GetLinks())
-        {
-            if (l.plane != 0)
-            {
-                continue;
-            }
-            m_adjacency[l.nodeA->GetId()].push_back(l.nodeB->GetId());
-            m_adjacency[l.nodeB->GetId()].push_back(l.nodeA->GetId());
-        }
-        m_hopCache.assign(m_fabric->GetHostCount(), {});
-        m_hostOfNode.assign(maxId + 1, -1);
-        for (uint32_t h = 0; h < m_fabric->GetHostCount(); ++h)
-        {
-            const uint32_t id = m_fabric->GetHost(h)->GetId();
-            if (id < m_hostOfNode.size())
-            {
-                m_hostOfNode[id] = h;
-            }
-        }
-    }
-    std::vector<int32_t>& dist = m_hopCache[src];
-    if (dist.empty())
-    {
-        dist.assign(m_adjacency.size(), -1);
-        std::queue<uint32_t> q;
-        const uint32_t from = m_fabric->GetHost(src)->GetId();
-        dist[from] = 0;
-        q.push(from);
-        while (!q.empty())
-        {
-            const uint32_t u = q.front();
-            q.pop();
-            // Hosts do not forward: only the source expands.
-            if (u != from && m_hostOfNode[u] >= 0)
-            {
-                continue;
-            }
-            for (uint32_t v : m_adjacency[u])
-            {
-                if (dist[v] < 0)
-                {
-                    dist[v] = dist[u] + 1;
-                    q.push(v);
-                }
-            }
-        }
-    }
-    const uint32_t to = m_fabric->GetHost(dst)->GetId();
-    return to < dist.size() && dist[to] > 0 ? static_cast<uint32_t>(dist[to]) : 0;
+    NS_ABORT_MSG_IF(!m_flowHelper, "MetaRoceWorkloadHelper used before Setup()");
+    return m_flowHelper->HopCount(src, dst);
 }
 
 Time
 MetaRoceWorkloadHelper::IdealFct(uint32_t src, uint32_t dst, uint64_t bytes)
 {
-    const double rate = std::min(m_nics[src]->GetLineRateBps(), m_nics[dst]->GetLineRateBps());
-    const double portRate =
-        static_cast<double>(m_nics[src]->GetPort(0)->GetDataRate().GetBitRate());
-    const uint32_t hops = HopCount(src, dst);
-    Time delay(0);
-    if (m_fabric && !m_fabric->GetLinks().empty())
-    {
-        delay = m_fabric->GetLinks()[0].channel->GetDelay();
-    }
-    const double dataWire =
-        metaroce::Endpoint::MaxDatagramSize(m_cfg.mtu) + metaroce::WIRE_OVERHEAD_BYTES;
-    const double perHop = (dataWire + ACK_WIRE_BYTES) * 8.0 / portRate;
-    const double seconds = bytes * 8.0 / rate + hops * (2 * delay.GetSeconds() + perHop);
-    return Seconds(seconds);
+    NS_ABORT_MSG_IF(!m_flowHelper, "MetaRoceWorkloadHelper used before Setup()");
+    return m_flowHelper->IdealFct(src, dst, bytes, m_cfg.mtu);
 }
 
 void
@@ -679,7 +335,7 @@ MetaRoceWorkloadHelper::WriteFlows(std::ostream& os) const
 {
     os << "id src dst bytes start_us finish_us fct_us ideal_us slowdown\n";
     os << std::setprecision(10);
-    for (const MetaRoceFlow& f : m_flows)
+    for (const MetaRoceFlow& f : GetFlows())
     {
         os << f.id << ' ' << f.src << ' ' << f.dst << ' ' << f.bytes << ' '
            << f.start.GetSeconds() * 1e6 << ' ';
@@ -874,10 +530,11 @@ bool
 MetaRoceWorkloadHelper::AddHtsimConnectionMatrix(const MetaRoceHtsimMatrix& matrix,
                                                  std::string& error)
 {
-    if (matrix.nodes > m_nics.size())
+    NS_ABORT_MSG_IF(!m_flowHelper, "MetaRoceWorkloadHelper used before Setup()");
+    if (matrix.nodes > m_flowHelper->GetHostCount())
     {
         error = "the matrix has " + std::to_string(matrix.nodes) + " nodes but the fabric " +
-                std::to_string(m_nics.size()) + " hosts";
+                std::to_string(m_flowHelper->GetHostCount()) + " hosts";
         return false;
     }
     for (const MetaRoceHtsimFlow& f : matrix.flows)

@@ -7,91 +7,33 @@
 #ifndef METAROCE_WORKLOAD_HELPER_H
 #define METAROCE_WORKLOAD_HELPER_H
 
+#include "metaroce-collective-application.h"
+#include "metaroce-flow-application.h"
 #include "metaroce-nic.h"
+#include "metaroce-traffic-helper.h"
 
+#include "ns3/application-container.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 /**
  * \file
  * Workload generators over MetaRoceNics: flows (incast, permutation, all-to-all, htsim
- * connection matrices) with flow completion times, and ring all-reduce collectives.
+ * connection matrices) with flow completion times, and ring all-reduce collectives, installed
+ * as traffic applications (MetaRoceFlowApplication, MetaRoceCollectiveApplication).
  */
 
 namespace ns3
 {
 
 class MetaRoceFabric;
-
-/**
- * One flow: \p bytes from host \p src to host \p dst, posted at \p start as RDMA WRITEs (the
- * last one WRITE_WITH_IMM, so the receiver sees a completion) into a virtual region.
- *
- * FCT = finish - start, where finish is the sender's completion of the last message (the
- * sender knows every byte arrived). The ideal FCT is
- *   idealFct = bytes * 8 / R + baseRtt,
- * with R the smaller of the two NICs' line rates (all planes) and baseRtt the unloaded round
- * trip of one full data packet and its ACK on the shortest path of h links:
- *   baseRtt = 2 h d + h (Tdata + Tack),
- * d the link delay, Tdata the serialization of an MTU-sized datagram plus
- * WIRE_OVERHEAD_BYTES at the host port rate, Tack that of a 64-byte ACK. Slowdown =
- * FCT / idealFct (about 1.02 for an unloaded 4 KiB-MTU flow: the headers).
- */
-struct MetaRoceFlow
-{
-    uint32_t id{0};       //!< flow id (htsim id, or creation order)
-    uint32_t src{0};      //!< sender host index
-    uint32_t dst{0};      //!< receiver host index
-    uint64_t bytes{0};    //!< payload bytes
-    Time start;           //!< post time
-    Time finish;          //!< sender completion of the last message (valid if done)
-    Time receiverFinish;  //!< receiver's completion (valid if received)
-    Time idealFct;        //!< ideal FCT (see above)
-    bool done{false};     //!< the sender's completion arrived with SUCCESS
-    bool received{false}; //!< the receiver's completion arrived with SUCCESS
-    bool failed{false};   //!< a completion reported an error
-    uint32_t srcQpn{0};   //!< connection on the sender
-    uint32_t dstQpn{0};   //!< connection on the receiver
-
-    /// \return finish - start (valid if done).
-    Time Fct() const
-    {
-        return finish - start;
-    }
-
-    /// \return Fct() / idealFct.
-    double Slowdown() const
-    {
-        return Fct().GetSeconds() / idealFct.GetSeconds();
-    }
-};
-
-/// A ring all-reduce collective and its outcome.
-struct MetaRoceCollective
-{
-    std::vector<uint32_t> ranks; //!< host of each rank, in ring order
-    uint64_t bytesPerRank{0};    //!< buffer size each rank reduces
-    uint32_t channels{1};        //!< parallel channels (streams / QPs)
-    uint64_t chunkBytes{0};      //!< bytes per (step, channel) message
-    Time start;                  //!< start time
-    Time finish;                 //!< the last rank finished (valid if done)
-    bool done{false};            //!< every rank received every chunk
-    bool failed{false};          //!< a completion reported an error
-    uint32_t ranksDone{0};       //!< (rank, channel) pairs finished (on this MPI rank's hosts)
-    Time lastRankDone;           //!< when the latest of those pairs finished
-
-    /// \return bytesPerRank / (finish - start) in b/s: NCCL's algorithm bandwidth.
-    double AlgorithmBandwidth() const;
-    /// \return AlgorithmBandwidth() * 2 (N-1) / N: NCCL's bus bandwidth.
-    double BusBandwidth() const;
-};
 
 /// One line of an htsim connection matrix.
 struct MetaRoceHtsimFlow
@@ -114,14 +56,17 @@ struct MetaRoceHtsimMatrix
 
 /**
  * \ingroup metaroce
- * Generates workloads on the NICs of a fabric and records their outcome.
+ * Generates workloads on the NICs of a fabric and records their outcome: a thin layer over
+ * MetaRoceFlowHelper and MetaRoceCollectiveHelper that installs one application per flow and
+ * per collective, with absolute start times.
  *
- * Add flows and collectives, call Install() (or let the first Add schedule itself), run the
- * simulation, then read GetFlows() / GetCollectives(). Each NIC gets one virtual memory region
- * (no bytes: a simulation moves any amount of data without memory). Connections are created
- * when their flow starts (the simulated control plane is instantaneous), with the configuration
- * set by SetConnectionConfig() (default: the first NIC's default connection configuration).
- * The helper listens to the NICs' Completion traces, so applications may share the NICs.
+ * Add flows and collectives (each application is installed at once, with the connection
+ * configuration set by SetConnectionConfig() at that moment: default, the first NIC's default
+ * connection configuration at Setup), run the simulation, then read GetFlows() /
+ * GetCollectives(), or GetApplications() for the applications themselves. Each NIC gets one
+ * virtual memory region (MetaRoceTrafficHost). Applications installed by other helpers may
+ * share the NICs, and SetStopWhenDone stops the simulation when those that ask for it, from
+ * every helper, have finished.
  */
 class MetaRoceWorkloadHelper : public Object
 {
@@ -152,7 +97,8 @@ class MetaRoceWorkloadHelper : public Object
     const metaroce::ConnectionConfig& GetConnectionConfig() const;
 
     /**
-     * Stop the simulator when every flow and collective added so far has finished.
+     * Stop the simulator when every flow and collective of this helper (added before or
+     * after) and every other traffic application that asks for it has finished.
      * \param stop whether to stop
      */
     void SetStopWhenDone(bool stop);
@@ -242,8 +188,11 @@ class MetaRoceWorkloadHelper : public Object
      */
     bool AddHtsimConnectionMatrix(const MetaRoceHtsimMatrix& matrix, std::string& error);
 
-    /// \return the flows.
+    /// \return the flows' records, in the order they were added.
     const std::vector<MetaRoceFlow>& GetFlows() const;
+
+    /// \return the applications: the flows', then the collectives', in the order added.
+    ApplicationContainer GetApplications() const;
 
     /// \return the collectives.
     const std::vector<MetaRoceCollective>& GetCollectives() const;
@@ -281,86 +230,20 @@ class MetaRoceWorkloadHelper : public Object
     void DoDispose() override;
 
   private:
-    /// What a (host, qpn) connection serves.
-    struct ConnectionUse
-    {
-        bool collective{false}; //!< ring all-reduce (else a flow)
-        uint32_t index{0};      //!< flow or collective index
-        bool sender{false};     //!< this end sends
-        uint32_t rank{0};       //!< collective: rank of this end
-        uint32_t channel{0};    //!< collective, RoCEv2: channel of this connection
-    };
+    /**
+     * \param start an absolute time
+     * \return the application start time that starts at \p start (at once if it is past)
+     */
+    static Time StartDelay(Time start);
 
-    /// Per-rank-and-channel state of a collective.
-    struct RankChannel
-    {
-        uint32_t sendQpn{0};  //!< connection to the successor
-        uint16_t stream{0};   //!< stream on it
-        uint32_t received{0}; //!< chunks received
-        uint32_t sent{0};     //!< chunks posted
-    };
-
-    /**
-     * \param host a host
-     * \return its virtual region (registered on first use)
-     */
-    const metaroce::MemoryRegion& Region(uint32_t host);
-    /**
-     * Start flow \p i.
-     * \param i flow index
-     */
-    void StartFlow(uint32_t i);
-    /**
-     * Start collective \p i.
-     * \param i collective index
-     */
-    void StartCollective(uint32_t i);
-    /**
-     * Post the next chunk of a collective.
-     * \param c collective index
-     * \param rank the sending rank
-     * \param channel the channel
-     */
-    void PostChunk(uint32_t c, uint32_t rank, uint32_t channel);
-    /**
-     * Completion trace sink.
-     * \param host the NIC's host
-     * \param completion the completion
-     */
-    void OnCompletion(uint32_t host, const metaroce::Completion& completion);
-    /// Stop the simulator if asked and everything is done.
-    void CheckDone();
-    /// Distributed runs: the periodic check (on every rank at the same times) whether every
-    /// rank's flows are done; stops all ranks when they are.
-    void GlobalCheck();
-
-    /**
-     * \param host a host
-     * \param qpn a connection
-     * \return the key of the connection
-     */
-    static uint64_t Key(uint32_t host, uint32_t qpn)
-    {
-        return (uint64_t(host) << 32) | qpn;
-    }
-
-    Ptr<MetaRoceFabric> m_fabric;                         //!< fabric
-    std::vector<Ptr<MetaRoceNic>> m_nics;                 //!< NICs by host
-    std::vector<metaroce::MemoryRegion> m_regions;        //!< virtual region by host
-    metaroce::ConnectionConfig m_cfg;                     //!< connection configuration
-    bool m_stopWhenDone{false};                           //!< stop when all is done
-    std::vector<MetaRoceFlow> m_flows;                    //!< flows
-    std::vector<MetaRoceCollective> m_collectives;        //!< collectives
-    std::vector<std::vector<RankChannel>> m_rankChannels; //!< by collective, rank*ch+ch
-    std::unordered_map<uint64_t, ConnectionUse> m_uses;   //!< by Key(host, qpn)
-    uint32_t m_flowsFinished{0};                          //!< done or failed flows
-    uint32_t m_collectivesFinished{0};                    //!< done or failed collectives
-    std::vector<std::vector<int32_t>> m_hopCache;         //!< BFS distances by source host
-    std::vector<std::vector<uint32_t>> m_adjacency;       //!< node id -> neighbour ids
-    std::vector<int64_t> m_hostOfNode;                    //!< node id -> host index
-
-    /// Distributed runs: the period of the global done check.
-    Time m_globalCheckInterval{MicroSeconds(10)};
+    std::unique_ptr<MetaRoceFlowHelper> m_flowHelper;                 //!< installs flows
+    std::unique_ptr<MetaRoceCollectiveHelper> m_collectiveHelper;     //!< and collectives
+    metaroce::ConnectionConfig m_cfg;                                 //!< configuration
+    bool m_stopWhenDone{false};                                       //!< stop when done
+    std::vector<Ptr<MetaRoceFlowApplication>> m_flowApps;             //!< flows
+    std::vector<Ptr<MetaRoceCollectiveApplication>> m_collectiveApps; //!< collectives
+    mutable std::vector<MetaRoceFlow> m_flows;                        //!< GetFlows()
+    mutable std::vector<MetaRoceCollective> m_collectives;            //!< GetCollectives()
 };
 
 } // namespace ns3

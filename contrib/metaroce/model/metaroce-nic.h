@@ -108,6 +108,79 @@ class MetaRoceNic : public Object
     /// TracedCallback signature of rate changes: (qpn, bits per second; 0 = unlimited).
     typedef void (*RateChangeTracedCallback)(uint32_t qpn, double bitsPerSecond);
 
+    /*
+     * The choices of the attributes that choose an engine policy. Each attribute is an
+     * EnumValue whose names are the engine's, from its one registry (metaroce::PolicyNames in
+     * metaroce-policy-names.h): enum value i is the registry's name i, so StringValue("rocev2")
+     * and EnumValue(MetaRoceNic::TRANSPORT_ROCEV2) set the same thing, and a name the registry
+     * does not have fails when it is set. GetTypeId aborts if a registry and its enum differ in
+     * length (a policy added to the engine needs its value here).
+     */
+
+    /// Transport attribute (metaroce::PolicyKind::TRANSPORT).
+    enum Transport
+    {
+        TRANSPORT_METAROCE, //!< "metaroce"
+        TRANSPORT_ROCEV2,   //!< "rocev2"
+    };
+
+    /// CongestionControl attribute (metaroce::PolicyKind::CONGESTION_CONTROL).
+    enum CongestionControl
+    {
+        CC_AIMD,  //!< "aimd"
+        CC_DCTCP, //!< "dctcp"
+        CC_FIXED, //!< "fixed"
+    };
+
+    /// PathScheduler attribute (metaroce::PolicyKind::PATH_SCHEDULER).
+    enum PathScheduler
+    {
+        PATH_SCHEDULER_SPRAY,  //!< "spray"
+        PATH_SCHEDULER_SINGLE, //!< "single"
+    };
+
+    /// LossDetection attribute (metaroce::PolicyKind::LOSS_DETECTION).
+    enum LossDetection
+    {
+        LOSS_DETECTION_RACK,     //!< "rack": time-based, across paths
+        LOSS_DETECTION_SACK_GAP, //!< "sack-gap": SACK gaps of a path only
+    };
+
+    /// TailProbe attribute (metaroce::PolicyKind::TAIL_PROBE).
+    enum TailProbe
+    {
+        TAIL_PROBE_TLP,  //!< "tlp": tail-loss probe
+        TAIL_PROBE_NONE, //!< "none"
+    };
+
+    /// FailureDetection attribute (metaroce::PolicyKind::FAILURE_DETECTION).
+    enum FailureDetection
+    {
+        FAILURE_DETECTION_CROSS_PATH, //!< "cross-path": evidence from the other paths
+        FAILURE_DETECTION_RTO,        //!< "rto": the RTO only
+    };
+
+    /// RtoPolicy attribute (metaroce::PolicyKind::RTO_POLICY).
+    enum RtoPolicy
+    {
+        RTO_POLICY_ADAPTIVE, //!< "adaptive": floor from the minimum RTT
+        RTO_POLICY_FIXED,    //!< "fixed": RtoMin floor
+    };
+
+    /// InitialWindow attribute (metaroce::PolicyKind::INITIAL_WINDOW).
+    enum InitialWindow
+    {
+        INITIAL_WINDOW_PER_CONNECTION, //!< "per-connection"
+        INITIAL_WINDOW_PER_PATH,       //!< "per-path"
+    };
+
+    /// RoceRecovery attribute (metaroce::PolicyKind::ROCE_RECOVERY).
+    enum RoceRecovery
+    {
+        ROCE_RECOVERY_GBN, //!< "gbn": go-back-N
+        ROCE_RECOVERY_IRN, //!< "irn": IRN selective repeat
+    };
+
     /**
      * \brief Get the type ID.
      * \return the object TypeId

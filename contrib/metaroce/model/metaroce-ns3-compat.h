@@ -11,6 +11,7 @@
 #include "ns3/enum.h"
 #include "ns3/event-id.h"
 
+#include <type_traits>
 #include <utility>
 
 /**
@@ -34,6 +35,27 @@ namespace ns3
  */
 template <typename T>
 using MetaRoceEnumValueOf = decltype(EnumValue(std::declval<T>()));
+
+namespace metaroce_compat
+{
+/// ns-3.41 and later: the class template EnumChecker<T> (chosen when C is a template).
+template <typename T, template <typename> class C>
+C<T>* EnumCheckerOf(int);
+
+/// Up to ns-3.40: the class EnumChecker (chosen when C is a class).
+template <typename T, class C>
+C* EnumCheckerOf(long);
+} // namespace metaroce_compat
+
+/**
+ * The attribute checker class of an enum of type \p T: the class ns3::EnumChecker up to
+ * ns-3.40, the class template ns3::EnumChecker<T> from ns-3.41. An explicit template argument
+ * of the wrong kind (a template for a class parameter, or the reverse) removes that overload
+ * of EnumCheckerOf, so exactly one is left in both.
+ */
+template <typename T>
+using MetaRoceEnumCheckerOf =
+    std::remove_pointer_t<decltype(metaroce_compat::EnumCheckerOf<T, EnumChecker>(0))>;
 
 /**
  * MakeEnumAccessor for a data member or a getter or setter of enum type \p T. ns-3.41 and

@@ -6,13 +6,16 @@
 
 /**
  * \file
- * ns-3 unit tests of the model: enum attributes by name (the switch's, the scheduler's) and the
- * ns-3 API compatibility layer (metaroce-ns3-compat.h). They run in an ns-3 tree (./test.py -s
- * metaroce-model) and in the standalone build (ctest -L ns3).
+ * ns-3 unit tests of the model: enum attributes by name (the switch's, the scheduler's, the
+ * NIC's policies) and the ns-3 API compatibility layer (metaroce-ns3-compat.h). They run in an ns-3
+ * tree (./test.py -s metaroce-model) and in the standalone build (ctest -L ns3).
  */
 
+#include "ns3/config.h"
 #include "ns3/enum.h"
+#include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-ns3-compat.h"
+#include "ns3/metaroce-policy-names.h"
 #include "ns3/metaroce-scheduler.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/simulator.h"
@@ -20,14 +23,17 @@
 #include "ns3/test.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace ns3;
 
 namespace
 {
 /**
- * The names an enum attribute accepts, as "a|b|c". (An unknown name is not set in these tests:
- * ns-3's EnumChecker asserts on it where asserts are on, and reads past its list where not.)
+ * The names an enum attribute accepts, as "a|b|c". (An unknown name is not set in these tests
+ * on the switch's and the scheduler's enums: ns-3's EnumChecker asserts on it where asserts are
+ * on, and reads past its list where not. The NIC's policy attributes reject it.)
  * \param tid The TypeId.
  * \param attribute The attribute's name.
  * \returns The names.
@@ -89,6 +95,134 @@ class MetaRoceEnumAttributeTestCase : public TestCase
 
 /**
  * \ingroup metaroce-tests
+ * The NIC's policy attributes are EnumValues over the engine's one registry of policy names:
+ * exactly the registry's names as choices, in its order, the engine's defaults, set and read by
+ * name and by value, and an unknown name rejected when it is set.
+ */
+class MetaRoceNicPolicyAttributeTestCase : public TestCase
+{
+  public:
+    MetaRoceNicPolicyAttributeTestCase()
+        : TestCase("MetaRoceNic policy attributes are enums of the engine's policy names")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        using metaroce::PolicyKind;
+        const metaroce::ConnectionConfig engine;
+
+        struct Policy
+        {
+            std::string attribute;     //!< MetaRoceNic attribute
+            PolicyKind kind;           //!< registry kind
+            std::string engineDefault; //!< ConnectionConfig's default
+        };
+
+        const std::vector<Policy> policies = {
+            {"Transport", PolicyKind::TRANSPORT, engine.transport},
+            {"CongestionControl", PolicyKind::CONGESTION_CONTROL, engine.congestionControl},
+            {"PathScheduler", PolicyKind::PATH_SCHEDULER, engine.pathScheduler},
+            {"LossDetection", PolicyKind::LOSS_DETECTION, engine.lossDetection},
+            {"RoceRecovery", PolicyKind::ROCE_RECOVERY, engine.rocev2.recovery},
+            {"TailProbe", PolicyKind::TAIL_PROBE, engine.tailProbe},
+            {"FailureDetection", PolicyKind::FAILURE_DETECTION, engine.failureDetection},
+            {"RtoPolicy", PolicyKind::RTO_POLICY, engine.rtoPolicy},
+            {"InitialWindow", PolicyKind::INITIAL_WINDOW, engine.initialWindow},
+        };
+        Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
+        StringValue name;
+        for (const Policy& p : policies)
+        {
+            std::string registry;
+            for (const std::string& n : metaroce::PolicyNames(p.kind))
+            {
+                registry += (registry.empty() ? "" : "|") + n;
+            }
+            NS_TEST_ASSERT_MSG_EQ(Choices(MetaRoceNic::GetTypeId(), p.attribute),
+                                  registry,
+                                  p.attribute + ": the registry's names, in its order");
+            nic->GetAttribute(p.attribute, name);
+            NS_TEST_ASSERT_MSG_EQ(name.Get(), p.engineDefault, p.attribute + ": engine default");
+            for (const std::string& n : metaroce::PolicyNames(p.kind))
+            {
+                nic->SetAttribute(p.attribute, StringValue(n));
+                nic->GetAttribute(p.attribute, name);
+                NS_TEST_ASSERT_MSG_EQ(name.Get(), n, p.attribute + " set by name");
+            }
+            NS_TEST_ASSERT_MSG_EQ(nic->SetAttributeFailSafe(p.attribute, StringValue("cubic")),
+                                  false,
+                                  p.attribute + ": an unknown name is rejected");
+            NS_TEST_ASSERT_MSG_EQ(nic->SetAttributeFailSafe(p.attribute, EnumValue(99)),
+                                  false,
+                                  p.attribute + ": a value beyond the choices is rejected");
+        }
+
+        // Each enumerator of MetaRoceNic names the policy it says (a registry reordered
+        // without the enum fails here). Typed values: from ns-3.41 on, EnumValue is
+        // EnumValue<T>, and an int is another type.
+        auto byValue = [&](const std::string& attribute,
+                           const AttributeValue& value,
+                           const std::string& expected) {
+            nic->SetAttribute(attribute, value);
+            nic->GetAttribute(attribute, name);
+            NS_TEST_ASSERT_MSG_EQ(name.Get(), expected, attribute + " set by value");
+        };
+        byValue("Transport", EnumValue(MetaRoceNic::TRANSPORT_METAROCE), "metaroce");
+        byValue("Transport", EnumValue(MetaRoceNic::TRANSPORT_ROCEV2), "rocev2");
+        byValue("CongestionControl", EnumValue(MetaRoceNic::CC_AIMD), "aimd");
+        byValue("CongestionControl", EnumValue(MetaRoceNic::CC_FIXED), "fixed");
+        byValue("CongestionControl", EnumValue(MetaRoceNic::CC_DCTCP), "dctcp");
+        byValue("PathScheduler", EnumValue(MetaRoceNic::PATH_SCHEDULER_SPRAY), "spray");
+        byValue("PathScheduler", EnumValue(MetaRoceNic::PATH_SCHEDULER_SINGLE), "single");
+        byValue("LossDetection", EnumValue(MetaRoceNic::LOSS_DETECTION_RACK), "rack");
+        byValue("LossDetection", EnumValue(MetaRoceNic::LOSS_DETECTION_SACK_GAP), "sack-gap");
+        byValue("RoceRecovery", EnumValue(MetaRoceNic::ROCE_RECOVERY_GBN), "gbn");
+        byValue("RoceRecovery", EnumValue(MetaRoceNic::ROCE_RECOVERY_IRN), "irn");
+        byValue("TailProbe", EnumValue(MetaRoceNic::TAIL_PROBE_TLP), "tlp");
+        byValue("TailProbe", EnumValue(MetaRoceNic::TAIL_PROBE_NONE), "none");
+        byValue("FailureDetection",
+                EnumValue(MetaRoceNic::FAILURE_DETECTION_CROSS_PATH),
+                "cross-path");
+        byValue("FailureDetection", EnumValue(MetaRoceNic::FAILURE_DETECTION_RTO), "rto");
+        byValue("RtoPolicy", EnumValue(MetaRoceNic::RTO_POLICY_ADAPTIVE), "adaptive");
+        byValue("RtoPolicy", EnumValue(MetaRoceNic::RTO_POLICY_FIXED), "fixed");
+        byValue("InitialWindow",
+                EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_CONNECTION),
+                "per-connection");
+        byValue("InitialWindow", EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_PATH), "per-path");
+        const metaroce::ConnectionConfig& cfg = nic->GetDefaultConnectionConfig();
+        NS_TEST_ASSERT_MSG_EQ(cfg.transport, "rocev2", "Transport reaches the engine");
+        NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "dctcp", "CongestionControl reaches it");
+        NS_TEST_ASSERT_MSG_EQ(cfg.pathScheduler, "single", "PathScheduler reaches it");
+        NS_TEST_ASSERT_MSG_EQ(cfg.rocev2.recovery, "irn", "RoceRecovery reaches it");
+        NS_TEST_ASSERT_MSG_EQ(cfg.lossDetection, "sack-gap", "LossDetection reaches it");
+        NS_TEST_ASSERT_MSG_EQ(cfg.tailProbe, "none", "TailProbe reaches it");
+        NS_TEST_ASSERT_MSG_EQ(cfg.rtoPolicy, "fixed", "RtoPolicy reaches it");
+
+        // Program-wide defaults: a typo fails where it is given, by name or by value.
+        NS_TEST_ASSERT_MSG_EQ(
+            Config::SetDefaultFailSafe("ns3::MetaRoceNic::CongestionControl", StringValue("cubc")),
+            false,
+            "SetDefault rejects an unknown name");
+        NS_TEST_ASSERT_MSG_EQ(Config::SetDefaultFailSafe("ns3::MetaRoceNic::CongestionControl",
+                                                         EnumValue(MetaRoceNic::CC_FIXED)),
+                              true,
+                              "SetDefault by value");
+        Ptr<MetaRoceNic> second = CreateObject<MetaRoceNic>();
+        second->GetAttribute("CongestionControl", name);
+        NS_TEST_ASSERT_MSG_EQ(name.Get(), "fixed", "the new default");
+        NS_TEST_ASSERT_MSG_EQ(second->GetDefaultConnectionConfig().congestionControl,
+                              "fixed",
+                              "the new default reaches the engine");
+        Config::SetDefault("ns3::MetaRoceNic::CongestionControl",
+                           StringValue(engine.congestionControl));
+    }
+};
+
+/**
+ * \ingroup metaroce-tests
  * MetaRoceIsPending follows an event through scheduling, cancelling and running.
  */
 class MetaRoceIsPendingTestCase : public TestCase
@@ -133,6 +267,7 @@ class MetaRoceModelTestSuite : public TestSuite
         : TestSuite("metaroce-model", TestSuite::Type::UNIT)
     {
         AddTestCase(new MetaRoceEnumAttributeTestCase);
+        AddTestCase(new MetaRoceNicPolicyAttributeTestCase);
         AddTestCase(new MetaRoceIsPendingTestCase);
     }
 };
