@@ -38,6 +38,12 @@ std::atomic<uint32_t> g_linkSchedulers{0};
 constexpr std::size_t ARITY = 4;
 } // namespace
 
+bool
+MetaRoceScheduler::LateBefore(const Entry& a, const Entry& b)
+{
+    return Before(b, a); // std::push_heap keeps the largest first: this puts the earliest first
+}
+
 TypeId
 MetaRoceScheduler::GetTypeId()
 {
@@ -195,7 +201,7 @@ MetaRoceScheduler::TakeFromBucket(uint64_t slot, std::vector<Entry>::iterator it
     std::vector<Entry>& bucket = m_buckets[slot];
     bucket.erase(it); // keeps the current bucket sorted; the last entry is the usual case
     --m_nearCount;
-    if (bucket.empty())
+    if (bucket.empty() && (slot != (m_current & (m_bucketCount - 1)) || m_late.empty()))
     {
         m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
     }
@@ -208,14 +214,14 @@ MetaRoceScheduler::PutNear(const Entry& entry) const
     // PeekNext reported), an event joins the current bucket.
     const uint64_t slot = std::max<uint64_t>(entry.ts >> m_shift, m_current) & (m_bucketCount - 1);
     std::vector<Entry>& bucket = m_buckets[slot];
-    if (slot == (m_current & (m_bucketCount - 1)) && m_currentSorted)
+    if (slot == (m_current & (m_bucketCount - 1)) && m_currentSorted && !bucket.empty() &&
+        !Before(entry, bucket.back()))
     {
-        // Sorted latest first: insert before the first entry that runs before this one.
-        bucket.insert(std::upper_bound(bucket.begin(),
-                                       bucket.end(),
-                                       entry,
-                                       [](const Entry& a, const Entry& b) { return Before(b, a); }),
-                      entry);
+        // The current bucket is sorted latest first; an event that does not run before its
+        // earliest joins the small heap of late arrivals instead of being inserted in the
+        // middle (which moved the later half of the bucket on every such insert).
+        m_late.push_back(entry);
+        std::push_heap(m_late.begin(), m_late.end(), LateBefore);
     }
     else
     {
@@ -257,7 +263,7 @@ MetaRoceScheduler::Settle() const
         if (m_nearCount > 0)
         {
             std::vector<Entry>& current = m_buckets[m_current & mask];
-            if (!current.empty())
+            if (!current.empty() || !m_late.empty())
             {
                 if (!m_currentSorted)
                 {
@@ -311,7 +317,8 @@ MetaRoceScheduler::PeekNext() const
     NS_ASSERT(!IsEmpty());
     if (m_bucketsReady && Settle())
     {
-        return ToEvent(m_buckets[m_current & (m_bucketCount - 1)].back());
+        const std::vector<Entry>& current = m_buckets[m_current & (m_bucketCount - 1)];
+        return ToEvent(NextIsLate(current) ? m_late.front() : current.back());
     }
     return ToEvent(m_heap.front());
 }
@@ -324,16 +331,32 @@ MetaRoceScheduler::RemoveNext()
     {
         const uint64_t slot = m_current & (m_bucketCount - 1);
         std::vector<Entry>& current = m_buckets[slot];
-        const Event next = ToEvent(current.back());
-        TakeFromBucket(slot, current.end() - 1);
+        Event next;
+        if (NextIsLate(current))
+        {
+            next = ToEvent(m_late.front());
+            std::pop_heap(m_late.begin(), m_late.end(), LateBefore);
+            m_late.pop_back();
+            --m_nearCount;
+            if (m_late.empty() && current.empty())
+            {
+                m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+            }
+        }
+        else
+        {
+            next = ToEvent(current.back());
+            TakeFromBucket(slot, current.end() - 1);
+        }
         // The events after this one were allocated a link delay or a serialization time of
         // simulated time ago (tens of thousands of events on a large fabric) and have left the
         // caches: start loading the next two while this one runs, and what the next one will
         // touch if it says (its EventImpl was prefetched by the previous call).
         const std::size_t left = current.size();
-        if (left > 0)
+        if (left > 0 || !m_late.empty())
         {
-            const uintptr_t following = current[left - 1].impl;
+            const uintptr_t following =
+                NextIsLate(current) ? m_late.front().impl : current[left - 1].impl;
             if (following & PREFETCH_BIT)
             {
                 static_cast<const MetaRocePrefetchEvent*>(
@@ -362,6 +385,19 @@ MetaRoceScheduler::Remove(const Event& ev)
         return e.uid == ev.key.m_uid &&
                (e.impl & ~PREFETCH_BIT) == reinterpret_cast<uintptr_t>(ev.impl);
     };
+    auto late = std::find_if(m_late.begin(), m_late.end(), same);
+    if (late != m_late.end())
+    {
+        m_late.erase(late);
+        std::make_heap(m_late.begin(), m_late.end(), LateBefore);
+        --m_nearCount;
+        const uint64_t slot = m_current & (m_bucketCount - 1);
+        if (m_late.empty() && m_buckets[slot].empty())
+        {
+            m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+        }
+        return;
+    }
     for (uint64_t slot = 0; slot < m_buckets.size(); ++slot)
     {
         std::vector<Entry>& bucket = m_buckets[slot];

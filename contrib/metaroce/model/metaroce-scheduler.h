@@ -72,7 +72,8 @@ MetaRocePrefetchBytes(const void* address, std::size_t bytes)
  * a link delay ahead, so this scheduler keeps the events of the next Buckets x BucketWidth
  * (1,024 x 16 ns by default) in a ring of buckets: an insert appends to its bucket, and a
  * bucket is sorted once, when it becomes the earliest non-empty one, and then popped from its
- * end. Later events (timers) wait in a 4-ary heap in one array and move into the ring as it
+ * end; an event inserted into that bucket afterwards goes to its end if it runs first, else
+ * to a small heap of late arrivals popped alongside it. Later events (timers) wait in a 4-ary heap in one array and move into the ring as it
  * slides. Nothing is allocated per event once the vectors have grown. BucketWidth 0 keeps all
  * events in the heap. The order is the same total order either way.
  *
@@ -168,6 +169,23 @@ class MetaRoceScheduler : public Scheduler
     }
 
     /**
+     * The order of m_late (std heap functions keep the "largest" first).
+     * \param a an entry
+     * \param b another
+     * \return true if a runs after b
+     */
+    static bool LateBefore(const Entry& a, const Entry& b);
+
+    /**
+     * \param current the current bucket (sorted)
+     * \return true if the earliest near event is the first of m_late
+     */
+    bool NextIsLate(const std::vector<Entry>& current) const
+    {
+        return !m_late.empty() && (current.empty() || Before(m_late.front(), current.back()));
+    }
+
+    /**
      * \param entry an entry
      * \return it as an ns-3 event
      */
@@ -223,6 +241,9 @@ class MetaRoceScheduler : public Scheduler
     mutable std::vector<uint64_t> m_occupied;          //!< bit per bucket: not empty
     mutable uint64_t m_current{0};                     //!< absolute number of the current bucket
     mutable bool m_currentSorted{false};               //!< the current bucket is sorted
+    /// Events of the current bucket inserted after it was sorted and not before its earliest:
+    /// a min-heap (LateBefore), so that such an insert moves no entries of the bucket.
+    mutable std::vector<Entry> m_late;
     mutable uint64_t m_nearCount{0};                   //!< events in the buckets
     mutable std::vector<Entry> m_heap; //!< 4-ary heap; root at 0, children of i at 4i+1..4i+4
     TieBreak m_tieBreak{INSERTION};    //!< TieBreak attribute
