@@ -43,10 +43,14 @@ AllZero(const uint8_t* p, uint32_t n)
 } // namespace
 
 Ptr<Packet>
-MetaRoceCreateFrame(const uint8_t* bytes, uint32_t size, uint32_t zeroOffset, uint32_t zeroLength)
+MetaRoceCreateFrame(const uint8_t* bytes,
+                    uint32_t size,
+                    uint32_t zeroOffset,
+                    uint32_t zeroLength,
+                    bool knownZero)
 {
     if (zeroLength == 0 || zeroOffset > size || zeroLength > size - zeroOffset ||
-        !AllZero(bytes + zeroOffset, zeroLength))
+        (!knownZero && !AllZero(bytes + zeroOffset, zeroLength)))
     {
         return Create<Packet>(bytes, size);
     }

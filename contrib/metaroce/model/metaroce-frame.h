@@ -123,12 +123,15 @@ class MetaRoceRawHeader : public Header
  * \param size its length
  * \param zeroOffset where the payload starts
  * \param zeroLength payload length (0: no payload; the frame is copied)
+ * \param knownZero the caller knows the payload is zeros (its bytes are not read: they need
+ *        not have been written)
  * \return the packet
  */
 Ptr<Packet> MetaRoceCreateFrame(const uint8_t* bytes,
                                 uint32_t size,
                                 uint32_t zeroOffset,
-                                uint32_t zeroLength);
+                                uint32_t zeroLength,
+                                bool knownZero = false);
 
 /**
  * \ingroup metaroce

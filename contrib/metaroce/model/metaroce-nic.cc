@@ -1086,20 +1086,23 @@ MetaRoceNic::Pull(uint32_t index)
         metaroce::TxDatagram tx;
         tx.buffer = m_txBuffer.data() + metaroce::FRAME_HEADERS_SIZE;
         tx.capacity = m_txBuffer.size() - metaroce::FRAME_HEADERS_SIZE;
+        tx.zeroPayloadUnread = true; // a zero payload becomes the packet's virtual zero area
         if (!m_endpoint->PollTransmit(now, tx))
         {
             break;
         }
         const uint32_t portIndex = PortOf(tx);
         PortState& target = m_ports[portIndex];
-        metaroce::MacAddress src;
-        metaroce::MacAddress dst;
-        Mac48Address::ConvertFrom(target.device->GetAddress()).CopyTo(src.bytes);
-        target.device->GetPeerMac().CopyTo(dst.bytes);
+        if (!target.macsKnown) // a port's addresses are fixed once it carries frames
+        {
+            Mac48Address::ConvertFrom(target.device->GetAddress()).CopyTo(target.mac.bytes);
+            target.device->GetPeerMac().CopyTo(target.peerMac.bytes);
+            target.macsKnown = target.device->GetPeer() != nullptr;
+        }
         const size_t frameLen = metaroce::EncapsulateFrame(m_txBuffer.data(),
                                                            m_txBuffer.size(),
-                                                           src,
-                                                           dst,
+                                                           target.mac,
+                                                           target.peerMac,
                                                            tx.meta,
                                                            tx.buffer,
                                                            tx.length);
@@ -1115,22 +1118,12 @@ MetaRoceNic::Pull(uint32_t index)
         }
         // Payload bytes of a virtual memory region are zeros: carry them as the packet's
         // virtual zero area instead of copying them (same bytes, no 4 KiB buffer per frame).
-        uint32_t payloadOffset = 0;
-        uint32_t payloadLength = 0;
-        {
-            const uint8_t* datagram = m_txBuffer.data() + metaroce::FRAME_HEADERS_SIZE;
-            metaroce::ParsedPacket pkt;
-            if (metaroce::ParseDatagram(datagram, tx.length, pkt) == metaroce::ParseStatus::OK &&
-                pkt.payloadLength > 0)
-            {
-                payloadOffset = static_cast<uint32_t>(pkt.payload - m_txBuffer.data());
-                payloadLength = pkt.payloadLength;
-            }
-        }
+        // The engine says where the payload is and whether it is zeros it did not write.
         Ptr<Packet> frame = MetaRoceCreateFrame(m_txBuffer.data(),
                                                 static_cast<uint32_t>(frameLen),
-                                                payloadOffset,
-                                                payloadLength);
+                                                metaroce::FRAME_HEADERS_SIZE + tx.payloadOffset,
+                                                tx.payloadLength,
+                                                tx.payloadZero);
         const uint8_t priority = target.device->GetPriorityForDscp(tx.meta.dscp);
         if (portIndex == index && !me.device->IsPaused(priority))
         {

@@ -7,6 +7,7 @@
 #ifndef METAROCE_NIC_H
 #define METAROCE_NIC_H
 
+#include "metaroce-encap.h"
 #include "metaroce-endpoint.h"
 
 #include "ns3/callback.h"
@@ -264,6 +265,9 @@ class MetaRoceNic : public Object
         std::deque<Ptr<Packet>> parked;     //!< frames polled for this port, in order
         std::deque<uint8_t> parkedPriority; //!< their priorities
         bool inPull{false};                 //!< its pull callback is on the stack
+        bool macsKnown{false};              //!< mac and peerMac are set (first frame)
+        metaroce::MacAddress mac;           //!< the port's MAC address
+        metaroce::MacAddress peerMac;       //!< the MAC address of its peer
     };
 
     /// Create the endpoint if it does not exist yet.
