@@ -1052,6 +1052,13 @@ MetaRoceNic::Describe(const uint8_t* data,
 Ptr<Packet>
 MetaRoceNic::Pull(uint32_t index)
 {
+    MetaRoceFrameInfo info;
+    return PullFrame(index, info);
+}
+
+Ptr<Packet>
+MetaRoceNic::PullFrame(uint32_t index, MetaRoceFrameInfo& info)
+{
     if (!m_endpoint)
     {
         return nullptr;
@@ -1128,6 +1135,10 @@ MetaRoceNic::Pull(uint32_t index)
         if (portIndex == index && !me.device->IsPaused(priority))
         {
             result = frame;
+            info.meta = tx.meta; // what EncapsulateFrame wrote, so the fabric reads no bytes
+            info.ttl = m_txBuffer[metaroce::ETHERNET_HEADER_SIZE + metaroce::IPV4_TTL_OFFSET];
+            info.ipHeaderLen = metaroce::IPV4_HEADER_SIZE;
+            info.valid = true;
             break;
         }
         if (!target.device->IsLinkUp())
@@ -1167,6 +1178,14 @@ MetaRoceNic::Pull(uint32_t index)
 void
 MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
 {
+    ReceiveFrame(PeekPointer(device), frame, MetaRoceFrameInfo());
+}
+
+void
+MetaRoceNic::ReceiveFrame(MetaRoceNetDevice* device,
+                          Ptr<Packet> frame,
+                          const MetaRoceFrameInfo& info)
+{
     if (!m_endpoint)
     {
         return;
@@ -1177,6 +1196,10 @@ MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
         m_rxBuffer.resize(size);
     }
     frame->CopyData(m_rxBuffer.data(), size);
+    if (info.valid)
+    {
+        MetaRoceApplyPending(m_rxBuffer.data(), info); // the switches' rewrites, in their order
+    }
     metaroce::ParsedFrame parsed;
     const metaroce::FrameStatus fs = metaroce::ParseFrame(m_rxBuffer.data(), size, parsed);
     if (fs != metaroce::FrameStatus::OK)
@@ -1189,7 +1212,7 @@ MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
         uint32_t portIndex = 0;
         for (uint32_t i = 0; i < m_ports.size(); ++i)
         {
-            if (m_ports[i].device == device)
+            if (PeekPointer(m_ports[i].device) == device)
             {
                 portIndex = i;
             }

@@ -7,8 +7,8 @@
 #ifndef METAROCE_NIC_H
 #define METAROCE_NIC_H
 
-#include "metaroce-encap.h"
 #include "metaroce-endpoint.h"
+#include "metaroce-frame.h"
 
 #include "ns3/callback.h"
 #include "ns3/event-id.h"
@@ -289,11 +289,26 @@ class MetaRoceNic : public Object
      */
     Ptr<Packet> Pull(uint32_t port);
     /**
+     * Pull with the frame's record (MetaRoceNetDevice::SetNicPort).
+     * \param port port index
+     * \param[out] info the record of the frame returned (left not valid for a parked frame)
+     * \return the next frame for it, or nullptr
+     */
+    Ptr<Packet> PullFrame(uint32_t port, MetaRoceFrameInfo& info);
+    /**
      * Frame receive callback of the ports.
      * \param device the port
      * \param frame the frame
      */
     void Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame);
+    /**
+     * A port received a frame with its record (MetaRoceNetDevice::SetNicPort): the record's
+     * pending rewrites are applied to the NIC's copy of the bytes, not to the packet.
+     * \param device the port
+     * \param frame the frame
+     * \param info its record
+     */
+    void ReceiveFrame(MetaRoceNetDevice* device, Ptr<Packet> frame, const MetaRoceFrameInfo& info);
     /**
      * \param tx a polled datagram
      * \return the index of the port it belongs to
