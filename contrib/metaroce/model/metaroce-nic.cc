@@ -769,6 +769,13 @@ MetaRoceNic::GetLineRateBps() const
     return sum;
 }
 
+std::vector<uint8_t>&
+MetaRoceNic::Scratch(bool receive)
+{
+    thread_local std::vector<uint8_t> buffers[2];
+    return buffers[receive ? 1 : 0];
+}
+
 void
 MetaRoceNic::EnsureEndpoint()
 {
@@ -796,8 +803,8 @@ MetaRoceNic::EnsureEndpoint()
     }
     const size_t cap =
         metaroce::FRAME_HEADERS_SIZE + metaroce::Endpoint::MaxDatagramSize(largestMtu);
-    m_txBuffer.assign(cap, 0);
-    m_rxBuffer.assign(cap + 64, 0);
+    m_txBuffer.resize(std::max(m_txBuffer.size(), cap));
+    m_rxBuffer.resize(std::max(m_rxBuffer.size(), cap + 64));
 }
 
 metaroce::Endpoint&
@@ -846,11 +853,8 @@ MetaRoceNic::CreateConnection(const metaroce::ConnectionConfig& cfg,
     metaroce::Endpoint& ep = GetEndpoint();
     const size_t needed =
         metaroce::FRAME_HEADERS_SIZE + metaroce::Endpoint::MaxDatagramSize(cfg.mtu);
-    if (needed > m_txBuffer.size())
-    {
-        m_txBuffer.assign(needed, 0);
-        m_rxBuffer.assign(needed + 64, 0);
-    }
+    m_txBuffer.resize(std::max(m_txBuffer.size(), needed));
+    m_rxBuffer.resize(std::max(m_rxBuffer.size(), needed + 64));
     return ep.CreateConnection(cfg, qpn, why);
 }
 
