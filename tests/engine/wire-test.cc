@@ -333,7 +333,7 @@ TEST(TxDatagramTest, ReportsThePayloadAndSkipsUnreadZeros)
             Endpoint ep(ecfg);
             uint32_t qpn = 0;
             ASSERT_EQ(ep.CreateConnection(ConnectionConfig(), qpn), PostStatus::OK);
-            ASSERT_EQ(ep.Connect(qpn, 0x0a000002, 1), PostStatus::OK);
+            ASSERT_EQ(ep.Connect(qpn, 0x0a000002, FIRST_QPN), PostStatus::OK);
             MemoryRegion src = ep.RegisterMemory(nullptr, 64 * 1024, 0);
             SendWr wr;
             wr.sge = {src.addr, 64 * 1024, src.lkey};

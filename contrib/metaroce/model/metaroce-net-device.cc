@@ -488,7 +488,8 @@ MetaRoceNetDevice::ClassifyFrame(Ptr<const Packet> frame) const
 bool
 MetaRoceNetDevice::IsTransmitting() const
 {
-    return m_transmitting;
+    return m_transmitting &&
+           (m_txEventPending || !MetaRoceScheduler::HasPassed(m_txEndAt, m_txEndOrder));
 }
 
 Ptr<MetaRoceNetDevice>
@@ -519,7 +520,7 @@ MetaRoceNetDevice::GetCounters() const
 void
 MetaRoceNetDevice::TryTransmit()
 {
-    if (m_transmitting || !m_linkUp)
+    if (TransmitterBusy() || !m_linkUp)
     {
         return;
     }
@@ -663,24 +664,63 @@ MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info)
     }
     ++m_counters.txFrames;
     m_counters.txBytes += size;
-    // The frame that will follow this one, if one is queued already: its TxCompleteEvent
-    // prefetches it (and its queue slot) before TransmitComplete runs.
-    const MetaRocePacketFifo* next = nullptr;
-    if (!m_controlQueue.IsEmpty())
+    // A switch port with nothing queued needs its end of serialization only if a frame comes
+    // before it (TryTransmit): until then it holds the event's place in the order of events of
+    // equal time instead of the event (MetaRoceScheduler::ReserveOrder).
+    const MetaRocePacketFifo* next = NextQueue();
+    m_txEndOrder = next == nullptr && m_switch != nullptr && m_pullCallback.IsNull()
+                       ? MetaRoceScheduler::ReserveOrder()
+                       : 0;
+    m_txEndAt = (Simulator::Now() + txTime).GetTimeStep();
+    m_txEventPending = m_txEndOrder == 0;
+    if (m_txEventPending)
     {
-        next = &m_controlQueue;
+        ScheduleTxComplete(txTime, next);
     }
-    else if (m_busyQueues != 0)
-    {
-        next = &m_queues[31 - __builtin_clz(m_busyQueues)];
-    }
-    Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
-    MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));
-    m_txCompleteEvent = Simulator::Schedule(txTime, done);
     if (m_channel)
     {
         m_channel->Transmit(frame, this, txTime, info);
     }
+}
+
+const MetaRocePacketFifo*
+MetaRoceNetDevice::NextQueue() const
+{
+    if (!m_controlQueue.IsEmpty())
+    {
+        return &m_controlQueue;
+    }
+    return m_busyQueues != 0 ? &m_queues[31 - __builtin_clz(m_busyQueues)] : nullptr;
+}
+
+void
+MetaRoceNetDevice::ScheduleTxComplete(Time delay, const MetaRocePacketFifo* next)
+{
+    // The frame that will follow, if one is queued already: the event prefetches it (and its
+    // queue slot) before TransmitComplete runs.
+    Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
+    MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));
+    m_txCompleteEvent = Simulator::Schedule(delay, done);
+}
+
+bool
+MetaRoceNetDevice::TransmitterBusy()
+{
+    if (!m_transmitting || m_txEventPending)
+    {
+        return m_transmitting;
+    }
+    // The end of serialization has no event (StartTransmission): it has happened if its place
+    // in the order of events is behind the running event; else it is scheduled now, there.
+    if (MetaRoceScheduler::HasPassed(m_txEndAt, m_txEndOrder))
+    {
+        m_transmitting = false;
+        return false;
+    }
+    MetaRoceScheduler::UseReservedOrder(m_txEndOrder);
+    ScheduleTxComplete(TimeStep(m_txEndAt) - Simulator::Now(), NextQueue());
+    m_txEventPending = true;
+    return true;
 }
 
 void

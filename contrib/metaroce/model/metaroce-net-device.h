@@ -379,6 +379,20 @@ class MetaRoceNetDevice : public NetDevice
     Time NextSerializationTime(uint32_t bytes);
     /// The frame on the wire has been serialized.
     void TransmitComplete();
+    /// \return the queue whose head goes next (control first), or nullptr if all are empty
+    const MetaRocePacketFifo* NextQueue() const;
+    /**
+     * Schedule the end of serialization.
+     * \param delay when, from now
+     * \param next the queue of the frame expected to follow (a prefetch hint), or nullptr
+     */
+    void ScheduleTxComplete(Time delay, const MetaRocePacketFifo* next);
+    /**
+     * \return true while a frame is on the wire; schedules an end of serialization that
+     *         StartTransmission left without an event if it has not passed yet (a frame or a
+     *         pause now needs it)
+     */
+    bool TransmitterBusy();
     class TxCompleteEvent; // the TransmitComplete event, with prefetches (the .cc)
     /**
      * Apply a received MAC control frame.
@@ -453,6 +467,9 @@ class MetaRoceNetDevice : public NetDevice
     bool m_transmitting{false};        //!< a frame is on the wire
     uint8_t m_busyQueues{0};   //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
     EventId m_txCompleteEvent; //!< end of serialization
+    bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire
+    uint64_t m_txEndAt{0};        //!< end of serialization of that frame, in time steps
+    uint64_t m_txEndOrder{0};     //!< its reserved place if it has no event (ReserveOrder)
     TracedValue<uint64_t> m_queueBytesTotal{0};              //!< bytes in the data queues
     std::array<uint64_t, MAX_PRIORITIES> m_queueBytes{};     //!< bytes per data queue
     MetaRocePacketFifo m_controlQueue;                       //!< PFC frames, served first

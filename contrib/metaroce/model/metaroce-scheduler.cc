@@ -32,6 +32,20 @@ thread_local const EventImpl* g_announced = nullptr;
 /// Bit 0 of Entry::impl: the event is a MetaRocePrefetchEvent.
 constexpr uintptr_t PREFETCH_BIT = 1;
 static_assert(alignof(EventImpl) > 1, "bit 0 of an EventImpl* must be free");
+/// The scheduler this thread inserts into (the last MetaRoceScheduler created), or nullptr.
+thread_local const MetaRoceScheduler* g_active = nullptr;
+/// Order of the last event inserted without a reservation (INSERTION: uid << 16).
+thread_local uint64_t g_lastOrder = 0;
+/// Reservations made since that insert.
+thread_local uint64_t g_reservations = 0;
+/// The reservation the next insert takes (0 = none).
+thread_local uint64_t g_useOrder = 0;
+/// Time and order of the event handed out last (the one running).
+thread_local uint64_t g_runningTs = 0;
+/// See g_runningTs.
+thread_local uint64_t g_runningOrder = 0;
+/// Bits of the INSERTION order below the uid: room for reservations between two inserts.
+constexpr uint32_t RESERVATION_BITS = 16;
 /// Schedulers with the Link tie-break that exist.
 std::atomic<uint32_t> g_linkSchedulers{0};
 /// Children per heap node.
@@ -84,12 +98,47 @@ MetaRoceScheduler::MetaRoceScheduler()
     // new event that reuses its address.
     g_announced = nullptr;
     g_nextTag = 0;
+    g_active = this;
+    g_lastOrder = 0;
+    g_reservations = 0;
+    g_useOrder = 0;
+    g_runningTs = 0;
+    g_runningOrder = 0;
 }
 
 MetaRoceScheduler::~MetaRoceScheduler()
 {
     NS_LOG_FUNCTION(this);
     SetTieBreak(INSERTION);
+    if (g_active == this)
+    {
+        g_active = nullptr;
+    }
+}
+
+uint64_t
+MetaRoceScheduler::ReserveOrder()
+{
+    if (g_active == nullptr || g_active->m_tieBreak != INSERTION ||
+        g_reservations + 1 >= (uint64_t(1) << RESERVATION_BITS))
+    {
+        return 0;
+    }
+    // After every event inserted so far (orders up to g_lastOrder), before every later one
+    // (uid << 16 with a larger uid), after the earlier reservations.
+    return g_lastOrder | ++g_reservations;
+}
+
+void
+MetaRoceScheduler::UseReservedOrder(uint64_t reservation)
+{
+    g_useOrder = reservation;
+}
+
+bool
+MetaRoceScheduler::HasPassed(uint64_t ts, uint64_t reservation)
+{
+    return ts < g_runningTs || (ts == g_runningTs && reservation < g_runningOrder);
 }
 
 void
@@ -158,7 +207,21 @@ MetaRoceScheduler::Insert(const Event& ev)
     g_nextTag = 0;
     Entry entry;
     entry.ts = ev.key.m_ts;
-    entry.order = m_tieBreak == LINK ? (uint64_t(tag) << 32) | ev.key.m_uid : ev.key.m_uid;
+    if (m_tieBreak == LINK)
+    {
+        entry.order = (uint64_t(tag) << 32) | ev.key.m_uid;
+    }
+    else if (g_useOrder != 0)
+    {
+        entry.order = g_useOrder; // the place reserved earlier (ReserveOrder)
+        g_useOrder = 0;
+    }
+    else
+    {
+        entry.order = uint64_t(ev.key.m_uid) << RESERVATION_BITS;
+        g_lastOrder = entry.order;
+        g_reservations = 0;
+    }
     const EventImpl* announced = g_announced;
     g_announced = nullptr;
     entry.impl = reinterpret_cast<uintptr_t>(ev.impl) | (ev.impl == announced ? PREFETCH_BIT : 0);
@@ -331,10 +394,10 @@ MetaRoceScheduler::RemoveNext()
     {
         const uint64_t slot = m_current & (m_bucketCount - 1);
         std::vector<Entry>& current = m_buckets[slot];
-        Event next;
+        Entry taken;
         if (NextIsLate(current))
         {
-            next = ToEvent(m_late.front());
+            taken = m_late.front();
             std::pop_heap(m_late.begin(), m_late.end(), LateBefore);
             m_late.pop_back();
             --m_nearCount;
@@ -345,9 +408,11 @@ MetaRoceScheduler::RemoveNext()
         }
         else
         {
-            next = ToEvent(current.back());
+            taken = current.back();
             TakeFromBucket(slot, current.end() - 1);
         }
+        g_runningTs = taken.ts;
+        g_runningOrder = taken.order;
         // The events after this one were allocated a link delay or a serialization time of
         // simulated time ago (tens of thousands of events on a large fabric) and have left the
         // caches: start loading the next two while this one runs, and what the next one will
@@ -372,9 +437,12 @@ MetaRoceScheduler::RemoveNext()
                 __builtin_prefetch(reinterpret_cast<const void*>(current[left - 2].impl));
             }
         }
-        return next;
+        return ToEvent(taken);
     }
-    return ToEvent(PopFar());
+    const Entry taken = PopFar();
+    g_runningTs = taken.ts;
+    g_runningOrder = taken.order;
+    return ToEvent(taken);
 }
 
 void

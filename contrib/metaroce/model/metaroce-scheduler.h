@@ -128,6 +128,31 @@ class MetaRoceScheduler : public Scheduler
     static void AnnounceNextEvent(const MetaRocePrefetchEvent* event);
 
     /**
+     * Reserve the place among events of equal time that an event scheduled now would take, for
+     * an event that may be scheduled later (UseReservedOrder) or never: MetaRoceNetDevice does
+     * not schedule the end of serialization of an idle switch port unless a frame arrives
+     * before it, and then schedules it in that place, so the order of events (and results) is
+     * the same as if it had been scheduled at once.
+     * \return the reservation, or 0 if the scheduler in use cannot honour one (not a
+     *         MetaRoceScheduler, or the Link tie-break)
+     */
+    static uint64_t ReserveOrder();
+
+    /**
+     * The next event this thread schedules takes the place \p reservation (ReserveOrder).
+     * \param reservation the reservation
+     */
+    static void UseReservedOrder(uint64_t reservation);
+
+    /**
+     * \param ts a time, in time steps
+     * \param reservation a reservation (ReserveOrder)
+     * \return true if an event of that time and place would have run already (it sorts before
+     *         the event running now)
+     */
+    static bool HasPassed(uint64_t ts, uint64_t reservation);
+
+    /**
      * \return true while a scheduler with the Link tie-break exists in this process (then a
      *         frame from another MPI rank must be re-scheduled as a tagged arrival)
      */
@@ -152,7 +177,8 @@ class MetaRoceScheduler : public Scheduler
     struct Entry
     {
         uint64_t ts;      //!< time stamp
-        uint64_t order;   //!< tie-break: uid (INSERTION) or tag << 32 | uid (LINK)
+        uint64_t order;   //!< tie-break: uid << 16 | reservation (INSERTION), tag << 32 | uid
+                          //!< (LINK)
         uintptr_t impl;   //!< the event's EventImpl*, bit 0 set for an announced event
         uint32_t uid;     //!< ns-3 event uid
         uint32_t context; //!< ns-3 event context
