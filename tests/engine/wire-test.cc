@@ -7,12 +7,12 @@
 // Wire headers: round trips, byte layouts, the opcode table's consistency and checked
 // parsing of short or inconsistent datagrams.
 
+#include "metaroce-endpoint.h"
 #include "metaroce-random.h"
 #include "metaroce-wire.h"
 
-#include <gtest/gtest.h>
-
 #include <cstring>
+#include <gtest/gtest.h>
 #include <vector>
 
 namespace metaroce
@@ -317,6 +317,46 @@ TEST(WireTest, PsnArithmeticWraps)
     EXPECT_EQ(PsnDiff(PSN_MASK, 0), -1);
     EXPECT_EQ(PsnDiff(5, 5), 0);
     EXPECT_EQ(PsnDiff(0x800000, 0), -0x800000);
+}
+
+// Issue 20: a datagram says where its payload is; a virtual region's zeros are written only
+// for a caller that reads them, or when the ICRC covers them.
+TEST(TxDatagramTest, ReportsThePayloadAndSkipsUnreadZeros)
+{
+    for (bool icrc : {false, true})
+    {
+        for (bool unread : {false, true})
+        {
+            EndpointConfig ecfg;
+            ecfg.localIp = 0x0a000001;
+            ecfg.icrc = icrc;
+            Endpoint ep(ecfg);
+            uint32_t qpn = 0;
+            ASSERT_EQ(ep.CreateConnection(ConnectionConfig(), qpn), PostStatus::OK);
+            ASSERT_EQ(ep.Connect(qpn, 0x0a000002, FIRST_QPN), PostStatus::OK);
+            MemoryRegion src = ep.RegisterMemory(nullptr, 64 * 1024, 0);
+            SendWr wr;
+            wr.sge = {src.addr, 64 * 1024, src.lkey};
+            wr.remoteAddr = 0x1000;
+            wr.rkey = 1;
+            ASSERT_EQ(ep.PostSend(0, qpn, wr), PostStatus::OK);
+            std::vector<uint8_t> buffer(8192, 0xab);
+            TxDatagram tx;
+            tx.buffer = buffer.data();
+            tx.capacity = buffer.size();
+            tx.zeroPayloadUnread = unread;
+            ASSERT_TRUE(ep.PollTransmit(0, tx));
+            ParsedPacket pkt;
+            ASSERT_EQ(ParseDatagram(buffer.data(), tx.length, pkt), ParseStatus::OK);
+            ASSERT_GT(pkt.payloadLength, 0u);
+            EXPECT_TRUE(tx.payloadZero);
+            EXPECT_EQ(tx.payloadOffset, uint32_t(pkt.payload - buffer.data()));
+            EXPECT_EQ(tx.payloadLength, pkt.payloadLength);
+            const bool written = !unread || icrc;
+            EXPECT_EQ(pkt.payload[0], written ? 0 : 0xab) << icrc << unread;
+            EXPECT_EQ(pkt.payload[pkt.payloadLength - 1], written ? 0 : 0xab) << icrc << unread;
+        }
+    }
 }
 
 } // namespace

@@ -305,4 +305,40 @@ TEST(MetaRoceSchedulerTest, OnlyAnnouncedEventsArePrefetchedJustBeforeTheyRun)
     EXPECT_EQ(g_prefetched, expected);
 }
 
+/// Schedules event 50 at 100 ns in the place reserved by \p reservation (if it has not passed).
+void
+ScheduleReserved(uint64_t reservation)
+{
+    EXPECT_FALSE(MetaRoceScheduler::HasPassed(NanoSeconds(100).GetTimeStep(), reservation));
+    MetaRoceScheduler::UseReservedOrder(reservation);
+    Simulator::Schedule(NanoSeconds(100) - Simulator::Now(), &Record, 50);
+}
+
+// Issue 20: an event scheduled later in a place reserved earlier runs where it would have run
+// had it been scheduled at the reservation: after the events of its time scheduled before the
+// reservation, before those scheduled after it, and a passed reservation says so.
+TEST(MetaRoceSchedulerTest, AReservedPlaceOrdersAnEventAsIfScheduledThen)
+{
+    UseMetaRoceScheduler();
+    Simulator::Schedule(NanoSeconds(100), &Record, 1);
+    const uint64_t reservation = MetaRoceScheduler::ReserveOrder();
+    const uint64_t unused = MetaRoceScheduler::ReserveOrder();
+    ASSERT_NE(reservation, 0U);
+    ASSERT_LT(reservation, unused);
+    Simulator::Schedule(NanoSeconds(100), &Record, 2);
+    Simulator::Schedule(NanoSeconds(40), &ScheduleReserved, reservation);
+    Simulator::Schedule(NanoSeconds(100), &Record, 3);
+    Simulator::Run();
+    EXPECT_TRUE(MetaRoceScheduler::HasPassed(NanoSeconds(100).GetTimeStep(), unused));
+    Simulator::Destroy();
+    const std::vector<std::pair<int64_t, int>> expected{{100, 1}, {100, 50}, {100, 2}, {100, 3}};
+    EXPECT_EQ(g_ran, expected);
+    // Another scheduler cannot honour a reservation.
+    ObjectFactory factory;
+    factory.SetTypeId("ns3::MapScheduler");
+    Simulator::SetScheduler(factory);
+    EXPECT_EQ(MetaRoceScheduler::ReserveOrder(), 0U);
+    Simulator::Destroy();
+}
+
 } // namespace

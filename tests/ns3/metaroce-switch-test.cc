@@ -321,6 +321,87 @@ RunIncast(bool pfc, uint32_t senders, uint32_t framesEach)
     return result;
 }
 
+/// A trace sink that does nothing (its presence makes the device write pending rewrites).
+void
+IgnoreFrame(Ptr<const Packet>)
+{
+}
+
+/// Every byte of every frame host 2 receives, in order.
+struct ByteLog
+{
+    std::vector<std::vector<uint8_t>> frames;
+
+    void Receive(Ptr<MetaRoceNetDevice>, Ptr<Packet> frame)
+    {
+        frames.emplace_back(frame->GetSize());
+        frame->CopyData(frames.back().data(), frame->GetSize());
+    }
+};
+
+/// Two senders on leaf 0 into host 2 on leaf 1 (three switch hops, ECN marks at the last);
+/// with \p traceEveryPort a MacRx sink on every switch port makes each hop write its
+/// rewrites into the bytes at once, as every hop did before the frame record.
+std::vector<std::vector<uint8_t>>
+RunThreeHops(bool traceEveryPort)
+{
+    MetaRoceTopologyHelper topo;
+    topo.SetEcn(true, 2000, 20000, 0.5);
+    Ptr<MetaRoceFabric> fabric = topo.BuildLeafSpine(2, 2, 1.0);
+    fabric->AssignStreams(1);
+    if (traceEveryPort)
+    {
+        for (uint32_t s = 0; s < fabric->GetSwitchCount(); ++s)
+        {
+            for (uint32_t p = 0; p < fabric->GetSwitch(s)->GetNPorts(); ++p)
+            {
+                fabric->GetSwitch(s)->GetPort(p)->TraceConnectWithoutContext(
+                    "MacRx",
+                    MakeCallback(&IgnoreFrame));
+            }
+        }
+    }
+    ByteLog log;
+    fabric->GetHostPorts(2)[0]->SetFrameReceiveCallback(MakeCallback(&ByteLog::Receive, &log));
+    metaroce_test::Blaster a(fabric->GetHostPorts(0)[0],
+                             fabric->GetHostAddress(0),
+                             fabric->GetHostAddress(2));
+    metaroce_test::Blaster b(fabric->GetHostPorts(1)[0],
+                             fabric->GetHostAddress(1),
+                             fabric->GetHostAddress(2));
+    for (metaroce_test::Blaster* blaster : {&a, &b})
+    {
+        blaster->SetSourcePorts({1000, 1001, 1002, 1003});
+        blaster->SetFrames(300);
+        blaster->SetPayload(1000);
+        blaster->Start(MicroSeconds(1));
+    }
+    Simulator::Run();
+    Simulator::Destroy();
+    return log.frames;
+}
+
+// Issue 20: a switch hop adds its TTL, CE and MAC rewrites to the frame's record and the bytes
+// get them when something reads them; the bytes a receiver sees are those of a run in which
+// every hop wrote them at once.
+TEST_F(MetaRoceSwitchTest, DeferredRewritesGiveTheSameBytesAsRewritingEveryHop)
+{
+    const std::vector<std::vector<uint8_t>> deferred = RunThreeHops(false);
+    const std::vector<std::vector<uint8_t>> everyHop = RunThreeHops(true);
+    ASSERT_EQ(deferred.size(), 600u);
+    size_t marked = 0;
+    for (const std::vector<uint8_t>& frame : deferred)
+    {
+        const uint8_t* ip = frame.data() + metaroce::ETHERNET_HEADER_SIZE;
+        marked += (ip[metaroce::IPV4_TOS_OFFSET] & 3) == 3;
+        EXPECT_EQ(ip[metaroce::IPV4_TTL_OFFSET], metaroce::IPV4_CANONICAL_TTL - 3);
+        EXPECT_EQ(metaroce::InternetChecksum(ip, metaroce::IPV4_HEADER_SIZE), 0);
+    }
+    EXPECT_GT(marked, 0u);
+    EXPECT_LT(marked, deferred.size());
+    EXPECT_TRUE(deferred == everyHop);
+}
+
 TEST_F(MetaRoceSwitchTest, PfcStopsSendersBeforeTheBufferOverflows)
 {
     const IncastResult lossless = RunIncast(true, 4, 2000);

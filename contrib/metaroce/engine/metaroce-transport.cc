@@ -76,12 +76,19 @@ TransportConnection::EmitDatagram(TxDatagram& out,
                                   Ecn ecn,
                                   uint16_t srcPort)
 {
-    size_t len = WriteDatagram(out.buffer, out.capacity, pkt, payload, payloadLength);
+    // A virtual region's payload is zeros: a caller that does not read them is spared the
+    // writing (unless the ICRC covers them).
+    const bool zero = payload == nullptr && payloadLength > 0;
+    const bool writeZeros = !(zero && out.zeroPayloadUnread && !m_ep.Config().icrc);
+    size_t len = WriteDatagram(out.buffer, out.capacity, pkt, payload, payloadLength, writeZeros);
     if (len == 0)
     {
         return false;
     }
     out.length = len;
+    out.payloadZero = zero;
+    out.payloadOffset = static_cast<uint32_t>(pkt.payload - out.buffer);
+    out.payloadLength = payloadLength;
     out.meta.srcIp = m_ep.Config().localIp;
     out.meta.dstIp = m_remoteIp;
     out.meta.srcPort = srcPort;

@@ -43,6 +43,13 @@ struct TxDatagram
     /// Path the datagram belongs to (-1: none, e.g. a single-path transport). A multiplane
     /// NIC maps it to a plane (port).
     int16_t pathId{-1};
+    /// Input: the caller does not read a zero payload (one from a virtual memory region), so
+    /// the engine may leave its bytes unwritten (payloadZero says so). Ignored with the ICRC on.
+    bool zeroPayloadUnread{false};
+    /// The payload is zeros (a virtual memory region); with zeroPayloadUnread not written.
+    bool payloadZero{false};
+    uint32_t payloadOffset{0}; //!< where the payload starts, in bytes from buffer
+    uint32_t payloadLength{0}; //!< payload bytes (0: none)
 };
 
 class TransportConnection;

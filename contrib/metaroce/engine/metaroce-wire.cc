@@ -503,7 +503,8 @@ WriteDatagram(uint8_t* out,
               size_t cap,
               ParsedPacket& pkt,
               const uint8_t* payload,
-              uint32_t payloadLength)
+              uint32_t payloadLength,
+              bool writeZeros)
 {
     const OpcodeInfo& info = *pkt.info;
     size_t total = DatagramLength(info, payloadLength);
@@ -570,7 +571,7 @@ WriteDatagram(uint8_t* out,
         {
             std::memcpy(p, payload, payloadLength);
         }
-        else
+        else if (writeZeros)
         {
             std::memset(p, 0, payloadLength);
         }

@@ -589,11 +589,16 @@ ParseStatus ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out);
 
 /**
  * Write BTH, the extension headers of \p pkt.info, \p payloadLength bytes of payload from
- * \p payload (zeros if nullptr), the pad and a zero ICRC placeholder into \p out.
- * bth.padCount is computed here. \return the datagram length, or 0 if \p cap is too small.
+ * \p payload (zeros if nullptr; left unwritten if nullptr and not \p writeZeros), the pad and
+ * a zero ICRC placeholder into \p out. bth.padCount is computed here.
+ * \return the datagram length, or 0 if \p cap is too small.
  */
-size_t WriteDatagram(uint8_t* out, size_t cap, ParsedPacket& pkt, const uint8_t* payload,
-                     uint32_t payloadLength);
+size_t WriteDatagram(uint8_t* out,
+                     size_t cap,
+                     ParsedPacket& pkt,
+                     const uint8_t* payload,
+                     uint32_t payloadLength,
+                     bool writeZeros = true);
 
 /// \return the datagram length WriteDatagram would produce.
 size_t DatagramLength(const OpcodeInfo& info, uint32_t payloadLength);

@@ -104,13 +104,19 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
      * \param frame the frame
      * \param direction its direction
      * \param epoch the link epoch when it was sent
+     * \param info the frame's record
      */
-    ArrivalEvent(MetaRoceChannel* channel, Ptr<Packet> frame, uint32_t direction, uint64_t epoch)
+    ArrivalEvent(MetaRoceChannel* channel,
+                 Ptr<Packet> frame,
+                 uint32_t direction,
+                 uint64_t epoch,
+                 const MetaRoceFrameInfo& info)
         : m_channel(channel),
           m_destination(PeekPointer(channel->m_devices[1 - direction])),
           m_frame(std::move(frame)),
           m_direction(direction),
-          m_epoch(epoch)
+          m_epoch(epoch),
+          m_info(info)
     {
     }
 
@@ -127,7 +133,7 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
   protected:
     void Notify() override
     {
-        m_channel->Deliver(std::move(m_frame), m_direction, m_epoch);
+        m_channel->DeliverFrame(std::move(m_frame), m_direction, m_epoch, m_info);
     }
 
   private:
@@ -136,16 +142,35 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
     Ptr<Packet> m_frame;                    //!< the frame
     uint32_t m_direction;                   //!< its direction
     uint64_t m_epoch;                       //!< the link epoch when it was sent
+    MetaRoceFrameInfo m_info;               //!< the frame's record
 };
 
 void
 MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source, Time txTime)
 {
+    ScheduleArrival(frame, PeekPointer(source), txTime, MetaRoceFrameInfo());
+}
+
+void
+MetaRoceChannel::Transmit(Ptr<Packet> frame,
+                          const MetaRoceNetDevice* source,
+                          Time txTime,
+                          MetaRoceFrameInfo& info)
+{
+    ScheduleArrival(frame, source, txTime, info);
+}
+
+void
+MetaRoceChannel::ScheduleArrival(Ptr<Packet> frame,
+                                 const MetaRoceNetDevice* source,
+                                 Time txTime,
+                                 const MetaRoceFrameInfo& info)
+{
     if (m_nDevices < 2)
     {
         return;
     }
-    const uint32_t direction = source == m_devices[0] ? 0 : 1;
+    const uint32_t direction = source == PeekPointer(m_devices[0]) ? 0 : 1;
     uint32_t context = m_context[1 - direction];
     if (context == NO_CONTEXT)
     {
@@ -168,7 +193,7 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
         tag = MetaRoceScheduler::LinkTag(GetId(), direction);
     }
     MetaRoceScheduler::TagNextEvent(tag);
-    auto* arrival = new ArrivalEvent(this, frame, direction, m_epoch);
+    auto* arrival = new ArrivalEvent(this, frame, direction, m_epoch, info);
     MetaRoceScheduler::AnnounceNextEvent(arrival);
     Simulator::ScheduleWithContext(context, txTime + m_delay, arrival);
 }
@@ -176,15 +201,30 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
 void
 MetaRoceChannel::Deliver(Ptr<Packet> frame, uint32_t direction, uint64_t epoch)
 {
+    MetaRoceFrameInfo info;
+    DeliverFrame(frame, direction, epoch, info);
+}
+
+void
+MetaRoceChannel::DeliverFrame(Ptr<Packet> frame,
+                              uint32_t direction,
+                              uint64_t epoch,
+                              MetaRoceFrameInfo& info)
+{
     MetaRoceNetDevice* destination = PeekPointer(m_devices[1 - direction]);
     if (epoch != m_epoch || !m_up)
     {
+        MetaRoceWritePending(*frame, info);
         ++m_dropped[direction];
         m_dropTrace(frame, direction, MetaRoceDropReason::LINK_DOWN);
         destination->NotifyChannelDrop(frame, MetaRoceDropReason::LINK_DOWN);
         return;
     }
-    Ptr<ErrorModel> model = m_errorModels[direction];
+    const Ptr<ErrorModel>& model = m_errorModels[direction];
+    if (model)
+    {
+        MetaRoceWritePending(*frame, info); // an error model may read the bytes
+    }
     if (model && model->IsCorrupt(frame))
     {
         ++m_dropped[direction];
@@ -193,7 +233,7 @@ MetaRoceChannel::Deliver(Ptr<Packet> frame, uint32_t direction, uint64_t epoch)
         return;
     }
     ++m_delivered[direction];
-    destination->Receive(frame);
+    destination->Receive(frame, info);
 }
 
 Ptr<MetaRoceNetDevice>

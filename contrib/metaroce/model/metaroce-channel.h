@@ -79,6 +79,19 @@ class MetaRoceChannel : public Channel
     virtual void Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source, Time txTime);
 
     /**
+     * Carry a frame with its record (MetaRoceFrameInfo) from \p source to its peer; the record
+     * travels with it, so the rewrites it holds need not be in the bytes.
+     * \param frame the frame
+     * \param source the sending device
+     * \param txTime its serialization time
+     * \param info its record
+     */
+    virtual void Transmit(Ptr<Packet> frame,
+                          const MetaRoceNetDevice* source,
+                          Time txTime,
+                          MetaRoceFrameInfo& info);
+
+    /**
      * \param device one end
      * \return the other end, or nullptr
      */
@@ -190,6 +203,29 @@ class MetaRoceChannel : public Channel
 
   private:
     class ArrivalEvent; // the Deliver event of a frame, with prefetches (metaroce-channel.cc)
+
+    /**
+     * Schedule the arrival of a frame at the peer of \p source.
+     * \param frame the frame
+     * \param source the sending device
+     * \param txTime its serialization time
+     * \param info its record
+     */
+    void ScheduleArrival(Ptr<Packet> frame,
+                         const MetaRoceNetDevice* source,
+                         Time txTime,
+                         const MetaRoceFrameInfo& info);
+    /**
+     * A frame reaches the end of the link with its record (Deliver without one).
+     * \param frame the frame
+     * \param direction its direction
+     * \param epoch the link epoch when it was sent
+     * \param info its record
+     */
+    void DeliverFrame(Ptr<Packet> frame,
+                      uint32_t direction,
+                      uint64_t epoch,
+                      MetaRoceFrameInfo& info);
 
     /**
      * Abort if \p model is not nullptr and AssignStreams has run.

@@ -6,6 +6,8 @@
 
 #include "metaroce-frame.h"
 
+#include "metaroce-byte-order.h"
+
 #include "ns3/abort.h"
 
 #include <algorithm>
@@ -43,10 +45,14 @@ AllZero(const uint8_t* p, uint32_t n)
 } // namespace
 
 Ptr<Packet>
-MetaRoceCreateFrame(const uint8_t* bytes, uint32_t size, uint32_t zeroOffset, uint32_t zeroLength)
+MetaRoceCreateFrame(const uint8_t* bytes,
+                    uint32_t size,
+                    uint32_t zeroOffset,
+                    uint32_t zeroLength,
+                    bool knownZero)
 {
     if (zeroLength == 0 || zeroOffset > size || zeroLength > size - zeroOffset ||
-        !AllZero(bytes + zeroOffset, zeroLength))
+        (!knownZero && !AllZero(bytes + zeroOffset, zeroLength)))
     {
         return Create<Packet>(bytes, size);
     }
@@ -61,6 +67,59 @@ MetaRoceCreateFrame(const uint8_t* bytes, uint32_t size, uint32_t zeroOffset, ui
         frame->AddTrailer(MetaRoceSpanTrailer(bytes + zeroOffset + zeroLength, tail));
     }
     return frame;
+}
+
+void
+MetaRoceDecrementIpv4Ttl(uint8_t* ip)
+{
+    const uint16_t oldWord = metaroce::ReadU16(ip + metaroce::IPV4_TTL_OFFSET);
+    ip[metaroce::IPV4_TTL_OFFSET] = static_cast<uint8_t>(ip[metaroce::IPV4_TTL_OFFSET] - 1);
+    const uint16_t newWord = metaroce::ReadU16(ip + metaroce::IPV4_TTL_OFFSET);
+    const uint16_t oldChecksum = metaroce::ReadU16(ip + metaroce::IPV4_CHECKSUM_OFFSET);
+    uint32_t sum = uint32_t(static_cast<uint16_t>(~oldChecksum)) +
+                   uint32_t(static_cast<uint16_t>(~oldWord)) + newWord;
+    while (sum >> 16)
+    {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    metaroce::WriteU16(ip + metaroce::IPV4_CHECKSUM_OFFSET, static_cast<uint16_t>(~sum));
+}
+
+void
+MetaRoceApplyPending(uint8_t* bytes, const MetaRoceFrameInfo& info)
+{
+    uint8_t* ip = bytes + metaroce::ETHERNET_HEADER_SIZE;
+    for (uint32_t hop = 1; hop <= info.pendingHops; ++hop)
+    {
+        MetaRoceDecrementIpv4Ttl(ip);
+        if (hop == info.ceAtHop)
+        {
+            metaroce::SetIpv4Ecn(ip, metaroce::Ecn::CE);
+        }
+    }
+    if (info.pendingMacs)
+    {
+        std::memcpy(bytes + metaroce::ETHERNET_SRC_OFFSET, info.src, metaroce::MAC_ADDRESS_SIZE);
+        std::memcpy(bytes + metaroce::ETHERNET_DST_OFFSET, info.dst, metaroce::MAC_ADDRESS_SIZE);
+    }
+}
+
+void
+MetaRoceWritePending(Packet& frame, MetaRoceFrameInfo& info)
+{
+    if (!info.valid || !info.HasPending())
+    {
+        return;
+    }
+    uint8_t headers[METAROCE_HEADER_PEEK_SIZE];
+    const uint32_t length = metaroce::ETHERNET_HEADER_SIZE + info.ipHeaderLen;
+    frame.CopyData(headers, length);
+    MetaRoceApplyPending(headers, info);
+    frame.RemoveAtStart(length);
+    frame.AddHeader(MetaRoceRawHeader(headers, length));
+    info.pendingHops = 0;
+    info.ceAtHop = 0;
+    info.pendingMacs = false;
 }
 
 TypeId

@@ -73,6 +73,58 @@ metaroce::FrameStatus MetaRocePeekFrame(Ptr<const Packet> frame,
 
 /**
  * \ingroup metaroce
+ * What the fabric needs of a frame, carried beside its ns3::Packet along the model's own path
+ * (NIC pull, device queue, channel, device, switch, ...) so that a switch hop reads no header
+ * bytes: the fields forwarding reads, and the header rewrites of the hops so far (TTL, CE,
+ * Ethernet addresses) that are not yet in the packet's bytes. Anything that hands the packet
+ * to code outside that path (a trace, a callback, an error model, another MPI rank, a drop)
+ * first writes them (MetaRoceWritePending), so every reader sees the bytes it saw before.
+ * A record that is not valid (a frame from another source) makes the switch parse the bytes.
+ */
+struct MetaRoceFrameInfo
+{
+    metaroce::DatagramMeta meta; //!< addresses, UDP ports, DSCP and ECN (as rewritten so far)
+    uint8_t ttl{0};              //!< the IPv4 TTL (as rewritten so far)
+    uint8_t ipHeaderLen{0};      //!< IPv4 header bytes (IHL * 4)
+    uint8_t pendingHops{0};      //!< TTL decrements not yet in the bytes
+    uint8_t ceAtHop{0};          //!< the pending hop (1-based) that marked CE; 0 = none
+    bool pendingMacs{false};     //!< src and dst are not yet in the bytes
+    bool valid{false};           //!< the fields above describe the frame
+    uint8_t src[6]{};            //!< Ethernet source to write
+    uint8_t dst[6]{};            //!< Ethernet destination to write
+
+    /// \return true if some rewrite is not yet in the bytes
+    bool HasPending() const
+    {
+        return pendingHops != 0 || pendingMacs;
+    }
+};
+
+/**
+ * Apply the rewrites \p info holds to the leading bytes of its frame: per pending hop, in hop
+ * order, the TTL decrement with its checksum update (RFC 1624) and the CE mark of that hop,
+ * then the Ethernet addresses (the same operations a switch hop applied to the bytes).
+ * \param bytes the frame's first ETHERNET_HEADER_SIZE + info.ipHeaderLen bytes
+ * \param info the record (not changed)
+ */
+void MetaRoceApplyPending(uint8_t* bytes, const MetaRoceFrameInfo& info);
+
+/**
+ * Write the pending rewrites of \p info into \p frame (no-op when there are none) and clear
+ * them.
+ * \param frame the frame
+ * \param info its record
+ */
+void MetaRoceWritePending(Packet& frame, MetaRoceFrameInfo& info);
+
+/**
+ * Decrement the TTL of a valid IPv4 header and update its checksum (RFC 1624 eqn. 3).
+ * \param ip the IPv4 header
+ */
+void MetaRoceDecrementIpv4Ttl(uint8_t* ip);
+
+/**
+ * \ingroup metaroce
  * Raw header bytes, used to write rewritten leading bytes of a frame back into a packet
  * (Packet::RemoveAtStart, then AddHeader) and to prepend an Ethernet header in
  * MetaRoceNetDevice::Send. Holds at most METAROCE_HEADER_PEEK_SIZE bytes inline (no heap).
@@ -123,12 +175,15 @@ class MetaRoceRawHeader : public Header
  * \param size its length
  * \param zeroOffset where the payload starts
  * \param zeroLength payload length (0: no payload; the frame is copied)
+ * \param knownZero the caller knows the payload is zeros (its bytes are not read: they need
+ *        not have been written)
  * \return the packet
  */
 Ptr<Packet> MetaRoceCreateFrame(const uint8_t* bytes,
                                 uint32_t size,
                                 uint32_t zeroOffset,
-                                uint32_t zeroLength);
+                                uint32_t zeroLength,
+                                bool knownZero = false);
 
 /**
  * \ingroup metaroce

@@ -224,30 +224,45 @@ MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority)
 bool
 MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie)
 {
+    MetaRoceFrameInfo info;
+    return Enqueue(frame, priority, cookie, info);
+}
+
+bool
+MetaRoceNetDevice::Enqueue(Ptr<Packet> frame,
+                           uint8_t priority,
+                           uint32_t cookie,
+                           MetaRoceFrameInfo& info)
+{
     NS_LOG_FUNCTION(this << frame << +priority << cookie);
     priority = ClampPriority(priority);
     if (!m_linkUp)
     {
-        Drop(frame, MetaRoceDropReason::LINK_DOWN, true);
+        Drop(frame, info, MetaRoceDropReason::LINK_DOWN, true);
         return false;
     }
     if (frame->GetSize() > uint32_t(m_mtu) + metaroce::ETHERNET_HEADER_SIZE)
     {
-        Drop(frame, MetaRoceDropReason::MTU_EXCEEDED, true);
+        Drop(frame, info, MetaRoceDropReason::MTU_EXCEEDED, true);
         return false;
     }
-    if (!m_admissionCallback.IsNull() && !m_admissionCallback(this, frame, priority))
+    if (!m_admissionCallback.IsNull())
     {
-        Drop(frame, MetaRoceDropReason::ADMISSION, true);
-        return false;
+        MetaRoceWritePending(*frame, info);
+        if (!m_admissionCallback(this, frame, priority))
+        {
+            Drop(frame, MetaRoceDropReason::ADMISSION, true);
+            return false;
+        }
     }
     if (!m_macTxTrace.IsEmpty())
     {
+        MetaRoceWritePending(*frame, info);
         m_macTxTrace(frame);
     }
     m_queueBytes[priority] += frame->GetSize();
     m_queueBytesTotal += frame->GetSize();
-    m_queues[priority].Push(frame, cookie);
+    m_queues[priority].Push(frame, cookie, info);
     m_busyQueues |= uint8_t(1U << priority);
     TryTransmit();
     return true;
@@ -303,7 +318,7 @@ MetaRoceNetDevice::SetNicPort(MetaRoceNic* owner, uint32_t index)
 }
 
 void
-MetaRoceNetDevice::NotifyDequeued(const MetaRocePacketFifo::Entry& entry, uint8_t priority)
+MetaRoceNetDevice::NotifyDequeued(MetaRocePacketFifo::Entry& entry, uint8_t priority)
 {
     if (m_switch)
     {
@@ -311,6 +326,7 @@ MetaRoceNetDevice::NotifyDequeued(const MetaRocePacketFifo::Entry& entry, uint8_
     }
     else if (!m_dequeueCallback.IsNull())
     {
+        MetaRoceWritePending(*entry.packet, entry.info);
         m_dequeueCallback(this, entry.packet, priority, entry.cookie);
     }
 }
@@ -472,7 +488,8 @@ MetaRoceNetDevice::ClassifyFrame(Ptr<const Packet> frame) const
 bool
 MetaRoceNetDevice::IsTransmitting() const
 {
-    return m_transmitting;
+    return m_transmitting &&
+           (m_txEventPending || !MetaRoceScheduler::HasPassed(m_txEndAt, m_txEndOrder));
 }
 
 Ptr<MetaRoceNetDevice>
@@ -503,13 +520,14 @@ MetaRoceNetDevice::GetCounters() const
 void
 MetaRoceNetDevice::TryTransmit()
 {
-    if (m_transmitting || !m_linkUp)
+    if (TransmitterBusy() || !m_linkUp)
     {
         return;
     }
     if (!m_controlQueue.IsEmpty())
     {
-        StartTransmission(m_controlQueue.Pop().packet);
+        MetaRocePacketFifo::Entry entry = m_controlQueue.Pop();
+        StartTransmission(entry.packet, entry.info);
         return;
     }
     for (int p = int(m_numPriorities) - 1; p >= 0; --p)
@@ -528,13 +546,14 @@ MetaRoceNetDevice::TryTransmit()
         m_queueBytes[p] -= size;
         m_queueBytesTotal -= size;
         NotifyDequeued(entry, priority);
-        StartTransmission(entry.packet);
+        StartTransmission(entry.packet, entry.info);
         return;
     }
     Ptr<Packet> frame;
+    MetaRoceFrameInfo info;
     if (m_nic)
     {
-        frame = m_nic->Pull(m_nicPort);
+        frame = m_nic->PullFrame(m_nicPort, info);
     }
     else if (m_pullCallback.IsNull())
     {
@@ -550,26 +569,28 @@ MetaRoceNetDevice::TryTransmit()
     }
     if (frame->GetSize() > uint32_t(m_mtu) + metaroce::ETHERNET_HEADER_SIZE)
     {
-        Drop(frame, MetaRoceDropReason::MTU_EXCEEDED, true);
+        Drop(frame, info, MetaRoceDropReason::MTU_EXCEEDED, true);
         // Let the owner offer the next frame (scheduled, so a misbehaving owner cannot recurse).
         Simulator::ScheduleNow(&MetaRoceNetDevice::TryTransmit, this);
         return;
     }
     if (!m_macTxTrace.IsEmpty())
     {
+        MetaRoceWritePending(*frame, info);
         m_macTxTrace(frame);
     }
-    const uint8_t priority = ClassifyFrame(frame);
+    // A frame with a record (the NIC's) is IPv4: its DSCP is in the record.
+    const uint8_t priority = info.valid ? GetPriorityForDscp(info.meta.dscp) : ClassifyFrame(frame);
     if (IsPaused(priority))
     {
         // The owner ignored the pause: hold the frame until the priority resumes.
         m_queueBytes[priority] += frame->GetSize();
         m_queueBytesTotal += frame->GetSize();
-        m_queues[priority].Push(frame, 0);
+        m_queues[priority].Push(frame, 0, info);
         m_busyQueues |= uint8_t(1U << priority);
         return;
     }
-    StartTransmission(frame);
+    StartTransmission(frame, info);
 }
 
 /**
@@ -625,7 +646,7 @@ MetaRoceNetDevice::PrefetchFrameFields() const
 }
 
 void
-MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
+MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info)
 {
     NS_LOG_FUNCTION(this << frame);
     m_transmitting = true;
@@ -633,32 +654,73 @@ MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame)
     const Time txTime = NextSerializationTime(size);
     if (!m_phyTxBeginTrace.IsEmpty())
     {
+        MetaRoceWritePending(*frame, info);
         m_phyTxBeginTrace(frame);
     }
     if (!m_snifferTrace.IsEmpty())
     {
+        MetaRoceWritePending(*frame, info);
         m_snifferTrace(frame);
     }
     ++m_counters.txFrames;
     m_counters.txBytes += size;
-    // The frame that will follow this one, if one is queued already: its TxCompleteEvent
-    // prefetches it (and its queue slot) before TransmitComplete runs.
-    const MetaRocePacketFifo* next = nullptr;
-    if (!m_controlQueue.IsEmpty())
+    // A switch port with nothing queued needs its end of serialization only if a frame comes
+    // before it (TryTransmit): until then it holds the event's place in the order of events of
+    // equal time instead of the event (MetaRoceScheduler::ReserveOrder).
+    const MetaRocePacketFifo* next = NextQueue();
+    m_txEndOrder = next == nullptr && m_switch != nullptr && m_pullCallback.IsNull()
+                       ? MetaRoceScheduler::ReserveOrder()
+                       : 0;
+    m_txEndAt = (Simulator::Now() + txTime).GetTimeStep();
+    m_txEventPending = m_txEndOrder == 0;
+    if (m_txEventPending)
     {
-        next = &m_controlQueue;
+        ScheduleTxComplete(txTime, next);
     }
-    else if (m_busyQueues != 0)
-    {
-        next = &m_queues[31 - __builtin_clz(m_busyQueues)];
-    }
-    Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
-    MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));
-    m_txCompleteEvent = Simulator::Schedule(txTime, done);
     if (m_channel)
     {
-        m_channel->Transmit(frame, this, txTime);
+        m_channel->Transmit(frame, this, txTime, info);
     }
+}
+
+const MetaRocePacketFifo*
+MetaRoceNetDevice::NextQueue() const
+{
+    if (!m_controlQueue.IsEmpty())
+    {
+        return &m_controlQueue;
+    }
+    return m_busyQueues != 0 ? &m_queues[31 - __builtin_clz(m_busyQueues)] : nullptr;
+}
+
+void
+MetaRoceNetDevice::ScheduleTxComplete(Time delay, const MetaRocePacketFifo* next)
+{
+    // The frame that will follow, if one is queued already: the event prefetches it (and its
+    // queue slot) before TransmitComplete runs.
+    Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
+    MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));
+    m_txCompleteEvent = Simulator::Schedule(delay, done);
+}
+
+bool
+MetaRoceNetDevice::TransmitterBusy()
+{
+    if (!m_transmitting || m_txEventPending)
+    {
+        return m_transmitting;
+    }
+    // The end of serialization has no event (StartTransmission): it has happened if its place
+    // in the order of events is behind the running event; else it is scheduled now, there.
+    if (MetaRoceScheduler::HasPassed(m_txEndAt, m_txEndOrder))
+    {
+        m_transmitting = false;
+        return false;
+    }
+    MetaRoceScheduler::UseReservedOrder(m_txEndOrder);
+    ScheduleTxComplete(TimeStep(m_txEndAt) - Simulator::Now(), NextQueue());
+    m_txEventPending = true;
+    return true;
 }
 
 void
@@ -672,14 +734,22 @@ MetaRoceNetDevice::TransmitComplete()
 void
 MetaRoceNetDevice::Receive(Ptr<Packet> frame)
 {
+    MetaRoceFrameInfo info;
+    Receive(frame, info);
+}
+
+void
+MetaRoceNetDevice::Receive(Ptr<Packet> frame, MetaRoceFrameInfo& info)
+{
     NS_LOG_FUNCTION(this << frame);
     if (!m_linkUp)
     {
-        Drop(frame, MetaRoceDropReason::LINK_DOWN, false);
+        Drop(frame, info, MetaRoceDropReason::LINK_DOWN, false);
         return;
     }
+    // A frame with a record is IPv4 (the record was made from its headers): no bytes to read.
     uint8_t header[metaroce::ETHERNET_HEADER_SIZE];
-    if (frame->CopyData(header, sizeof(header)) < sizeof(header))
+    if (!info.valid && frame->CopyData(header, sizeof(header)) < sizeof(header))
     {
         Drop(frame, MetaRoceDropReason::MALFORMED, false);
         return;
@@ -688,13 +758,20 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
     m_counters.rxBytes += frame->GetSize();
     if (!m_snifferTrace.IsEmpty())
     {
+        MetaRoceWritePending(*frame, info);
         m_snifferTrace(frame);
     }
-    const uint16_t etherType = metaroce::ReadU16(header + metaroce::ETHERNET_TYPE_OFFSET);
+    const uint16_t etherType = info.valid
+                                   ? metaroce::ETHERTYPE_IPV4
+                                   : metaroce::ReadU16(header + metaroce::ETHERNET_TYPE_OFFSET);
     if (etherType == ETHERTYPE_MAC_CONTROL)
     {
         ReceiveMacControl(frame);
         return;
+    }
+    if (!m_macRxTrace.IsEmpty())
+    {
+        MetaRoceWritePending(*frame, info);
     }
     if (m_switch)
     {
@@ -702,7 +779,7 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
         {
             m_macRxTrace(frame);
         }
-        m_switch->ReceiveOnPort(m_switchPort, this, frame);
+        m_switch->ForwardFrame(m_switchPort, this, frame, info);
         return;
     }
     if (m_nic)
@@ -711,9 +788,11 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
         {
             m_macRxTrace(frame);
         }
-        m_nic->Receive(this, frame);
+        m_nic->ReceiveFrame(this, frame, info);
         return;
     }
+    // Beyond here the frame leaves the model's path: its bytes must be complete.
+    MetaRoceWritePending(*frame, info);
     if (!m_frameRxCallback.IsNull())
     {
         if (!m_macRxTrace.IsEmpty())
@@ -732,6 +811,10 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
     if (!m_macRxTrace.IsEmpty())
     {
         m_macRxTrace(frame);
+    }
+    if (info.valid)
+    {
+        frame->CopyData(header, sizeof(header));
     }
     Mac48Address dst;
     Mac48Address src;
@@ -820,6 +903,16 @@ MetaRoceNetDevice::NotifyChannelDrop(Ptr<Packet> frame, MetaRoceDropReason reaso
 }
 
 void
+MetaRoceNetDevice::Drop(Ptr<Packet> frame,
+                        MetaRoceFrameInfo& info,
+                        MetaRoceDropReason reason,
+                        bool transmitSide)
+{
+    MetaRoceWritePending(*frame, info);
+    Drop(frame, reason, transmitSide);
+}
+
+void
 MetaRoceNetDevice::Drop(Ptr<const Packet> frame, MetaRoceDropReason reason, bool transmitSide)
 {
     NS_LOG_FUNCTION(this << frame << MetaRoceDropReasonName(reason));
@@ -853,7 +946,8 @@ MetaRoceNetDevice::FlushQueues()
     }
     while (!m_controlQueue.IsEmpty())
     {
-        Drop(m_controlQueue.Pop().packet, MetaRoceDropReason::LINK_DOWN, true);
+        MetaRocePacketFifo::Entry entry = m_controlQueue.Pop();
+        Drop(entry.packet, entry.info, MetaRoceDropReason::LINK_DOWN, true);
     }
     for (uint32_t p = 0; p < MAX_PRIORITIES; ++p)
     {
@@ -864,7 +958,7 @@ MetaRoceNetDevice::FlushQueues()
             m_queueBytes[p] -= size;
             m_queueBytesTotal -= size;
             NotifyDequeued(entry, static_cast<uint8_t>(p));
-            Drop(entry.packet, MetaRoceDropReason::LINK_DOWN, true);
+            Drop(entry.packet, entry.info, MetaRoceDropReason::LINK_DOWN, true);
         }
     }
     m_busyQueues = 0;

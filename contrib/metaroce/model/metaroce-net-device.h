@@ -150,6 +150,17 @@ class MetaRoceNetDevice : public NetDevice
     bool Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie);
 
     /**
+     * Push mode with a cookie and the frame's record (MetaRoceSwitch: the record carries the
+     * header rewrites not yet written into the bytes).
+     * \param frame an Ethernet frame (header included)
+     * \param priority its priority class
+     * \param cookie owner metadata
+     * \param info the frame's record
+     * \return false if the frame was dropped
+     */
+    bool Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie, MetaRoceFrameInfo& info);
+
+    /**
      * Pull mode: set the callback the idle transmitter asks for the next frame.
      * \param callback returns the next frame or nullptr
      */
@@ -300,6 +311,13 @@ class MetaRoceNetDevice : public NetDevice
     void Receive(Ptr<Packet> frame);
 
     /**
+     * Called by the channel: a frame arrives with its record (MetaRoceFrameInfo).
+     * \param frame the frame
+     * \param info its record
+     */
+    void Receive(Ptr<Packet> frame, MetaRoceFrameInfo& info);
+
+    /**
      * Called by the channel: a frame towards this device was lost on the link.
      * \param frame the frame
      * \param reason CHANNEL_LOSS or LINK_DOWN
@@ -344,14 +362,15 @@ class MetaRoceNetDevice : public NetDevice
      * \param entry the frame and its cookie
      * \param priority its queue
      */
-    void NotifyDequeued(const MetaRocePacketFifo::Entry& entry, uint8_t priority);
+    void NotifyDequeued(MetaRocePacketFifo::Entry& entry, uint8_t priority);
     /// Start sending the next frame if the transmitter is idle.
     void TryTransmit();
     /**
      * Put a frame on the wire.
      * \param frame the frame
+     * \param info its record
      */
-    void StartTransmission(Ptr<Packet> frame);
+    void StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info);
     /**
      * Serialization time of the next frame, carrying the sub-resolution remainder.
      * \param bytes frame length without FCS
@@ -360,6 +379,20 @@ class MetaRoceNetDevice : public NetDevice
     Time NextSerializationTime(uint32_t bytes);
     /// The frame on the wire has been serialized.
     void TransmitComplete();
+    /// \return the queue whose head goes next (control first), or nullptr if all are empty
+    const MetaRocePacketFifo* NextQueue() const;
+    /**
+     * Schedule the end of serialization.
+     * \param delay when, from now
+     * \param next the queue of the frame expected to follow (a prefetch hint), or nullptr
+     */
+    void ScheduleTxComplete(Time delay, const MetaRocePacketFifo* next);
+    /**
+     * \return true while a frame is on the wire; schedules an end of serialization that
+     *         StartTransmission left without an event if it has not passed yet (a frame or a
+     *         pause now needs it)
+     */
+    bool TransmitterBusy();
     class TxCompleteEvent; // the TransmitComplete event, with prefetches (the .cc)
     /**
      * Apply a received MAC control frame.
@@ -373,6 +406,17 @@ class MetaRoceNetDevice : public NetDevice
      * \param transmitSide true for PhyTxDrop, false for PhyRxDrop
      */
     void Drop(Ptr<const Packet> frame, MetaRoceDropReason reason, bool transmitSide);
+    /**
+     * Count and trace a drop of a frame with a record (its pending rewrites written first).
+     * \param frame the frame
+     * \param info its record
+     * \param reason why
+     * \param transmitSide true for PhyTxDrop, false for PhyRxDrop
+     */
+    void Drop(Ptr<Packet> frame,
+              MetaRoceFrameInfo& info,
+              MetaRoceDropReason reason,
+              bool transmitSide);
     /**
      * \param priority a priority class
      * \return it clamped to the configured classes
@@ -423,6 +467,9 @@ class MetaRoceNetDevice : public NetDevice
     bool m_transmitting{false};        //!< a frame is on the wire
     uint8_t m_busyQueues{0};   //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
     EventId m_txCompleteEvent; //!< end of serialization
+    bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire
+    uint64_t m_txEndAt{0};        //!< end of serialization of that frame, in time steps
+    uint64_t m_txEndOrder{0};     //!< its reserved place if it has no event (ReserveOrder)
     TracedValue<uint64_t> m_queueBytesTotal{0};              //!< bytes in the data queues
     std::array<uint64_t, MAX_PRIORITIES> m_queueBytes{};     //!< bytes per data queue
     MetaRocePacketFifo m_controlQueue;                       //!< PFC frames, served first

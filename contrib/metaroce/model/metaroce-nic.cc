@@ -198,6 +198,13 @@ MetaRoceNic::GetLineRateBps() const
     return sum;
 }
 
+std::vector<uint8_t>&
+MetaRoceNic::Scratch(bool receive)
+{
+    thread_local std::vector<uint8_t> buffers[2];
+    return buffers[receive ? 1 : 0];
+}
+
 void
 MetaRoceNic::EnsureEndpoint()
 {
@@ -225,8 +232,8 @@ MetaRoceNic::EnsureEndpoint()
     }
     const size_t cap =
         metaroce::FRAME_HEADERS_SIZE + metaroce::Endpoint::MaxDatagramSize(largestMtu);
-    m_txBuffer.assign(cap, 0);
-    m_rxBuffer.assign(cap + 64, 0);
+    m_txBuffer.resize(std::max(m_txBuffer.size(), cap));
+    m_rxBuffer.resize(std::max(m_rxBuffer.size(), cap + 64));
 }
 
 metaroce::Endpoint&
@@ -275,11 +282,8 @@ MetaRoceNic::CreateConnection(const metaroce::ConnectionConfig& cfg,
     metaroce::Endpoint& ep = GetEndpoint();
     const size_t needed =
         metaroce::FRAME_HEADERS_SIZE + metaroce::Endpoint::MaxDatagramSize(cfg.mtu);
-    if (needed > m_txBuffer.size())
-    {
-        m_txBuffer.assign(needed, 0);
-        m_rxBuffer.assign(needed + 64, 0);
-    }
+    m_txBuffer.resize(std::max(m_txBuffer.size(), needed));
+    m_rxBuffer.resize(std::max(m_rxBuffer.size(), needed + 64));
     return ep.CreateConnection(cfg, qpn, why);
 }
 
@@ -481,6 +485,13 @@ MetaRoceNic::Describe(const uint8_t* data,
 Ptr<Packet>
 MetaRoceNic::Pull(uint32_t index)
 {
+    MetaRoceFrameInfo info;
+    return PullFrame(index, info);
+}
+
+Ptr<Packet>
+MetaRoceNic::PullFrame(uint32_t index, MetaRoceFrameInfo& info)
+{
     if (!m_endpoint)
     {
         return nullptr;
@@ -515,20 +526,23 @@ MetaRoceNic::Pull(uint32_t index)
         metaroce::TxDatagram tx;
         tx.buffer = m_txBuffer.data() + metaroce::FRAME_HEADERS_SIZE;
         tx.capacity = m_txBuffer.size() - metaroce::FRAME_HEADERS_SIZE;
+        tx.zeroPayloadUnread = true; // a zero payload becomes the packet's virtual zero area
         if (!m_endpoint->PollTransmit(now, tx))
         {
             break;
         }
         const uint32_t portIndex = PortOf(tx);
         PortState& target = m_ports[portIndex];
-        metaroce::MacAddress src;
-        metaroce::MacAddress dst;
-        Mac48Address::ConvertFrom(target.device->GetAddress()).CopyTo(src.bytes);
-        target.device->GetPeerMac().CopyTo(dst.bytes);
+        if (!target.macsKnown) // a port's addresses are fixed once it carries frames
+        {
+            Mac48Address::ConvertFrom(target.device->GetAddress()).CopyTo(target.mac.bytes);
+            target.device->GetPeerMac().CopyTo(target.peerMac.bytes);
+            target.macsKnown = target.device->GetPeer() != nullptr;
+        }
         const size_t frameLen = metaroce::EncapsulateFrame(m_txBuffer.data(),
                                                            m_txBuffer.size(),
-                                                           src,
-                                                           dst,
+                                                           target.mac,
+                                                           target.peerMac,
                                                            tx.meta,
                                                            tx.buffer,
                                                            tx.length);
@@ -544,26 +558,20 @@ MetaRoceNic::Pull(uint32_t index)
         }
         // Payload bytes of a virtual memory region are zeros: carry them as the packet's
         // virtual zero area instead of copying them (same bytes, no 4 KiB buffer per frame).
-        uint32_t payloadOffset = 0;
-        uint32_t payloadLength = 0;
-        {
-            const uint8_t* datagram = m_txBuffer.data() + metaroce::FRAME_HEADERS_SIZE;
-            metaroce::ParsedPacket pkt;
-            if (metaroce::ParseDatagram(datagram, tx.length, pkt) == metaroce::ParseStatus::OK &&
-                pkt.payloadLength > 0)
-            {
-                payloadOffset = static_cast<uint32_t>(pkt.payload - m_txBuffer.data());
-                payloadLength = pkt.payloadLength;
-            }
-        }
+        // The engine says where the payload is and whether it is zeros it did not write.
         Ptr<Packet> frame = MetaRoceCreateFrame(m_txBuffer.data(),
                                                 static_cast<uint32_t>(frameLen),
-                                                payloadOffset,
-                                                payloadLength);
+                                                metaroce::FRAME_HEADERS_SIZE + tx.payloadOffset,
+                                                tx.payloadLength,
+                                                tx.payloadZero);
         const uint8_t priority = target.device->GetPriorityForDscp(tx.meta.dscp);
         if (portIndex == index && !me.device->IsPaused(priority))
         {
             result = frame;
+            info.meta = tx.meta; // what EncapsulateFrame wrote, so the fabric reads no bytes
+            info.ttl = m_txBuffer[metaroce::ETHERNET_HEADER_SIZE + metaroce::IPV4_TTL_OFFSET];
+            info.ipHeaderLen = metaroce::IPV4_HEADER_SIZE;
+            info.valid = true;
             break;
         }
         if (!target.device->IsLinkUp())
@@ -603,6 +611,14 @@ MetaRoceNic::Pull(uint32_t index)
 void
 MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
 {
+    ReceiveFrame(PeekPointer(device), frame, MetaRoceFrameInfo());
+}
+
+void
+MetaRoceNic::ReceiveFrame(MetaRoceNetDevice* device,
+                          Ptr<Packet> frame,
+                          const MetaRoceFrameInfo& info)
+{
     if (!m_endpoint)
     {
         return;
@@ -613,6 +629,10 @@ MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
         m_rxBuffer.resize(size);
     }
     frame->CopyData(m_rxBuffer.data(), size);
+    if (info.valid)
+    {
+        MetaRoceApplyPending(m_rxBuffer.data(), info); // the switches' rewrites, in their order
+    }
     metaroce::ParsedFrame parsed;
     const metaroce::FrameStatus fs = metaroce::ParseFrame(m_rxBuffer.data(), size, parsed);
     if (fs != metaroce::FrameStatus::OK)
@@ -625,7 +645,7 @@ MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
         uint32_t portIndex = 0;
         for (uint32_t i = 0; i < m_ports.size(); ++i)
         {
-            if (m_ports[i].device == device)
+            if (PeekPointer(m_ports[i].device) == device)
             {
                 portIndex = i;
             }

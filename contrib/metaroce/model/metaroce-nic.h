@@ -8,6 +8,7 @@
 #define METAROCE_NIC_H
 
 #include "metaroce-endpoint.h"
+#include "metaroce-frame.h"
 
 #include "ns3/callback.h"
 #include "ns3/event-id.h"
@@ -337,8 +338,16 @@ class MetaRoceNic : public Object
         std::deque<Ptr<Packet>> parked;     //!< frames polled for this port, in order
         std::deque<uint8_t> parkedPriority; //!< their priorities
         bool inPull{false};                 //!< its pull callback is on the stack
+        bool macsKnown{false};              //!< mac and peerMac are set (first frame)
+        metaroce::MacAddress mac;           //!< the port's MAC address
+        metaroce::MacAddress peerMac;       //!< the MAC address of its peer
     };
 
+    /**
+     * \param receive true for the received frames' buffer, false for frames under construction
+     * \return that buffer of this thread
+     */
+    static std::vector<uint8_t>& Scratch(bool receive);
     /// Create the endpoint if it does not exist yet.
     void EnsureEndpoint();
     /// The shared pump: completions, wake ports, re-arm the timer.
@@ -358,11 +367,26 @@ class MetaRoceNic : public Object
      */
     Ptr<Packet> Pull(uint32_t port);
     /**
+     * Pull with the frame's record (MetaRoceNetDevice::SetNicPort).
+     * \param port port index
+     * \param[out] info the record of the frame returned (left not valid for a parked frame)
+     * \return the next frame for it, or nullptr
+     */
+    Ptr<Packet> PullFrame(uint32_t port, MetaRoceFrameInfo& info);
+    /**
      * Frame receive callback of the ports.
      * \param device the port
      * \param frame the frame
      */
     void Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame);
+    /**
+     * A port received a frame with its record (MetaRoceNetDevice::SetNicPort): the record's
+     * pending rewrites are applied to the NIC's copy of the bytes, not to the packet.
+     * \param device the port
+     * \param frame the frame
+     * \param info its record
+     */
+    void ReceiveFrame(MetaRoceNetDevice* device, Ptr<Packet> frame, const MetaRoceFrameInfo& info);
     /**
      * \param tx a polled datagram
      * \return the index of the port it belongs to
@@ -396,8 +420,10 @@ class MetaRoceNic : public Object
     std::unique_ptr<metaroce::Endpoint> m_endpoint;     //!< the engine
     std::unique_ptr<Observer> m_observer;               //!< observer turning calls into traces
     Ptr<UniformRandomVariable> m_seedStream;            //!< draws the engine seed
-    std::vector<uint8_t> m_txBuffer;                    //!< frame under construction
-    std::vector<uint8_t> m_rxBuffer;                    //!< frame being parsed
+    // No NIC holds a frame in these across an input, so every NIC of a thread shares one pair
+    // (1,024 NICs held 8.9 MB of private buffers). They only grow.
+    std::vector<uint8_t>& m_txBuffer{Scratch(false)};   //!< frame under construction (shared)
+    std::vector<uint8_t>& m_rxBuffer{Scratch(true)};    //!< frame being parsed (shared)
     EventId m_timer;                                    //!< the one engine timer
     metaroce::Time m_timerAt{metaroce::TIME_INFINITE};  //!< its deadline
     bool m_inPump{false};                               //!< Pump() is on the stack

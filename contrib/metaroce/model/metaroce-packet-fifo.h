@@ -7,6 +7,8 @@
 #ifndef METAROCE_PACKET_FIFO_H
 #define METAROCE_PACKET_FIFO_H
 
+#include "metaroce-frame.h"
+
 #include "ns3/packet.h"
 #include "ns3/ptr.h"
 
@@ -34,8 +36,9 @@ class MetaRocePacketFifo
     /// One queued frame.
     struct Entry
     {
-        Ptr<Packet> packet; //!< the frame
-        uint32_t cookie{0}; //!< owner metadata (a switch stores the ingress port here)
+        Ptr<Packet> packet;     //!< the frame
+        uint32_t cookie{0};     //!< owner metadata (a switch stores the ingress port here)
+        MetaRoceFrameInfo info; //!< its record (not valid for frames from outside the model)
     };
 
     /// \return true if the FIFO holds no frame.
@@ -54,8 +57,9 @@ class MetaRocePacketFifo
      * Append a frame.
      * \param packet the frame
      * \param cookie owner metadata returned by Pop()
+     * \param info the frame's record
      */
-    void Push(Ptr<Packet> packet, uint32_t cookie)
+    void Push(Ptr<Packet> packet, uint32_t cookie, const MetaRoceFrameInfo& info = {})
     {
         if (m_size == m_slots.size())
         {
@@ -64,6 +68,7 @@ class MetaRocePacketFifo
         Entry& slot = m_slots[(m_head + m_size) & (m_slots.size() - 1)];
         slot.packet = std::move(packet);
         slot.cookie = cookie;
+        slot.info = info;
         ++m_size;
     }
 

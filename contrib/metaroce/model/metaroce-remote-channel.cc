@@ -154,6 +154,16 @@ MetaRoceRemoteChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> 
 }
 
 void
+MetaRoceRemoteChannel::Transmit(Ptr<Packet> frame,
+                                const MetaRoceNetDevice* source,
+                                Time txTime,
+                                MetaRoceFrameInfo& info)
+{
+    MetaRoceWritePending(*frame, info);
+    Transmit(frame, Ptr<const MetaRoceNetDevice>(source), txTime);
+}
+
+void
 MetaRoceRemoteChannel::ReceiveRemote(Ptr<Packet> frame)
 {
     MetaRoceRemoteTag tag;

@@ -80,6 +80,19 @@ class MetaRoceRemoteChannel : public MetaRoceChannel
     void Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source, Time txTime) override;
 
     /**
+     * Write the frame's pending rewrites (a frame may leave for another rank as bytes), then
+     * carry it as the overload without a record does.
+     * \param frame the frame
+     * \param source the sending device
+     * \param txTime its serialization time
+     * \param info its record
+     */
+    void Transmit(Ptr<Packet> frame,
+                  const MetaRoceNetDevice* source,
+                  Time txTime,
+                  MetaRoceFrameInfo& info) override;
+
+    /**
      * Aggregate an MpiReceiver to each attached device and point it at this channel (done by
      * MetaRoceConnectRemote once both devices are attached to their nodes).
      */

@@ -32,11 +32,31 @@ thread_local const EventImpl* g_announced = nullptr;
 /// Bit 0 of Entry::impl: the event is a MetaRocePrefetchEvent.
 constexpr uintptr_t PREFETCH_BIT = 1;
 static_assert(alignof(EventImpl) > 1, "bit 0 of an EventImpl* must be free");
+/// The scheduler this thread inserts into (the last MetaRoceScheduler created), or nullptr.
+thread_local const MetaRoceScheduler* g_active = nullptr;
+/// Order of the last event inserted without a reservation (INSERTION: uid << 16).
+thread_local uint64_t g_lastOrder = 0;
+/// Reservations made since that insert.
+thread_local uint64_t g_reservations = 0;
+/// The reservation the next insert takes (0 = none).
+thread_local uint64_t g_useOrder = 0;
+/// Time and order of the event handed out last (the one running).
+thread_local uint64_t g_runningTs = 0;
+/// See g_runningTs.
+thread_local uint64_t g_runningOrder = 0;
+/// Bits of the INSERTION order below the uid: room for reservations between two inserts.
+constexpr uint32_t RESERVATION_BITS = 16;
 /// Schedulers with the Link tie-break that exist.
 std::atomic<uint32_t> g_linkSchedulers{0};
 /// Children per heap node.
 constexpr std::size_t ARITY = 4;
 } // namespace
+
+bool
+MetaRoceScheduler::LateBefore(const Entry& a, const Entry& b)
+{
+    return Before(b, a); // std::push_heap keeps the largest first: this puts the earliest first
+}
 
 TypeId
 MetaRoceScheduler::GetTypeId()
@@ -78,12 +98,47 @@ MetaRoceScheduler::MetaRoceScheduler()
     // new event that reuses its address.
     g_announced = nullptr;
     g_nextTag = 0;
+    g_active = this;
+    g_lastOrder = 0;
+    g_reservations = 0;
+    g_useOrder = 0;
+    g_runningTs = 0;
+    g_runningOrder = 0;
 }
 
 MetaRoceScheduler::~MetaRoceScheduler()
 {
     NS_LOG_FUNCTION(this);
     SetTieBreak(INSERTION);
+    if (g_active == this)
+    {
+        g_active = nullptr;
+    }
+}
+
+uint64_t
+MetaRoceScheduler::ReserveOrder()
+{
+    if (g_active == nullptr || g_active->m_tieBreak != INSERTION ||
+        g_reservations + 1 >= (uint64_t(1) << RESERVATION_BITS))
+    {
+        return 0;
+    }
+    // After every event inserted so far (orders up to g_lastOrder), before every later one
+    // (uid << 16 with a larger uid), after the earlier reservations.
+    return g_lastOrder | ++g_reservations;
+}
+
+void
+MetaRoceScheduler::UseReservedOrder(uint64_t reservation)
+{
+    g_useOrder = reservation;
+}
+
+bool
+MetaRoceScheduler::HasPassed(uint64_t ts, uint64_t reservation)
+{
+    return ts < g_runningTs || (ts == g_runningTs && reservation < g_runningOrder);
 }
 
 void
@@ -152,7 +207,21 @@ MetaRoceScheduler::Insert(const Event& ev)
     g_nextTag = 0;
     Entry entry;
     entry.ts = ev.key.m_ts;
-    entry.order = m_tieBreak == LINK ? (uint64_t(tag) << 32) | ev.key.m_uid : ev.key.m_uid;
+    if (m_tieBreak == LINK)
+    {
+        entry.order = (uint64_t(tag) << 32) | ev.key.m_uid;
+    }
+    else if (g_useOrder != 0)
+    {
+        entry.order = g_useOrder; // the place reserved earlier (ReserveOrder)
+        g_useOrder = 0;
+    }
+    else
+    {
+        entry.order = uint64_t(ev.key.m_uid) << RESERVATION_BITS;
+        g_lastOrder = entry.order;
+        g_reservations = 0;
+    }
     const EventImpl* announced = g_announced;
     g_announced = nullptr;
     entry.impl = reinterpret_cast<uintptr_t>(ev.impl) | (ev.impl == announced ? PREFETCH_BIT : 0);
@@ -195,7 +264,7 @@ MetaRoceScheduler::TakeFromBucket(uint64_t slot, std::vector<Entry>::iterator it
     std::vector<Entry>& bucket = m_buckets[slot];
     bucket.erase(it); // keeps the current bucket sorted; the last entry is the usual case
     --m_nearCount;
-    if (bucket.empty())
+    if (bucket.empty() && (slot != (m_current & (m_bucketCount - 1)) || m_late.empty()))
     {
         m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
     }
@@ -208,14 +277,14 @@ MetaRoceScheduler::PutNear(const Entry& entry) const
     // PeekNext reported), an event joins the current bucket.
     const uint64_t slot = std::max<uint64_t>(entry.ts >> m_shift, m_current) & (m_bucketCount - 1);
     std::vector<Entry>& bucket = m_buckets[slot];
-    if (slot == (m_current & (m_bucketCount - 1)) && m_currentSorted)
+    if (slot == (m_current & (m_bucketCount - 1)) && m_currentSorted && !bucket.empty() &&
+        !Before(entry, bucket.back()))
     {
-        // Sorted latest first: insert before the first entry that runs before this one.
-        bucket.insert(std::upper_bound(bucket.begin(),
-                                       bucket.end(),
-                                       entry,
-                                       [](const Entry& a, const Entry& b) { return Before(b, a); }),
-                      entry);
+        // The current bucket is sorted latest first; an event that does not run before its
+        // earliest joins the small heap of late arrivals instead of being inserted in the
+        // middle (which moved the later half of the bucket on every such insert).
+        m_late.push_back(entry);
+        std::push_heap(m_late.begin(), m_late.end(), LateBefore);
     }
     else
     {
@@ -257,7 +326,7 @@ MetaRoceScheduler::Settle() const
         if (m_nearCount > 0)
         {
             std::vector<Entry>& current = m_buckets[m_current & mask];
-            if (!current.empty())
+            if (!current.empty() || !m_late.empty())
             {
                 if (!m_currentSorted)
                 {
@@ -311,7 +380,8 @@ MetaRoceScheduler::PeekNext() const
     NS_ASSERT(!IsEmpty());
     if (m_bucketsReady && Settle())
     {
-        return ToEvent(m_buckets[m_current & (m_bucketCount - 1)].back());
+        const std::vector<Entry>& current = m_buckets[m_current & (m_bucketCount - 1)];
+        return ToEvent(NextIsLate(current) ? m_late.front() : current.back());
     }
     return ToEvent(m_heap.front());
 }
@@ -324,16 +394,34 @@ MetaRoceScheduler::RemoveNext()
     {
         const uint64_t slot = m_current & (m_bucketCount - 1);
         std::vector<Entry>& current = m_buckets[slot];
-        const Event next = ToEvent(current.back());
-        TakeFromBucket(slot, current.end() - 1);
+        Entry taken;
+        if (NextIsLate(current))
+        {
+            taken = m_late.front();
+            std::pop_heap(m_late.begin(), m_late.end(), LateBefore);
+            m_late.pop_back();
+            --m_nearCount;
+            if (m_late.empty() && current.empty())
+            {
+                m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+            }
+        }
+        else
+        {
+            taken = current.back();
+            TakeFromBucket(slot, current.end() - 1);
+        }
+        g_runningTs = taken.ts;
+        g_runningOrder = taken.order;
         // The events after this one were allocated a link delay or a serialization time of
         // simulated time ago (tens of thousands of events on a large fabric) and have left the
         // caches: start loading the next two while this one runs, and what the next one will
         // touch if it says (its EventImpl was prefetched by the previous call).
         const std::size_t left = current.size();
-        if (left > 0)
+        if (left > 0 || !m_late.empty())
         {
-            const uintptr_t following = current[left - 1].impl;
+            const uintptr_t following =
+                NextIsLate(current) ? m_late.front().impl : current[left - 1].impl;
             if (following & PREFETCH_BIT)
             {
                 static_cast<const MetaRocePrefetchEvent*>(
@@ -349,9 +437,12 @@ MetaRoceScheduler::RemoveNext()
                 __builtin_prefetch(reinterpret_cast<const void*>(current[left - 2].impl));
             }
         }
-        return next;
+        return ToEvent(taken);
     }
-    return ToEvent(PopFar());
+    const Entry taken = PopFar();
+    g_runningTs = taken.ts;
+    g_runningOrder = taken.order;
+    return ToEvent(taken);
 }
 
 void
@@ -362,6 +453,19 @@ MetaRoceScheduler::Remove(const Event& ev)
         return e.uid == ev.key.m_uid &&
                (e.impl & ~PREFETCH_BIT) == reinterpret_cast<uintptr_t>(ev.impl);
     };
+    auto late = std::find_if(m_late.begin(), m_late.end(), same);
+    if (late != m_late.end())
+    {
+        m_late.erase(late);
+        std::make_heap(m_late.begin(), m_late.end(), LateBefore);
+        --m_nearCount;
+        const uint64_t slot = m_current & (m_bucketCount - 1);
+        if (m_late.empty() && m_buckets[slot].empty())
+        {
+            m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));
+        }
+        return;
+    }
     for (uint64_t slot = 0; slot < m_buckets.size(); ++slot)
     {
         std::vector<Entry>& bucket = m_buckets[slot];

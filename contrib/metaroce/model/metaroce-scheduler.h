@@ -72,7 +72,8 @@ MetaRocePrefetchBytes(const void* address, std::size_t bytes)
  * a link delay ahead, so this scheduler keeps the events of the next Buckets x BucketWidth
  * (1,024 x 16 ns by default) in a ring of buckets: an insert appends to its bucket, and a
  * bucket is sorted once, when it becomes the earliest non-empty one, and then popped from its
- * end. Later events (timers) wait in a 4-ary heap in one array and move into the ring as it
+ * end; an event inserted into that bucket afterwards goes to its end if it runs first, else
+ * to a small heap of late arrivals popped alongside it. Later events (timers) wait in a 4-ary heap in one array and move into the ring as it
  * slides. Nothing is allocated per event once the vectors have grown. BucketWidth 0 keeps all
  * events in the heap. The order is the same total order either way.
  *
@@ -127,6 +128,31 @@ class MetaRoceScheduler : public Scheduler
     static void AnnounceNextEvent(const MetaRocePrefetchEvent* event);
 
     /**
+     * Reserve the place among events of equal time that an event scheduled now would take, for
+     * an event that may be scheduled later (UseReservedOrder) or never: MetaRoceNetDevice does
+     * not schedule the end of serialization of an idle switch port unless a frame arrives
+     * before it, and then schedules it in that place, so the order of events (and results) is
+     * the same as if it had been scheduled at once.
+     * \return the reservation, or 0 if the scheduler in use cannot honour one (not a
+     *         MetaRoceScheduler, or the Link tie-break)
+     */
+    static uint64_t ReserveOrder();
+
+    /**
+     * The next event this thread schedules takes the place \p reservation (ReserveOrder).
+     * \param reservation the reservation
+     */
+    static void UseReservedOrder(uint64_t reservation);
+
+    /**
+     * \param ts a time, in time steps
+     * \param reservation a reservation (ReserveOrder)
+     * \return true if an event of that time and place would have run already (it sorts before
+     *         the event running now)
+     */
+    static bool HasPassed(uint64_t ts, uint64_t reservation);
+
+    /**
      * \return true while a scheduler with the Link tie-break exists in this process (then a
      *         frame from another MPI rank must be re-scheduled as a tagged arrival)
      */
@@ -151,7 +177,8 @@ class MetaRoceScheduler : public Scheduler
     struct Entry
     {
         uint64_t ts;      //!< time stamp
-        uint64_t order;   //!< tie-break: uid (INSERTION) or tag << 32 | uid (LINK)
+        uint64_t order;   //!< tie-break: uid << 16 | reservation (INSERTION), tag << 32 | uid
+                          //!< (LINK)
         uintptr_t impl;   //!< the event's EventImpl*, bit 0 set for an announced event
         uint32_t uid;     //!< ns-3 event uid
         uint32_t context; //!< ns-3 event context
@@ -165,6 +192,23 @@ class MetaRoceScheduler : public Scheduler
     static bool Before(const Entry& a, const Entry& b)
     {
         return a.ts < b.ts || (a.ts == b.ts && a.order < b.order);
+    }
+
+    /**
+     * The order of m_late (std heap functions keep the "largest" first).
+     * \param a an entry
+     * \param b another
+     * \return true if a runs after b
+     */
+    static bool LateBefore(const Entry& a, const Entry& b);
+
+    /**
+     * \param current the current bucket (sorted)
+     * \return true if the earliest near event is the first of m_late
+     */
+    bool NextIsLate(const std::vector<Entry>& current) const
+    {
+        return !m_late.empty() && (current.empty() || Before(m_late.front(), current.back()));
     }
 
     /**
@@ -223,6 +267,9 @@ class MetaRoceScheduler : public Scheduler
     mutable std::vector<uint64_t> m_occupied;          //!< bit per bucket: not empty
     mutable uint64_t m_current{0};                     //!< absolute number of the current bucket
     mutable bool m_currentSorted{false};               //!< the current bucket is sorted
+    /// Events of the current bucket inserted after it was sorted and not before its earliest:
+    /// a min-heap (LateBefore), so that such an insert moves no entries of the bucket.
+    mutable std::vector<Entry> m_late;
     mutable uint64_t m_nearCount{0};                   //!< events in the buckets
     mutable std::vector<Entry> m_heap; //!< 4-ary heap; root at 0, children of i at 4i+1..4i+4
     TieBreak m_tieBreak{INSERTION};    //!< TieBreak attribute

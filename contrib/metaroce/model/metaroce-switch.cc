@@ -49,26 +49,6 @@ Mix64(uint64_t x)
     return x;
 }
 
-/**
- * Decrement the TTL of a valid IPv4 header and update its checksum (RFC 1624 eqn. 3).
- * \param ip the IPv4 header
- */
-void
-DecrementIpv4Ttl(uint8_t* ip)
-{
-    const uint16_t oldWord = metaroce::ReadU16(ip + metaroce::IPV4_TTL_OFFSET);
-    ip[metaroce::IPV4_TTL_OFFSET] = static_cast<uint8_t>(ip[metaroce::IPV4_TTL_OFFSET] - 1);
-    const uint16_t newWord = metaroce::ReadU16(ip + metaroce::IPV4_TTL_OFFSET);
-    const uint16_t oldChecksum = metaroce::ReadU16(ip + metaroce::IPV4_CHECKSUM_OFFSET);
-    uint32_t sum = uint32_t(static_cast<uint16_t>(~oldChecksum)) +
-                   uint32_t(static_cast<uint16_t>(~oldWord)) + newWord;
-    while (sum >> 16)
-    {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    metaroce::WriteU16(ip + metaroce::IPV4_CHECKSUM_OFFSET, static_cast<uint16_t>(~sum));
-}
-
 } // namespace
 
 uint64_t
@@ -552,7 +532,16 @@ MetaRoceSwitch::ReceiveFrame(Ptr<MetaRoceNetDevice> port, Ptr<Packet> frame)
 void
 MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<Packet> frame)
 {
-    NS_LOG_FUNCTION(this << inPort << port << frame);
+    MetaRoceFrameInfo info;
+    ForwardFrame(inPort, PeekPointer(port), frame, info);
+}
+
+void
+MetaRoceSwitch::ForwardFrame(uint32_t inPort,
+                             MetaRoceNetDevice* /* port */,
+                             Ptr<Packet> frame,
+                             MetaRoceFrameInfo& info)
+{
     PortState& in = m_ports[inPort];
     const uint32_t size = frame->GetSize();
     ++m_counters.rxFrames;
@@ -560,55 +549,62 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
     ++in.counters.rxFrames;
     in.counters.rxBytes += size;
 
-    // 1. Parse once.
-    uint8_t headers[METAROCE_HEADER_PEEK_SIZE];
-    metaroce::ParsedFrame parsed;
-    if (MetaRocePeekFrame(frame, headers, parsed) != metaroce::FrameStatus::OK)
+    // 1. Parse once: a frame with a record needs no bytes read; one without is parsed here.
+    if (!info.valid)
     {
-        Drop(frame, inPort, MetaRoceDropReason::MALFORMED);
-        return;
+        uint8_t headers[METAROCE_HEADER_PEEK_SIZE];
+        metaroce::ParsedFrame parsed;
+        if (MetaRocePeekFrame(frame, headers, parsed) != metaroce::FrameStatus::OK)
+        {
+            Drop(frame, inPort, MetaRoceDropReason::MALFORMED);
+            return;
+        }
+        info = MetaRoceFrameInfo();
+        info.meta = parsed.meta;
+        info.ttl = headers[metaroce::ETHERNET_HEADER_SIZE + metaroce::IPV4_TTL_OFFSET];
+        info.ipHeaderLen = static_cast<uint8_t>(parsed.ipHeaderLen);
+        info.valid = true;
     }
-    uint8_t* ip = headers + metaroce::ETHERNET_HEADER_SIZE;
 
     // 2. TTL.
-    if (ip[metaroce::IPV4_TTL_OFFSET] <= 1)
+    if (info.ttl <= 1)
     {
-        Drop(frame, inPort, MetaRoceDropReason::TTL_EXPIRED);
+        Drop(frame, info, inPort, MetaRoceDropReason::TTL_EXPIRED);
         return;
     }
 
     // 3. Route and ECMP.
     MetaRoceDropReason reason = MetaRoceDropReason::NO_ROUTE;
-    const uint32_t outPort = SelectEgressPort(parsed.meta, reason);
+    const uint32_t outPort = SelectEgressPort(info.meta, reason);
     if (outPort == NO_PORT)
     {
-        Drop(frame, inPort, reason);
+        Drop(frame, info, inPort, reason);
         return;
     }
     PortState& out = m_ports[outPort];
 
     // 4. Priority.
-    const uint8_t priority = out.device->GetPriorityForDscp(parsed.meta.dscp);
+    const uint8_t priority = out.device->GetPriorityForDscp(info.meta.dscp);
 
     // 5. Shared-buffer admission.
     const uint64_t bufferSize = GetBufferSize();
     const uint64_t used = m_bufferUsed.Get();
     if (used + size > bufferSize)
     {
-        Drop(frame, inPort, MetaRoceDropReason::BUFFER_FULL);
+        Drop(frame, info, inPort, MetaRoceDropReason::BUFFER_FULL);
         return;
     }
     const uint64_t queueBytes = out.device->GetQueueBytes(priority);
     if (!IsLossless(priority) && double(queueBytes + size) > m_dtAlpha * double(bufferSize - used))
     {
-        Drop(frame, inPort, MetaRoceDropReason::QUEUE_THRESHOLD);
+        Drop(frame, info, inPort, MetaRoceDropReason::QUEUE_THRESHOLD);
         return;
     }
 
     // 6. ECN on egress queue depth.
     bool mark = false;
-    if (m_ecnEnabled && parsed.meta.ecn != metaroce::Ecn::NOT_ECT &&
-        parsed.meta.ecn != metaroce::Ecn::CE && queueBytes > m_ecnKmin)
+    if (m_ecnEnabled && info.meta.ecn != metaroce::Ecn::NOT_ECT &&
+        info.meta.ecn != metaroce::Ecn::CE && queueBytes > m_ecnKmin)
     {
         if (queueBytes > m_ecnKmax)
         {
@@ -623,11 +619,14 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
         }
     }
 
-    // 7. Rewrite the headers: TTL, ECN and the Ethernet addresses.
-    DecrementIpv4Ttl(ip);
+    // 7. Rewrite the headers: TTL, ECN and the Ethernet addresses, in the record; they reach
+    // the bytes when something reads them (MetaRoceWritePending), in the same order.
+    --info.ttl;
+    ++info.pendingHops;
     if (mark)
     {
-        metaroce::SetIpv4Ecn(ip, metaroce::Ecn::CE);
+        info.meta.ecn = metaroce::Ecn::CE;
+        info.ceAtHop = info.pendingHops;
     }
     if (!out.macsKnown)
     {
@@ -635,11 +634,9 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
         out.device->GetPeerMac().CopyTo(out.peerMac);
         out.macsKnown = true;
     }
-    std::memcpy(headers + metaroce::ETHERNET_SRC_OFFSET, out.mac, metaroce::MAC_ADDRESS_SIZE);
-    std::memcpy(headers + metaroce::ETHERNET_DST_OFFSET, out.peerMac, metaroce::MAC_ADDRESS_SIZE);
-    const uint32_t rewritten = uint32_t(metaroce::ETHERNET_HEADER_SIZE + parsed.ipHeaderLen);
-    frame->RemoveAtStart(rewritten);
-    frame->AddHeader(MetaRoceRawHeader(headers, rewritten));
+    std::memcpy(info.src, out.mac, metaroce::MAC_ADDRESS_SIZE);
+    std::memcpy(info.dst, out.peerMac, metaroce::MAC_ADDRESS_SIZE);
+    info.pendingMacs = true;
 
     // 8. Charge the buffer and queue the frame.
     m_bufferUsed += size;
@@ -650,6 +647,7 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
         ++out.counters.ecnMarked;
         if (!m_ecnMarkTrace.IsEmpty())
         {
+            MetaRoceWritePending(*frame, info);
             m_ecnMarkTrace(frame, outPort, queueBytes);
         }
     }
@@ -659,6 +657,7 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
     out.counters.enqueuedBytes += size;
     if (!m_forwardTrace.IsEmpty())
     {
+        MetaRoceWritePending(*frame, info);
         m_forwardTrace(frame, inPort, outPort, priority);
     }
     if (IsLossless(priority) && !in.pauseActive[priority] && in.ingressBytes[priority] > m_pfcXoff)
@@ -666,7 +665,7 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
         in.pauseActive[priority] = true;
         SendPfc(inPort, priority, m_pfcPauseQuanta);
     }
-    if (!out.device->Enqueue(frame, priority, inPort))
+    if (!out.device->Enqueue(frame, priority, inPort, info))
     {
         // The device refused (its link went down): undo the charge; the device counted it.
         m_bufferUsed -= size;
@@ -675,7 +674,7 @@ MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<
         m_counters.enqueuedBytes -= size;
         --out.counters.enqueuedFrames;
         out.counters.enqueuedBytes -= size;
-        Drop(frame, inPort, MetaRoceDropReason::LINK_DOWN);
+        Drop(frame, info, inPort, MetaRoceDropReason::LINK_DOWN);
     }
 }
 
@@ -740,6 +739,16 @@ MetaRoceSwitch::PauseReceived(uint32_t port, uint8_t priority, uint16_t quanta)
     ++m_counters.pfcPauseReceived;
     ++m_ports[port].counters.pfcPauseReceived;
     m_pfcReceivedTrace(port, priority, quanta);
+}
+
+void
+MetaRoceSwitch::Drop(Ptr<Packet> frame,
+                     MetaRoceFrameInfo& info,
+                     uint32_t inPort,
+                     MetaRoceDropReason reason)
+{
+    MetaRoceWritePending(*frame, info);
+    Drop(frame, inPort, reason);
 }
 
 void

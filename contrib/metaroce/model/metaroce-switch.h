@@ -242,7 +242,7 @@ class MetaRoceSwitch : public Object
     void DoDispose() override;
 
   private:
-    friend class MetaRoceNetDevice; // calls ReceiveOnPort and FrameDequeued (SetSwitchPort)
+    friend class MetaRoceNetDevice; // calls ForwardFrame and FrameDequeued (SetSwitchPort)
 
     // Ordered so that forwarding a frame touches two cache lines of its ingress and of its
     // egress port state: what every frame reads first, then the counters, the PFC refresh
@@ -287,6 +287,19 @@ class MetaRoceSwitch : public Object
      */
     void ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<Packet> frame);
     /**
+     * Process a frame received on a port, with its record (MetaRoceNetDevice::SetSwitchPort).
+     * A valid record spares reading the header bytes; this hop's rewrites are added to it, not
+     * written (steps 1, 2 and 7 above then work on the record).
+     * \param inPort the ingress port index
+     * \param port the ingress device
+     * \param frame the frame
+     * \param info its record (filled from the bytes when not valid)
+     */
+    void ForwardFrame(uint32_t inPort,
+                      MetaRoceNetDevice* port,
+                      Ptr<Packet> frame,
+                      MetaRoceFrameInfo& info);
+    /**
      * A queued frame left its egress queue (dequeue callback).
      * \param egress the egress device
      * \param frame the frame
@@ -304,6 +317,17 @@ class MetaRoceSwitch : public Object
      * \param reason why
      */
     void Drop(Ptr<const Packet> frame, uint32_t inPort, MetaRoceDropReason reason);
+    /**
+     * Count and trace a drop of a frame with a record (its pending rewrites are written first).
+     * \param frame the frame
+     * \param info its record
+     * \param inPort its ingress port
+     * \param reason why
+     */
+    void Drop(Ptr<Packet> frame,
+              MetaRoceFrameInfo& info,
+              uint32_t inPort,
+              MetaRoceDropReason reason);
     /**
      * A port's link went up or down: refresh its entry of m_portUp.
      * \param port the port index
