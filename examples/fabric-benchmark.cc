@@ -167,12 +167,13 @@ main(int argc, char** argv)
     }
     if ((workload != "permutation" && workload != "alltoall" && workload != "ring") ||
         (fatTree && (k < 2 || k % 2 != 0)) || (!fatTree && (leaves < 1 || hostsPerLeaf < 1)) ||
-        paths == 0 || paths > 64 || (transport != "metaroce" && transport != "rocev2") ||
-        rateGbps <= 0 || channels == 0 || (tieBreak != "Insertion" && tieBreak != "Link"))
+        paths == 0 || paths > metaroce::ConnectionConfig::MAX_PATHS ||
+        (transport != "metaroce" && transport != "rocev2") || rateGbps <= 0 || channels == 0 ||
+        (tieBreak != "Insertion" && tieBreak != "Link"))
     {
         std::fprintf(stderr,
                      "error: need workload permutation, alltoall or ring, an even k >= 2, "
-                     "leaves and hostsPerLeaf >= 1, 1 <= paths <= 64, channels >= 1, "
+                     "leaves and hostsPerLeaf >= 1, 1 <= paths <= 128, channels >= 1, "
                      "transport metaroce or rocev2, rate > 0 and tieBreak Insertion or Link\n");
         return 2;
     }

@@ -300,9 +300,10 @@ Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionCon
     {
         tr.set_paths(cfg.numPaths);
     }
-    if (tr.paths() > 64)
+    if (tr.paths() > metaroce::ConnectionConfig::MAX_PATHS)
     {
-        loader.Invalid("transport.paths", "at most 64");
+        loader.Invalid("transport.paths",
+                       "at most " + std::to_string(metaroce::ConnectionConfig::MAX_PATHS));
     }
     if (roce)
     {
