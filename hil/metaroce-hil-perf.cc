@@ -15,6 +15,7 @@
 #include "metaroce-hil-raw-port.h"
 #include "metaroce-hil-tap-port.h"
 #include "metaroce-hil-tap.h"
+#include "metaroce-hil-timers.h"
 #include "metaroce-hil-udp-port.h"
 #include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
@@ -40,6 +41,7 @@
 #include <memory>
 #include <sched.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 namespace metaroce
@@ -169,6 +171,8 @@ class Session : public std::enable_shared_from_this<Session>
     void OnServerCompletion(const Completion& c);
     void Reject(const std::string& reason);
     bool CreateConnections(const std::string& transport, uint16_t portBase, std::string& why);
+    /// \return the inputs of the connections' timers for a path of round trip \p pathRtt.
+    LinkTimerInputs TimerInputs(Time pathRtt) const;
     /// Fill in our data address and queue pairs (QPN, source ports from \p portBase) for the
     /// peer: the same in the client's Hello and the server's Accept.
     void DescribeEndpoint(uint16_t portBase,
@@ -347,19 +351,20 @@ Session::Session(PerfApp& app,
     m_ccfg.numPaths = m_opts.paths;
     m_ccfg.maxOutstandingWrs = m_opts.maxWrs;
     m_ccfg.lineRateBps = m_opts.rateGbps * 1e9;
-    // Timers for software endpoints (see PerfOptions::rtoMinUs).
-    m_ccfg.rtoMin = Time(m_opts.rtoMinUs * 1e6);
-    m_ccfg.rtoFloor = m_ccfg.rtoMin; // the adaptive RTO's floor, likewise above host jitter
-    // Time-based loss detection waits out the host's scheduling jitter as well.
-    m_ccfg.rackReorderMin = m_ccfg.rtoMin / 2;
-    m_ccfg.rtoInitial = 2 * m_ccfg.rtoMin;
-    m_ccfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * m_ccfg.rtoInitial);
-    m_ccfg.probeInterval = m_ccfg.rtoMin;
-    m_ccfg.connectionTimeout = Time(m_opts.connectionTimeoutMs * 1e9);
-    // RoCEv2 IRN: RTO_low at the same floor, RTO_high 3.2x it (the IRN paper's 100/320 us ratio).
     m_ccfg.rocev2.recovery = m_opts.roceRecovery;
-    m_ccfg.rocev2.irnRtoLow = m_ccfg.rtoMin;
-    m_ccfg.rocev2.irnRtoHigh = Time(m_opts.rtoMinUs * 3.2e6);
+    // Timers for software endpoints (metaroce-hil-timers.h); CreateConnections() adds the
+    // round trip measured on the control connection.
+    ApplyLinkTimers(m_ccfg, TimerInputs(0));
+}
+
+LinkTimerInputs
+Session::TimerInputs(Time pathRtt) const
+{
+    LinkTimerInputs in;
+    in.rtoFloor = Time(m_opts.rtoMinUs * 1e6);
+    in.pathRtt = pathRtt;
+    in.connectionTimeout = Time(m_opts.connectionTimeoutMs * 1e9);
+    return in;
 }
 
 Session::~Session()
@@ -418,6 +423,14 @@ bool
 Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
 {
     m_ccfg.transport = transport;
+    // The control connection runs over the same path as the data (except through a simulated
+    // fabric, whose control traffic bypasses it): its round trip sizes the first RTO.
+    Time rtt = m_channel->SmoothedRtt();
+    ApplyLinkTimers(m_ccfg, TimerInputs(rtt));
+    spdlog::info("{}: control round trip {:.3f} ms; timers: {}",
+                 m_name,
+                 double(rtt) / 1e9,
+                 DescribeLinkTimers(m_ccfg));
     for (uint32_t i = 0; i < m_workload.connections(); ++i)
     {
         ConnectionConfig cfg = m_ccfg;
@@ -1452,6 +1465,13 @@ Session::PrintFinal(Time now)
                 pc.faultDuplicated,
                 pc.faultReordered);
     std::printf("engine rx drops: %s\n", m_host.DropSummary(m_rxAtStart).c_str());
+    const TimerStats& ts = m_host.GetTimerStats();
+    std::printf("timer: %" PRIu64 " kernel-timer expiries, late by %.1f us mean, %.1f us max; "
+                "%" PRIu64 " datagrams read just before a timeout\n",
+                ts.expiries,
+                ts.expiries ? double(ts.lateSum) / double(ts.expiries) / 1e6 : 0.0,
+                double(ts.lateMax) / 1e6,
+                ts.drained);
     if (m_client)
     {
         std::printf("receiver verified %s messages, %" PRIu64 " bytes, %" PRIu64 " errors%s%s\n",
@@ -1471,7 +1491,8 @@ Session::PrintFinal(Time now)
     }
     std::printf("RESULT role=%s status=%s transport=%s op=%s size=%" PRIu64 " gbps=%.3f "
                 "msgs=%" PRIu64 " bytes=%" PRIu64 " retx=%" PRIu64 " verified=%s errors=%" PRIu64
-                " malformed=%" PRIu64 " malformed_lifetime=%" PRIu64 "\n",
+                " malformed=%" PRIu64 " malformed_lifetime=%" PRIu64 " data_packets=%" PRIu64
+                " rto=%" PRIu64 " loss_detected=%" PRIu64 "\n",
                 m_client ? "client" : "server",
                 pass ? "PASS" : (m_interrupted && m_errors == 0 ? "INTERRUPTED" : "FAIL"),
                 m_ccfg.transport.c_str(),
@@ -1484,7 +1505,10 @@ Session::PrintFinal(Time now)
                 verified.c_str(),
                 m_errors,
                 m_host.RxDropped(m_rxAtStart) + pc.rxMalformed,
-                m_host.RxDropped() + lifetime.rxMalformed);
+                m_host.RxDropped() + lifetime.rxMalformed,
+                sum.Get(Counter::TX_DATA),
+                sum.Get(Counter::RTO),
+                sum.Get(Counter::LOSS_DETECTED));
     std::fflush(stdout);
     if (m_app.WritesResults())
     {
@@ -1534,6 +1558,17 @@ PerfApp::Run()
         }
         m_goodputCsv << GOODPUT_HEADER << '\n';
         m_goodputCsv.flush();
+    }
+    if (m_opts.cpu >= 0)
+    {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(m_opts.cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        {
+            spdlog::error("--cpu {}: sched_setaffinity: {}", m_opts.cpu, std::strerror(errno));
+            return 1;
+        }
     }
     if (m_opts.rtPriority > 0)
     {
@@ -1608,7 +1643,18 @@ PerfApp::Run()
         DoConnect();
     }
     DoReport();
-    m_io.run();
+    if (m_opts.busyPollUs > 0)
+    {
+        // Poll instead of sleeping in epoll: no wake-up latency, one core kept busy.
+        while (!m_io.stopped())
+        {
+            m_io.poll();
+        }
+    }
+    else
+    {
+        m_io.run();
+    }
     return m_exitCode;
 }
 
@@ -1695,6 +1741,8 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         rc.device = m_opts.device;
         rc.localIp = m_opts.localIp.empty() ? 0 : localIp;
         rc.dataPort = m_opts.dataPort;
+        rc.txBatch = m_opts.txBatch;
+        rc.busyPollUs = m_opts.busyPollUs;
         if (!m_opts.peerMac.empty())
         {
             rc.staticPeerMac = ParseMac(m_opts.peerMac, rc.peerMac);
@@ -1741,6 +1789,8 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         uc.localIp = localIp;
         uc.dataPort = m_opts.dataPort;
         uc.icrc = m_opts.icrc;
+        uc.txBatch = m_opts.txBatch;
+        uc.busyPollUs = m_opts.busyPollUs;
         port = UdpFramePort::Open(m_io, m_clock, uc, why);
         if (!port)
         {
@@ -2221,6 +2271,11 @@ Frames:
   --rto-min-us US        MetaRoCE RTO floor (default 1000; initial RTO is twice it)
   --rt-priority N        run under SCHED_FIFO priority N (1-99; needs CAP_SYS_NICE): avoids
                          spurious timeouts when the machine is busy (docs/hil.md)
+  --tx-batch N           udp and raw mode: datagrams per sendmmsg() (default 64; 1: one
+                         system call per datagram)
+  --busy-poll US         poll the sockets instead of sleeping (keeps one core busy) and set
+                         SO_BUSY_POLL to US on the receive socket (default 0: off)
+  --cpu N                pin the program (its one I/O thread) to CPU N
   --conn-timeout-ms MS   MetaRoCE: fail when nothing is acknowledged this long (default 2000)
 Faults on egress (seeded by --seed):
   --loss P               drop probability
@@ -2411,6 +2466,29 @@ ParsePerfOptions(const std::vector<std::string>& args,
             {
                 return bad(v);
             }
+        }
+        else if (arg == "--tx-batch")
+        {
+            if (!ParseNumber(v, opts.txBatch) || opts.txBatch < 1 || opts.txBatch > 1024)
+            {
+                return bad(v);
+            }
+        }
+        else if (arg == "--busy-poll")
+        {
+            if (!ParseNumber(v, opts.busyPollUs) || opts.busyPollUs > 1000000)
+            {
+                return bad(v);
+            }
+        }
+        else if (arg == "--cpu")
+        {
+            double cpu = 0;
+            if (!ParseNumber(v, cpu) || cpu < 0 || cpu >= CPU_SETSIZE || cpu != double(int(cpu)))
+            {
+                return bad(v);
+            }
+            opts.cpu = int(cpu);
         }
         else if (arg == "--rt-priority")
         {
@@ -2646,6 +2724,9 @@ ParsePerfOptions(const std::vector<std::string>& args,
 int
 RunPerf(const PerfOptions& opts)
 {
+    // Engine deadlines are microseconds apart: ask the kernel for no timer slack (the default
+    // for a normal thread is 50 us). See docs/hil.md, "Timers on real links".
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     PerfApp app(opts);
     return app.Run();
 }
