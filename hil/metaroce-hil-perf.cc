@@ -1791,6 +1791,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         uc.icrc = m_opts.icrc;
         uc.txBatch = m_opts.txBatch;
         uc.busyPollUs = m_opts.busyPollUs;
+        uc.gso = m_opts.udpGso;
         port = UdpFramePort::Open(m_io, m_clock, uc, why);
         if (!port)
         {
@@ -2273,6 +2274,8 @@ Frames:
                          spurious timeouts when the machine is busy (docs/hil.md)
   --tx-batch N           udp and raw mode: datagrams per sendmmsg() (default 64; 1: one
                          system call per datagram)
+  --udp-gso on|off       udp mode: send equal-sized datagrams as one GSO train and receive
+                         GRO trains (default on; off where the kernel refuses it)
   --busy-poll US         poll the sockets instead of sleeping (keeps one core busy) and set
                          SO_BUSY_POLL to US on the receive socket (default 0: off)
   --cpu N                pin the program (its one I/O thread) to CPU N
@@ -2473,6 +2476,14 @@ ParsePerfOptions(const std::vector<std::string>& args,
             {
                 return bad(v);
             }
+        }
+        else if (arg == "--udp-gso")
+        {
+            if (v != "on" && v != "off")
+            {
+                return bad(v);
+            }
+            opts.udpGso = v == "on";
         }
         else if (arg == "--busy-poll")
         {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 
 namespace metaroce
 {
@@ -17,8 +18,12 @@ namespace hil
 namespace
 {
 
-/// Room for one IP_TOS control message.
-constexpr size_t CONTROL_BYTES = CMSG_SPACE(sizeof(int));
+/// Room for an IP_TOS and a UDP_SEGMENT control message.
+constexpr size_t CONTROL_BYTES = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t));
+/// Most datagrams in one GSO message (the kernel's UDP_MAX_SEGMENTS is 64 or more).
+constexpr size_t MAX_GSO_SEGMENTS = 64;
+/// Most payload bytes in one GSO message (one UDP datagram's worth).
+constexpr size_t MAX_GSO_BYTES = 65000;
 
 } // namespace
 
@@ -30,7 +35,8 @@ TxBatch::TxBatch(size_t slots, size_t slotBytes)
       m_index(slots),
       m_msgs(slots),
       m_iov(slots),
-      m_control(slots * CONTROL_BYTES)
+      m_control(slots * CONTROL_BYTES),
+      m_msgSegments(slots)
 {
     m_free.reserve(slots);
     for (size_t i = slots; i-- > 0;)
@@ -56,6 +62,79 @@ TxBatch::Unappend()
     m_free.push_back(m_entries[--m_count].slot);
 }
 
+size_t
+TxBatch::BuildMessages(const uint32_t* index, size_t n)
+{
+    size_t count = 0;
+    size_t pos = 0;
+    while (pos < n)
+    {
+        const Entry& first = m_entries[index[pos]];
+        // With GSO, following datagrams of the same size (the last may be shorter), to the
+        // same destination with the same TOS, ride in one message of one segment size.
+        size_t segments = 1;
+        size_t bytes = first.length;
+        while (m_gso && pos + segments < n && segments < MAX_GSO_SEGMENTS)
+        {
+            const Entry& prev = m_entries[index[pos + segments - 1]];
+            const Entry& e = m_entries[index[pos + segments]];
+            if (prev.length != first.length || e.length > first.length || e.tos != first.tos ||
+                e.toLen != first.toLen || std::memcmp(&e.to, &first.to, first.toLen) != 0 ||
+                bytes + e.length > MAX_GSO_BYTES)
+            {
+                break;
+            }
+            bytes += e.length;
+            ++segments;
+        }
+        for (size_t k = 0; k < segments; ++k)
+        {
+            const Entry& e = m_entries[index[pos + k]];
+            m_iov[pos + k] = {Buffer(e), e.length};
+        }
+        mmsghdr& m = m_msgs[count];
+        std::memset(&m, 0, sizeof(m));
+        msghdr& h = m.msg_hdr;
+        h.msg_name = first.toLen ? const_cast<sockaddr_storage*>(&first.to) : nullptr;
+        h.msg_namelen = first.toLen;
+        h.msg_iov = &m_iov[pos];
+        h.msg_iovlen = segments;
+        uint8_t* control = m_control.data() + count * CONTROL_BYTES;
+        std::memset(control, 0, CONTROL_BYTES);
+        h.msg_control = control;
+        h.msg_controllen = CONTROL_BYTES;
+        size_t used = 0;
+        cmsghdr* c = CMSG_FIRSTHDR(&h);
+        if (first.tos >= 0)
+        {
+            c->cmsg_level = IPPROTO_IP;
+            c->cmsg_type = IP_TOS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            std::memcpy(CMSG_DATA(c), &first.tos, sizeof(int));
+            used += CMSG_SPACE(sizeof(int));
+            c = CMSG_NXTHDR(&h, c);
+        }
+        if (segments > 1)
+        {
+            uint16_t segmentSize = uint16_t(first.length);
+            c->cmsg_level = IPPROTO_UDP;
+            c->cmsg_type = UDP_SEGMENT;
+            c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            std::memcpy(CMSG_DATA(c), &segmentSize, sizeof(segmentSize));
+            used += CMSG_SPACE(sizeof(uint16_t));
+        }
+        h.msg_controllen = used;
+        if (used == 0)
+        {
+            h.msg_control = nullptr;
+        }
+        m_msgSegments[count] = segments;
+        ++count;
+        pos += segments;
+    }
+    return count;
+}
+
 TxBatch::Result
 TxBatch::Flush()
 {
@@ -69,7 +148,6 @@ TxBatch::Flush()
     std::memset(state, 0, m_count);
     uint32_t* index = m_index.data();
     mmsghdr* msgs = m_msgs.data();
-    iovec* iov = m_iov.data();
     for (size_t i = 0; i < m_count; ++i)
     {
         if (state[i] != 0)
@@ -90,41 +168,23 @@ TxBatch::Flush()
         size_t done = 0;
         while (done < n)
         {
-            size_t count = n - done;
-            for (size_t k = 0; k < count; ++k)
-            {
-                Entry& e = m_entries[index[done + k]];
-                iov[k] = {Buffer(e), e.length};
-                msghdr& h = msgs[k].msg_hdr;
-                std::memset(&msgs[k], 0, sizeof(msgs[k]));
-                h.msg_name = e.toLen ? &e.to : nullptr;
-                h.msg_namelen = e.toLen;
-                h.msg_iov = &iov[k];
-                h.msg_iovlen = 1;
-                if (e.tos >= 0)
-                {
-                    uint8_t* control = m_control.data() + k * CONTROL_BYTES;
-                    std::memset(control, 0, CONTROL_BYTES);
-                    h.msg_control = control;
-                    h.msg_controllen = CONTROL_BYTES;
-                    cmsghdr* c = CMSG_FIRSTHDR(&h);
-                    c->cmsg_level = IPPROTO_IP;
-                    c->cmsg_type = IP_TOS;
-                    c->cmsg_len = CMSG_LEN(sizeof(int));
-                    std::memcpy(CMSG_DATA(c), &e.tos, sizeof(int));
-                }
-            }
+            size_t count = BuildMessages(index + done, n - done);
             int sent = sendmmsg(fd, msgs, unsigned(count), MSG_DONTWAIT);
             if (sent > 0)
             {
+                size_t entries = 0;
                 for (int k = 0; k < sent; ++k)
                 {
-                    Entry& e = m_entries[index[done + size_t(k)]];
+                    entries += m_msgSegments[size_t(k)];
+                }
+                for (size_t k = 0; k < entries; ++k)
+                {
+                    Entry& e = m_entries[index[done + k]];
                     ++r.frames;
                     r.bytes += e.countedLength;
-                    state[index[done + size_t(k)]] = 2;
+                    state[index[done + k]] = 2;
                 }
-                done += size_t(sent);
+                done += entries;
                 continue;
             }
             int err = errno;
@@ -133,16 +193,26 @@ TxBatch::Flush()
                 r.blocked = m_entries[index[done]].owner; // the rest waits for writability
                 break;
             }
-            // The first datagram is refused for good (too large, no route, ...): drop it.
-            const Entry& e = m_entries[index[done]];
-            if (r.failed++ == 0)
+            if (m_msgSegments[0] > 1 && (err == EIO || err == EINVAL || err == ENOPROTOOPT))
             {
-                r.firstError = err;
-                r.errorDestination = e.destination;
-                r.errorLength = e.countedLength;
+                // The kernel or the device refuses segmentation offload: send one by one.
+                m_gso = false;
+                r.gsoRefused = err;
+                continue;
             }
-            state[index[done]] = 2;
-            ++done;
+            // The first message is refused for good (too large, no route, ...): drop it.
+            for (size_t k = 0; k < m_msgSegments[0]; ++k)
+            {
+                const Entry& e = m_entries[index[done + k]];
+                if (r.failed++ == 0)
+                {
+                    r.firstError = err;
+                    r.errorDestination = e.destination;
+                    r.errorLength = e.countedLength;
+                }
+                state[index[done + k]] = 2;
+            }
+            done += m_msgSegments[0];
         }
     }
     // Keep what is still queued, in order; free the rest.

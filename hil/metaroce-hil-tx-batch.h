@@ -54,6 +54,7 @@ class TxBatch
         uint32_t errorDestination{0}; //!< its destination
         uint32_t errorLength{0};      //!< its length
         void* blocked{nullptr};       //!< owner of a socket that said EAGAIN (entries stay queued)
+        int gsoRefused{0};            //!< errno of a refused GSO send (GSO is now off)
     };
 
     /**
@@ -98,18 +99,39 @@ class TxBatch
     /// Send what is queued, one sendmmsg() per socket, keeping each socket's order.
     Result Flush();
 
+    /**
+     * UDP generic segmentation offload: equal-sized datagrams to one destination go as one
+     * message with a UDP_SEGMENT control message (the kernel splits them, or hands the whole
+     * train to a GRO-enabled receiver). Turned off for good if the kernel refuses it.
+     */
+    void SetGso(bool on)
+    {
+        m_gso = on;
+    }
+
+    /// \return true while GSO is on.
+    bool Gso() const
+    {
+        return m_gso;
+    }
+
   private:
+    /// Fill m_msgs from the entries \p index[0..n) of one socket. \return messages built.
+    size_t BuildMessages(const uint32_t* index, size_t n);
+
     std::vector<uint8_t> m_buffers; //!< slot buffers
     std::vector<Entry> m_entries;   //!< queue, in send order
     std::vector<uint32_t> m_free;   //!< free slots
     size_t m_slotBytes;             //!< bytes per slot
     size_t m_count{0};              //!< entries queued
     // Flush() scratch, one element per slot.
-    std::vector<uint8_t> m_state;   //!< per entry: untried, tried and queued, done
-    std::vector<uint32_t> m_index;  //!< entries of the socket being sent
-    std::vector<mmsghdr> m_msgs;    //!< sendmmsg() headers
-    std::vector<iovec> m_iov;       //!< their buffers
-    std::vector<uint8_t> m_control; //!< their IP_TOS control messages
+    std::vector<uint8_t> m_state;      //!< per entry: untried, tried and queued, done
+    std::vector<uint32_t> m_index;     //!< entries of the socket being sent
+    std::vector<mmsghdr> m_msgs;       //!< sendmmsg() headers
+    std::vector<iovec> m_iov;          //!< their buffers
+    std::vector<uint8_t> m_control;    //!< their IP_TOS and UDP_SEGMENT control messages
+    std::vector<size_t> m_msgSegments; //!< datagrams in each message
+    bool m_gso{false};                 //!< UDP GSO on
 };
 
 } // namespace hil

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -99,6 +100,18 @@ UdpFramePort::UdpFramePort(boost::asio::io_context& io,
       m_rxBuffers(RX_BATCH * RX_SLOT),
       m_batch(std::max<uint32_t>(cfg.txBatch, 1), TX_SLOT)
 {
+    if (cfg.gso)
+    {
+        // Receive trains of datagrams as one (split again in ReceiveNow()); send equal-sized
+        // datagrams as one message per train (TxBatch::SetGso()).
+        int one = 1;
+        if (setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) != 0)
+        {
+            spdlog::warn("udp port: UDP_GRO: {}; receiving datagram by datagram",
+                         std::strerror(errno));
+        }
+        m_batch.SetGso(true);
+    }
     if (cfg.busyPollUs > 0)
     {
         int us = int(cfg.busyPollUs);
@@ -213,8 +226,15 @@ UdpFramePort::ReceiveNow(int maxRounds)
                 // The engine sees the RoCE port whatever port we listen on: the sender's ICRC
                 // covers a UDP header with destination port 4791.
                 meta.dstPort = ROCE_UDP_PORT;
+                size_t segment = len; // UDP GRO: a train of datagrams of this size
                 for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
                 {
+                    if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO)
+                    {
+                        int size = 0;
+                        std::memcpy(&size, CMSG_DATA(c), sizeof(size));
+                        segment = size > 0 ? size_t(size) : len;
+                    }
                     if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
                     {
                         in_pktinfo info;
@@ -234,9 +254,15 @@ UdpFramePort::ReceiveNow(int maxRounds)
                 }
                 else
                 {
-                    ++m_counters.rxFrames;
-                    m_counters.rxBytes += len;
-                    m_onDatagram(meta, static_cast<const uint8_t*>(h.msg_iov->iov_base), len);
+                    // One datagram, or (GRO) a train split at the segment size.
+                    const uint8_t* data = static_cast<const uint8_t*>(h.msg_iov->iov_base);
+                    for (size_t off = 0; off < len && !m_closed; off += segment)
+                    {
+                        size_t part = std::min(segment, len - off);
+                        ++m_counters.rxFrames;
+                        m_counters.rxBytes += part;
+                        m_onDatagram(meta, data + off, part);
+                    }
                 }
             }
             h.msg_namelen = sizeof(from[i]);
@@ -391,6 +417,11 @@ UdpFramePort::Flush()
         return SendStatus::SENT;
     }
     TxBatch::Result r = m_batch.Flush();
+    if (r.gsoRefused != 0)
+    {
+        spdlog::warn("udp port: the kernel refuses UDP GSO ({}); sending datagram by datagram",
+                     std::strerror(r.gsoRefused));
+    }
     m_counters.txFrames += r.frames;
     m_counters.txBytes += r.bytes;
     if (r.failed > 0)

@@ -58,6 +58,8 @@ struct UdpPortConfig
     uint32_t txBatch{64};
     /// SO_BUSY_POLL on the receive socket, microseconds (0: off; see docs/hil.md).
     uint32_t busyPollUs{0};
+    /// UDP GSO on send and UDP GRO on receive (see docs/hil.md: not through the forwarder).
+    bool gso{false};
 };
 
 /// Transport datagrams over UDP sockets.

@@ -102,6 +102,7 @@ struct Counters
     uint64_t forwardedData{0}; //!< of them, data-plane frames
     uint64_t txBytes{0};       //!< bytes sent
     uint64_t txErrors{0};      //!< frames the kernel refused (not EAGAIN): dropped
+    uint64_t gsoTrains{0};     //!< UDP GSO trains split into datagrams (each counted above)
 };
 
 /// One frame waiting in the delay queue.
@@ -246,17 +247,136 @@ OpenPacketSocket(const std::string& ifname, uint32_t& mtu, std::string& error)
     return fd;
 }
 
+/// Put one frame (virtio-net header first) into \p d's queue, or drop it.
+void
+Enqueue(Direction& d,
+        const Options& opts,
+        const uint8_t* frame,
+        size_t len,
+        Clock::time_point now,
+        Clock::duration delay,
+        double nsPerByte)
+{
+    ++d.c.rxFrames;
+    d.c.rxBytes += len;
+    if (len > d.slotSize || len < VNET_HDR_SIZE)
+    {
+        ++d.c.oversize; // a TCP GSO frame (TSO on the sender's veth): larger than any slot
+        return;
+    }
+    bool data = opts.dropAny || IsDataFrame(frame + VNET_HDR_SIZE, len - VNET_HDR_SIZE, opts.ports);
+    if (data)
+    {
+        ++d.c.dataFrames;
+        // 53 random bits -> [0, 1).
+        double u = double(d.rng() >> 11) * (1.0 / 9007199254740992.0);
+        if (u < d.loss)
+        {
+            ++d.c.dropped;
+            return;
+        }
+    }
+    if (d.count == d.slots.size())
+    {
+        ++d.c.overflow;
+        return;
+    }
+    size_t tail = (d.head + d.count) % d.slots.size();
+    Slot& s = d.slots[tail];
+    s.length = uint32_t(len);
+    s.data = data;
+    Clock::time_point due = now + delay;
+    if (nsPerByte > 0)
+    {
+        // The frame leaves once the frames ahead of it have been serialized.
+        due = std::max(due, d.lastDue) + std::chrono::nanoseconds(int64_t(nsPerByte * double(len)));
+    }
+    s.due = due;
+    d.lastDue = due;
+    std::memcpy(d.Frame(tail), frame, len);
+    ++d.count;
+}
+
+/**
+ * Split a UDP GSO train (a sender's UDP_SEGMENT send that crossed a veth whole) into the
+ * datagrams a NIC would have put on the wire, and enqueue each: IPv4 total length and header
+ * checksum and the UDP length rewritten, the UDP checksum set to 0 (none, valid for IPv4; the
+ * RoCE ICRC covers the payload). \return false if \p frame is not such a train.
+ */
+bool
+EnqueueUdpGsoTrain(Direction& d,
+                   const Options& opts,
+                   const uint8_t* frame,
+                   size_t len,
+                   Clock::time_point now,
+                   Clock::duration delay,
+                   double nsPerByte)
+{
+    constexpr uint8_t GSO_UDP_L4 = 5; // VIRTIO_NET_HDR_GSO_UDP_L4
+    if (len < VNET_HDR_SIZE + 14 + 20 + 8 || frame[1] != GSO_UDP_L4)
+    {
+        return false;
+    }
+    size_t segment = size_t(frame[4]) | size_t(frame[5]) << 8; // gso_size, little-endian
+    const uint8_t* eth = frame + VNET_HDR_SIZE;
+    size_t ethLen = len - VNET_HDR_SIZE;
+    if (segment == 0 || uint16_t(eth[12] << 8 | eth[13]) != 0x0800)
+    {
+        return false;
+    }
+    size_t ihl = size_t(eth[14] & 0x0f) * 4;
+    size_t headers = 14 + ihl + 8;
+    if (ihl < 20 || eth[14 + 9] != 17 || ethLen <= headers)
+    {
+        return false;
+    }
+    ++d.c.gsoTrains;
+    uint8_t out[VNET_HDR_SIZE + 14 + 60 + 8 + 65536];
+    for (size_t off = headers; off < ethLen; off += segment)
+    {
+        size_t part = std::min(segment, ethLen - off);
+        std::memset(out, 0, VNET_HDR_SIZE);
+        uint8_t* o = out + VNET_HDR_SIZE;
+        std::memcpy(o, eth, headers);
+        std::memcpy(o + headers, eth + off, part);
+        uint8_t* ip = o + 14;
+        uint16_t total = uint16_t(ihl + 8 + part);
+        ip[2] = uint8_t(total >> 8);
+        ip[3] = uint8_t(total);
+        ip[10] = ip[11] = 0;
+        uint32_t sum = 0;
+        for (size_t k = 0; k < ihl; k += 2)
+        {
+            sum += uint32_t(ip[k] << 8 | ip[k + 1]);
+        }
+        while (sum >> 16)
+        {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        ip[10] = uint8_t(~sum >> 8);
+        ip[11] = uint8_t(~sum);
+        uint8_t* udp = ip + ihl;
+        uint16_t udpLen = uint16_t(8 + part);
+        udp[4] = uint8_t(udpLen >> 8);
+        udp[5] = uint8_t(udpLen);
+        udp[6] = udp[7] = 0;
+        Enqueue(d, opts, out, VNET_HDR_SIZE + headers + part, now, delay, nsPerByte);
+    }
+    return true;
+}
+
 /// Read what \p d's ingress socket holds into its queue. \return frames read.
 unsigned
 Receive(Direction& d, const Options& opts, Clock::duration delay, double nsPerByte)
 {
-    static std::vector<uint8_t> staging;
-    staging.resize(BATCH * d.slotSize);
+    // Room for a GSO train (up to 64 KiB) behind its headers.
+    constexpr size_t STAGING_SLOT = VNET_HDR_SIZE + 14 + 4 + 65536;
+    static std::vector<uint8_t> staging(BATCH * STAGING_SLOT);
     mmsghdr msgs[BATCH];
     iovec iov[BATCH];
     for (unsigned i = 0; i < BATCH; ++i)
     {
-        iov[i] = {staging.data() + i * d.slotSize, d.slotSize};
+        iov[i] = {staging.data() + i * STAGING_SLOT, STAGING_SLOT};
         std::memset(&msgs[i], 0, sizeof(msgs[i]));
         msgs[i].msg_hdr.msg_iov = &iov[i];
         msgs[i].msg_hdr.msg_iovlen = 1;
@@ -270,52 +390,17 @@ Receive(Direction& d, const Options& opts, Clock::duration delay, double nsPerBy
     for (int i = 0; i < n; ++i)
     {
         size_t len = msgs[i].msg_len;
-        ++d.c.rxFrames;
-        d.c.rxBytes += len;
-        if (len > d.slotSize || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
+        const uint8_t* frame = staging.data() + size_t(i) * STAGING_SLOT;
+        if (len > STAGING_SLOT || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC))
         {
-            ++d.c.oversize; // a GSO frame (TSO on the sender's veth): larger than any slot
-            continue;
-        }
-        if (len < VNET_HDR_SIZE)
-        {
+            ++d.c.rxFrames;
             ++d.c.oversize;
             continue;
         }
-        const uint8_t* frame = staging.data() + size_t(i) * d.slotSize;
-        bool data =
-            opts.dropAny || IsDataFrame(frame + VNET_HDR_SIZE, len - VNET_HDR_SIZE, opts.ports);
-        if (data)
+        if (!EnqueueUdpGsoTrain(d, opts, frame, len, now, delay, nsPerByte))
         {
-            ++d.c.dataFrames;
-            // 53 random bits -> [0, 1).
-            double u = double(d.rng() >> 11) * (1.0 / 9007199254740992.0);
-            if (u < d.loss)
-            {
-                ++d.c.dropped;
-                continue;
-            }
+            Enqueue(d, opts, frame, len, now, delay, nsPerByte);
         }
-        if (d.count == d.slots.size())
-        {
-            ++d.c.overflow;
-            continue;
-        }
-        size_t tail = (d.head + d.count) % d.slots.size();
-        Slot& s = d.slots[tail];
-        s.length = uint32_t(len);
-        s.data = data;
-        Clock::time_point due = now + delay;
-        if (nsPerByte > 0)
-        {
-            // The frame leaves once the frames ahead of it have been serialized.
-            due = std::max(due, d.lastDue) +
-                  std::chrono::nanoseconds(int64_t(nsPerByte * double(len)));
-        }
-        s.due = due;
-        d.lastDue = due;
-        std::memcpy(d.Frame(tail), frame, len);
-        ++d.count;
     }
     return unsigned(n);
 }
@@ -410,6 +495,7 @@ Minus(const Counters& a, const Counters& b)
     r.forwardedData = a.forwardedData - b.forwardedData;
     r.txBytes = a.txBytes - b.txBytes;
     r.txErrors = a.txErrors - b.txErrors;
+    r.gsoTrains = a.gsoTrains - b.gsoTrains;
     return r;
 }
 
@@ -664,7 +750,8 @@ main(int argc, char** argv)
     {
         std::printf(" %s_rx=%" PRIu64 " %s_data=%" PRIu64 " %s_forwarded=%" PRIu64
                     " %s_forwarded_data=%" PRIu64 " %s_dropped=%" PRIu64 " %s_overflow=%" PRIu64
-                    " %s_oversize=%" PRIu64 " %s_tx_errors=%" PRIu64 " %s_queued=%zu",
+                    " %s_oversize=%" PRIu64 " %s_tx_errors=%" PRIu64 " %s_gso_trains=%" PRIu64
+                    " %s_queued=%zu",
                     d.name,
                     d.c.rxFrames,
                     d.name,
@@ -681,6 +768,8 @@ main(int argc, char** argv)
                     d.c.oversize,
                     d.name,
                     d.c.txErrors,
+                    d.name,
+                    d.c.gsoTrains,
                     d.name,
                     d.count);
     }
