@@ -15,7 +15,8 @@
 # part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder",
 # either or both), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
 # FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
-# metaroce-perf sides in part 1, e.g. "--busy-poll 50"). Needs root (namespaces, raw mode). The
+# metaroce-perf sides in part 1, e.g. "--udp-gso off"), WRITE_DOC (0: print the sections, do
+# not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
 # namespaces are removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 
@@ -126,12 +127,14 @@ forwarded_run() {
     FWD_DATA=$(field b_to_a_data </tmp/bench-fwd.$$)
     FWD_DATA_DROPS=$(field b_to_a_dropped </tmp/bench-fwd.$$)
     FWD_ACK_DROPS=$(field a_to_b_dropped </tmp/bench-fwd.$$)
+    FWD_KERNEL_DROPS=$(field b_to_a_kernel_drops </tmp/bench-fwd.$$)
     rm -f /tmp/bench-server.$$ /tmp/bench-client.$$ /tmp/bench-fwd.$$
 }
 
 # Replace (or append) the section whose heading is the first line of $1 in docs/benchmarks.md.
 DOC=$ROOT/docs/benchmarks.md
 write_section() {
+    if [[ ${WRITE_DOC:-1} == 0 ]]; then echo "$1"; return; fi
     python3 - "$DOC" "$1" <<'PY'
 import os, sys
 path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
@@ -200,6 +203,7 @@ for loss in 0 0.01 0.05; do
         forwarded_run "$transport" "$recovery" "$loss"
         sent=$(( ${PERF_PACKETS:-0} + ${PERF_RETX:-0} ))
         check=$([[ $sent == "$FWD_DATA" ]] && echo "= $FWD_DATA" || echo "$FWD_DATA (sent $sent)")
+        [[ ${FWD_KERNEL_DROPS:-0} != 0 ]] && check+=", $FWD_KERNEL_DROPS dropped by the forwarder's kernel"
         ROWS+="| $loss | $label | $PERF_GBPS | $FWD_WALL | ${PERF_PACKETS:--} | ${PERF_RETX:--} | ${PERF_RTO:--} | $FWD_DATA_DROPS | $FWD_ACK_DROPS | $(ratio "${PERF_RETX:-0}" "$FWD_DATA_DROPS") | $check | ${PERF_STATUS:-none} |"$'\n'
     done
 done

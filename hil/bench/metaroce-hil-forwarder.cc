@@ -103,6 +103,7 @@ struct Counters
     uint64_t txBytes{0};       //!< bytes sent
     uint64_t txErrors{0};      //!< frames the kernel refused (not EAGAIN): dropped
     uint64_t gsoTrains{0};     //!< UDP GSO trains split into datagrams (each counted above)
+    uint64_t kernelDrops{0};   //!< frames the kernel dropped before we read them (full buffer)
 };
 
 /// One frame waiting in the delay queue.
@@ -405,6 +406,20 @@ Receive(Direction& d, const Options& opts, Clock::duration delay, double nsPerBy
     return unsigned(n);
 }
 
+/// Add the frames the kernel dropped on \p d's ingress socket since the last call (a full
+/// receive buffer: the forwarder fell behind) to its counters.
+void
+CountKernelDrops(Direction& d)
+{
+    tpacket_stats stats{};
+    socklen_t len = sizeof(stats);
+    // Reading the statistics resets them.
+    if (getsockopt(d.rxFd, SOL_PACKET, PACKET_STATISTICS, &stats, &len) == 0)
+    {
+        d.c.kernelDrops += stats.tp_drops;
+    }
+}
+
 /// Send the frames of \p d that are due.
 void
 Transmit(Direction& d, Clock::time_point now)
@@ -468,7 +483,7 @@ PrintCounters(const char* prefix, const Direction& d, const Counters& c)
 {
     std::printf("%s%s: rx %" PRIu64 " frames (%" PRIu64 " data)  forwarded %" PRIu64 " (%" PRIu64
                 " data)  dropped %" PRIu64 "  overflow %" PRIu64 "  oversize %" PRIu64
-                "  tx errors %" PRIu64 "\n",
+                "  tx errors %" PRIu64 "  kernel drops %" PRIu64 "\n",
                 prefix,
                 d.name,
                 c.rxFrames,
@@ -478,7 +493,8 @@ PrintCounters(const char* prefix, const Direction& d, const Counters& c)
                 c.dropped,
                 c.overflow,
                 c.oversize,
-                c.txErrors);
+                c.txErrors,
+                c.kernelDrops);
 }
 
 Counters
@@ -496,6 +512,7 @@ Minus(const Counters& a, const Counters& b)
     r.txBytes = a.txBytes - b.txBytes;
     r.txErrors = a.txErrors - b.txErrors;
     r.gsoTrains = a.gsoTrains - b.gsoTrains;
+    r.kernelDrops = a.kernelDrops - b.kernelDrops;
     return r;
 }
 
@@ -684,6 +701,10 @@ main(int argc, char** argv)
         }
         if (now >= nextReport)
         {
+            for (auto& d : dirs)
+            {
+                CountKernelDrops(d);
+            }
             double t = std::chrono::duration<double>(now - start).count();
             for (auto& d : dirs)
             {
@@ -740,6 +761,10 @@ main(int argc, char** argv)
     }
 
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    for (auto& d : dirs)
+    {
+        CountKernelDrops(d);
+    }
     std::printf("---- metaroce-hil-forwarder summary (%.3f s) ----\n", seconds);
     for (auto& d : dirs)
     {
@@ -751,7 +776,7 @@ main(int argc, char** argv)
         std::printf(" %s_rx=%" PRIu64 " %s_data=%" PRIu64 " %s_forwarded=%" PRIu64
                     " %s_forwarded_data=%" PRIu64 " %s_dropped=%" PRIu64 " %s_overflow=%" PRIu64
                     " %s_oversize=%" PRIu64 " %s_tx_errors=%" PRIu64 " %s_gso_trains=%" PRIu64
-                    " %s_queued=%zu",
+                    " %s_kernel_drops=%" PRIu64 " %s_queued=%zu",
                     d.name,
                     d.c.rxFrames,
                     d.name,
@@ -770,6 +795,8 @@ main(int argc, char** argv)
                     d.c.txErrors,
                     d.name,
                     d.c.gsoTrains,
+                    d.name,
+                    d.c.kernelDrops,
                     d.name,
                     d.count);
     }

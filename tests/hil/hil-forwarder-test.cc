@@ -169,8 +169,11 @@ TEST_F(HilForwarderTest, GoBackNCounterMatchesTheFramesSent)
     int64_t retx = Figure(run.clientOut, "retransmissions");
     ASSERT_GT(packets, 0) << run.clientOut;
     // The RoCEv2 requester sends nothing on the data port but data packets and their resends
-    // (a WRITE test): the forwarder's data-frame count is exactly their sum.
-    EXPECT_EQ(run.Fwd("b_to_a_data"), uint64_t(packets + retx))
+    // (a WRITE test): the forwarder's data-frame count is their sum, less what its own kernel
+    // dropped before it could read it (a full socket buffer on a loaded machine; normally 0).
+    const uint64_t sent = uint64_t(packets + retx);
+    EXPECT_LE(run.Fwd("b_to_a_data"), sent) << run.clientOut << run.forwarderOut;
+    EXPECT_GE(run.Fwd("b_to_a_data") + run.Fwd("b_to_a_kernel_drops"), sent)
         << run.clientOut << run.forwarderOut;
     // UDP GSO is on by default: the sender's trains crossed the veth whole and the forwarder
     // split them into the datagrams it counted and dropped.
