@@ -136,6 +136,8 @@ Frames:
                          spurious timeouts when the machine is busy (docs/hil.md)
   --tx-batch N           udp and raw mode: datagrams per sendmmsg() (default 64; 1: one
                          system call per datagram)
+  --sched-probe on|off   measure how late this host wakes the program at start (16 sleeps of
+                         1 ms) and keep the RTO floor above twice that (default on)
   --udp-gso on|off       udp mode: send equal-sized datagrams as one GSO train and receive
                          GRO trains (default on; off where the kernel refuses it)
   --busy-poll US         poll the sockets instead of sleeping (keeps one core busy) and set
@@ -338,6 +340,14 @@ ParsePerfOptions(const std::vector<std::string>& args,
             {
                 return bad(v);
             }
+        }
+        else if (arg == "--sched-probe")
+        {
+            if (v != "on" && v != "off")
+            {
+                return bad(v);
+            }
+            opts.schedProbe = v == "on";
         }
         else if (arg == "--udp-gso")
         {

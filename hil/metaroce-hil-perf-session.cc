@@ -54,6 +54,7 @@ Session::TimerInputs(Time pathRtt) const
     LinkTimerInputs in;
     in.rtoFloor = Time(m_opts.rtoMinUs * 1e6);
     in.pathRtt = pathRtt;
+    in.schedulingDelay = m_app.SchedulingDelay();
     in.connectionTimeout = Time(m_opts.connectionTimeoutMs * 1e9);
     return in;
 }

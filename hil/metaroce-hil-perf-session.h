@@ -108,6 +108,7 @@ CountersSince(const PortCounters& now, const PortCounters& then)
     d.faultDropped = now.faultDropped - then.faultDropped;
     d.faultDuplicated = now.faultDuplicated - then.faultDuplicated;
     d.faultReordered = now.faultReordered - then.faultReordered;
+    d.rxKernelDrops = now.rxKernelDrops - then.rxKernelDrops;
     return d;
 }
 
@@ -267,6 +268,12 @@ class PerfApp
         return m_opts;
     }
 
+    /// \return how late this host wakes the process (measured at start; 0 if not measured).
+    Time SchedulingDelay() const
+    {
+        return m_schedulingDelay;
+    }
+
     boost::asio::io_context& Io()
     {
         return m_io;
@@ -337,6 +344,7 @@ class PerfApp
     std::ofstream m_goodputCsv;                     //!< --results: goodput.csv
     int m_exitCode{0};                              //!< result
     bool m_stopped{false};                          //!< Stop() ran
+    Time m_schedulingDelay{0};                      //!< MeasureSchedulingDelay() at start
 };
 
 } // namespace perf

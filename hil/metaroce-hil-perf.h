@@ -58,6 +58,7 @@ struct PerfOptions
     int rtPriority{0};                //!< SCHED_FIFO priority (0: normal scheduling)
     uint32_t txBatch{64};             //!< udp/raw: datagrams queued per sendmmsg()
     bool udpGso{true};                //!< udp: UDP GSO send, GRO receive
+    bool schedProbe{true};            //!< measure the scheduling delay for the RTO floor
     uint32_t busyPollUs{0};           //!< poll the context; SO_BUSY_POLL microseconds (0: off)
     int cpu{-1};                      //!< CPU to pin the I/O thread to (-1: none)
     std::string portMode{"udp"};      //!< "udp", "raw" or "tap"

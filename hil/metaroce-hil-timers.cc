@@ -7,10 +7,13 @@
 #include "metaroce-hil-timers.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <thread>
+#include <vector>
 
 namespace metaroce
 {
@@ -20,7 +23,7 @@ namespace hil
 void
 ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in)
 {
-    const Time floor = std::max<Time>(in.rtoFloor, MicroSeconds(1));
+    const Time floor = std::max<Time>({in.rtoFloor, 2 * in.schedulingDelay, MicroSeconds(1)});
     const Time rtt = std::max<Time>(in.pathRtt, 0);
     cfg.rtoMin = floor;
     cfg.rtoInitial = std::max(2 * floor, 3 * rtt);
@@ -48,6 +51,28 @@ DescribeLinkTimers(const ConnectionConfig& cfg)
                   double(cfg.rocev2.irnRtoLow) / 1e9,
                   double(cfg.rocev2.irnRtoHigh) / 1e9);
     return text;
+}
+
+Time
+MeasureSchedulingDelay(int samples, Time sleep)
+{
+    std::vector<Time> excess;
+    const auto asked = std::chrono::nanoseconds(sleep / 1000);
+    for (int i = 0; i < samples; ++i)
+    {
+        auto start = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(asked);
+        auto took = std::chrono::steady_clock::now() - start;
+        excess.push_back(
+            std::max<Time>(0, Time(std::chrono::nanoseconds(took - asked).count()) * 1000));
+    }
+    if (excess.empty())
+    {
+        return 0;
+    }
+    std::sort(excess.begin(), excess.end());
+    return excess[(excess.size() * 9) / 10 < excess.size() ? (excess.size() * 9) / 10
+                                                           : excess.size() - 1];
 }
 
 Time

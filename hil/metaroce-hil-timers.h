@@ -33,12 +33,15 @@ struct LinkTimerInputs
 {
     Time rtoFloor{MilliSeconds(1)};             //!< --rto-min-us: the RTO never goes below it
     Time pathRtt{0};                            //!< measured round trip to the peer (0: unknown)
+    /// How late this host runs a process whose sleep has ended (MeasureSchedulingDelay()):
+    /// a floor below twice that fires on the host's own stalls.
+    Time schedulingDelay{0};
     Time connectionTimeout{MilliSeconds(2000)}; //!< --conn-timeout-ms
 };
 
 /**
  * Set the timer fields of \p cfg for a software endpoint:
- * - rtoMin = the floor;
+ * - rtoMin = max(the floor, 2 x the host's scheduling delay);
  * - rtoInitial = max(2 x floor, 3 x path RTT): the first packets of a connection on a 10 ms
  *   path must not time out before the first acknowledgement can return;
  * - rtoMax = max(100 ms, 4 x rtoInitial);
@@ -52,6 +55,13 @@ void ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in);
 
 /// \return "rto min 1.000 ms, initial 12.000 ms, ..." for logs.
 std::string DescribeLinkTimers(const ConnectionConfig& cfg);
+
+/**
+ * Measure how late this host wakes a process: \p samples sleeps of \p sleep each, and how
+ * much longer than asked each took. \return the 90th percentile of the excess (about
+ * samples x sleep of wall time; the timer slack should already be set).
+ */
+Time MeasureSchedulingDelay(int samples = 16, Time sleep = MicroSeconds(1000));
 
 /// \return the kernel's smoothed round-trip time of TCP socket \p fd (TCP_INFO), 0 if unknown.
 Time TcpSmoothedRtt(int fd);

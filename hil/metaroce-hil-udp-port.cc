@@ -51,6 +51,9 @@ OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::st
     {
         setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
         setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+        // The kernel's count of datagrams dropped on this socket (a full buffer) comes with
+        // each datagram.
+        setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -229,7 +232,13 @@ UdpFramePort::ReceiveNow(int maxRounds)
                 size_t segment = len; // UDP GRO: a train of datagrams of this size
                 for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
                 {
-                    if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO)
+                    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL)
+                    {
+                        uint32_t dropped = 0;
+                        std::memcpy(&dropped, CMSG_DATA(c), sizeof(dropped));
+                        m_counters.rxKernelDrops = dropped; // cumulative for the socket
+                    }
+                    else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO)
                     {
                         int size = 0;
                         std::memcpy(&size, CMSG_DATA(c), sizeof(size));
