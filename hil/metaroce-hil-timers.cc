@@ -26,6 +26,7 @@ ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in)
     const Time floor = std::max<Time>({in.rtoFloor, 2 * in.schedulingDelay, MicroSeconds(1)});
     const Time rtt = std::max<Time>(in.pathRtt, 0);
     cfg.rtoMin = floor;
+    cfg.rtoFloor = floor; // the "adaptive" RTO policy's floor (issue 16): the same bound
     cfg.rtoInitial = std::max(2 * floor, 3 * rtt);
     cfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * cfg.rtoInitial);
     cfg.probeInterval = std::max(floor, rtt);

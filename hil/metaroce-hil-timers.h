@@ -31,8 +31,8 @@ namespace hil
 /// What the timers of a connection are derived from.
 struct LinkTimerInputs
 {
-    Time rtoFloor{MilliSeconds(1)};             //!< --rto-min-us: the RTO never goes below it
-    Time pathRtt{0};                            //!< measured round trip to the peer (0: unknown)
+    Time rtoFloor{MilliSeconds(1)}; //!< --rto-min-us: the RTO never goes below it
+    Time pathRtt{0};                //!< measured round trip to the peer (0: unknown)
     /// How late this host runs a process whose sleep has ended (MeasureSchedulingDelay()):
     /// a floor below twice that fires on the host's own stalls.
     Time schedulingDelay{0};
@@ -41,7 +41,8 @@ struct LinkTimerInputs
 
 /**
  * Set the timer fields of \p cfg for a software endpoint:
- * - rtoMin = max(the floor, 2 x the host's scheduling delay);
+ * - rtoMin (and rtoFloor, the "adaptive" RTO policy's floor) = max(the floor, 2 x the host's
+ *   scheduling delay);
  * - rtoInitial = max(2 x floor, 3 x path RTT): the first packets of a connection on a 10 ms
  *   path must not time out before the first acknowledgement can return;
  * - rtoMax = max(100 ms, 4 x rtoInitial);
