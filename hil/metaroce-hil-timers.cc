@@ -27,6 +27,11 @@ ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in)
     const Time rtt = std::max<Time>(in.pathRtt, 0);
     cfg.rtoMin = floor;
     cfg.rtoFloor = floor; // the "adaptive" RTO policy's floor (issue 16): the same bound
+    // RACK's reordering window (issue 16) is a fraction of the minimum RTT, microseconds on a
+    // veth; a batching port sends a flush socket by socket (path by path) and a stalled host
+    // delays whole bursts, so packets of different paths reach the peer up to that much out
+    // of their send order. A window of half the floor keeps them from counting as lost.
+    cfg.rackReorderMin = std::max(cfg.rackReorderMin, floor / 2);
     cfg.rtoInitial = std::max(2 * floor, 3 * rtt);
     cfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * cfg.rtoInitial);
     cfg.probeInterval = std::max(floor, rtt);

@@ -47,6 +47,8 @@ struct LinkTimerInputs
  *   path must not time out before the first acknowledgement can return;
  * - rtoMax = max(100 ms, 4 x rtoInitial);
  * - probeInterval = max(floor, path RTT);
+ * - rackReorderMin (RACK's reordering window, at least) = floor / 2: a batching port and a
+ *   stalling host reorder the paths by that much;
  * - connectionTimeout = the option;
  * - RoCEv2 IRN: RTO_low = max(floor, 2 x path RTT), RTO_high = 3.2 x RTO_low (the IRN paper's
  *   ratio), with exponential back-off on timeouts without progress (up to the Local ACK
