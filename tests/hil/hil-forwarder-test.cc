@@ -134,7 +134,10 @@ TEST_F(HilForwarderTest, LossFreeWithLatencyMetaRoce)
     EXPECT_EQ(run.Fwd("a_to_b_dropped") + run.Fwd("b_to_a_dropped"), 0u) << run.forwarderOut;
     // The data went B -> A through the forwarder: at least 16 packets per 64 KiB message.
     EXPECT_GE(run.Fwd("b_to_a_forwarded_data"), 150u * 16) << run.forwarderOut;
-    EXPECT_EQ(Figure(run.clientOut, "loss detected"), 0) << run.clientOut;
+    // Nothing was dropped: resends can only come from a stalled host (RACK, the default since
+    // issue 16, counts a path held back by a descheduled peer as loss); a few, never a storm.
+    int64_t packets = Figure(run.clientOut, "data packets");
+    EXPECT_LE(Figure(run.clientOut, "retransmissions"), packets / 20) << run.clientOut;
 }
 
 TEST_F(HilForwarderTest, SeededLossMetaRoceRetransmitsWhatWasDropped)
