@@ -6,6 +6,8 @@
 
 #include "metaroce-hil-control.h"
 
+#include "metaroce-hil-timers.h"
+
 #include <algorithm>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
@@ -290,6 +292,12 @@ SettingsOf(const ConnectionConfig& cfg, bool icrc)
         s.set_rocev2_recovery(cfg.rocev2.recovery);
     }
     return s;
+}
+
+Time
+ControlChannel::SmoothedRtt() const
+{
+    return TcpSmoothedRtt(const_cast<boost::asio::ip::tcp::socket&>(m_socket).native_handle());
 }
 
 std::string

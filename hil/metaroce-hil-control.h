@@ -81,6 +81,9 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
         return m_peerName;
     }
 
+    /// \return the kernel's smoothed round-trip time of the connection (0 if unknown).
+    Time SmoothedRtt() const;
+
     /// \return messages dropped because they did not parse.
     uint64_t Malformed() const
     {

@@ -61,6 +61,7 @@ void
 EngineHost::OnDatagram(const DatagramMeta& meta, const uint8_t* data, size_t len)
 {
     Time now = m_clock.Now();
+    ++m_rxDatagrams;
     RxStatus st = m_endpoint.HandleDatagram(now, meta, data, len);
     const char* why = RxStatusName(st);
     // The engine parsed the BTH before it looked the connection up, so len >= Bth::SIZE.
@@ -77,15 +78,18 @@ EngineHost::OnDatagram(const DatagramMeta& meta, const uint8_t* data, size_t len
     }
     if (st != RxStatus::ACCEPTED)
     {
-        spdlog::trace("rx drop {} {}:{} -> {}:{} tos {}/{} len {}",
-                      why,
-                      Ipv4ToString(meta.srcIp),
-                      meta.srcPort,
-                      Ipv4ToString(meta.dstIp),
-                      meta.dstPort,
-                      int(meta.dscp),
-                      int(meta.ecn),
-                      len);
+        if (spdlog::should_log(spdlog::level::trace))
+        {
+            spdlog::trace("rx drop {} {}:{} -> {}:{} tos {}/{} len {}",
+                          why,
+                          Ipv4ToString(meta.srcIp),
+                          meta.srcPort,
+                          Ipv4ToString(meta.dstIp),
+                          meta.dstPort,
+                          int(meta.dscp),
+                          int(meta.ecn),
+                          len);
+        }
         uint64_t suppressed = 0;
         if (m_dropLog.Allow(now, suppressed))
         {
@@ -120,7 +124,18 @@ EngineHost::Pump()
         state = m_pump.Run(m_clock.Now());
     } while (m_again && state == EnginePump::State::IDLE);
     m_running = false;
-    AfterRun(state);
+    AfterRun(FlushPort(state));
+}
+
+EnginePump::State
+EngineHost::FlushPort(EnginePump::State state)
+{
+    // What the run queued in a batching port goes to the kernel now, in one call per socket.
+    if (m_port->Flush() == SendStatus::WOULD_BLOCK)
+    {
+        return EnginePump::State::BLOCKED;
+    }
+    return state;
 }
 
 void
@@ -144,15 +159,18 @@ EngineHost::AfterRun(EnginePump::State state)
 bool
 EngineHost::Transmit(const TxDatagram& tx)
 {
-    spdlog::trace("tx {}:{} -> {}:{} tos {}/{} len {} path {}",
-                  Ipv4ToString(tx.meta.srcIp),
-                  tx.meta.srcPort,
-                  Ipv4ToString(tx.meta.dstIp),
-                  tx.meta.dstPort,
-                  int(tx.meta.dscp),
-                  int(tx.meta.ecn),
-                  tx.length,
-                  tx.pathId);
+    if (spdlog::should_log(spdlog::level::trace)) // the address strings cost an allocation
+    {
+        spdlog::trace("tx {}:{} -> {}:{} tos {}/{} len {} path {}",
+                      Ipv4ToString(tx.meta.srcIp),
+                      tx.meta.srcPort,
+                      Ipv4ToString(tx.meta.dstIp),
+                      tx.meta.dstPort,
+                      int(tx.meta.dscp),
+                      int(tx.meta.ecn),
+                      tx.length,
+                      tx.pathId);
+    }
     if (m_waitingWritable)
     {
         return false;
@@ -205,6 +223,7 @@ void
 EngineHost::DoWaitTimer(Time deadline)
 {
     m_timerAt = deadline;
+    m_timerDeadline = deadline;
     uint64_t generation = ++m_timerGeneration;
     m_timer.expires_at(m_clock.ToSteady(deadline));
     m_timer.async_wait([this, generation](const boost::system::error_code& error) {
@@ -227,6 +246,30 @@ EngineHost::OnTimer(const boost::system::error_code& error, uint64_t generation,
     {
         return;
     }
+    if (!soon)
+    {
+        ++m_timerStats.expiries;
+        Time late = m_clock.Now() - m_timerDeadline;
+        if (late > 0)
+        {
+            m_timerStats.lateSum += late;
+            m_timerStats.lateMax = std::max(m_timerStats.lateMax, late);
+        }
+    }
+    if (m_endpoint.NextTimeout() <= m_clock.Now())
+    {
+        // A deadline has passed, maybe because the process was not scheduled or was busy
+        // sending: read the acknowledgements that arrived meanwhile first, so that the
+        // engine's deadlines move before it handles the timeout (docs/hil.md, "Timers on real
+        // links").
+        uint64_t before = m_rxDatagrams;
+        m_port->PollReceive();
+        m_timerStats.drained += m_rxDatagrams - before;
+        if (m_closed)
+        {
+            return;
+        }
+    }
     m_running = true;
     EnginePump::State state = m_pump.OnTimer(m_clock.Now());
     while (m_again && state == EnginePump::State::IDLE)
@@ -236,7 +279,7 @@ EngineHost::OnTimer(const boost::system::error_code& error, uint64_t generation,
     }
     m_again = false;
     m_running = false;
-    AfterRun(state);
+    AfterRun(FlushPort(state));
 }
 
 void

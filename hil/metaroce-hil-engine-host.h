@@ -49,6 +49,15 @@ struct RxCounts
     uint64_t lateAfterTeardown{0};      //!< for a connection this host had destroyed
 };
 
+/// How the host's kernel timer behaved (see docs/hil.md, "Timers on real links").
+struct TimerStats
+{
+    uint64_t expiries{0}; //!< kernel-timer wake-ups that reached the engine
+    Time lateSum{0};      //!< sum of their lateness past the deadline
+    Time lateMax{0};      //!< the largest lateness
+    uint64_t drained{0};  //!< datagrams read just before a timeout was handled
+};
+
 /// Runs an Endpoint on a FramePort.
 class EngineHost : private PumpSink
 {
@@ -119,6 +128,12 @@ class EngineHost : private PumpSink
         return m_rx;
     }
 
+    /// \return how the kernel timer behaved so far.
+    const TimerStats& GetTimerStats() const
+    {
+        return m_timerStats;
+    }
+
     /// \return received datagrams the engine dropped since \p since (any status but
     /// ACCEPTED, late ones included).
     uint64_t RxDropped(const RxCounts& since = RxCounts()) const;
@@ -139,6 +154,8 @@ class EngineHost : private PumpSink
     void OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon);
     void DoWaitWritable();
     void OnWritable(const boost::system::error_code& error);
+    /// Flush the port after a pump run. \return BLOCKED if it kept datagrams, else \p state.
+    EnginePump::State FlushPort(EnginePump::State state);
     void AfterRun(EnginePump::State state);
 
     boost::asio::io_context& m_io;     //!< the daemon's context
@@ -148,6 +165,9 @@ class EngineHost : private PumpSink
     EnginePump m_pump;                 //!< the pump
     boost::asio::steady_timer m_timer; //!< the one engine timer
     Time m_timerAt{TIME_INFINITE};     //!< deadline m_timer waits for
+    Time m_timerDeadline{0};           //!< deadline of the last kernel-timer wait
+    TimerStats m_timerStats;           //!< lateness of the kernel timer
+    uint64_t m_rxDatagrams{0};         //!< datagrams handed to the engine
     uint64_t m_timerGeneration{0};     //!< invalidates superseded waits
     bool m_waitingWritable{false};     //!< a writable wait is pending
     bool m_pumpPosted{false};          //!< a Pump() is queued on the context

@@ -162,6 +162,7 @@ FaultFramePort::OnDelayed(const boost::system::error_code& error)
         }
         m_delayed.pop_front();
     }
+    m_inner->Flush(); // what stays queued goes with the host's next flush
     if (!m_delayed.empty())
     {
         DoWaitDelayed();

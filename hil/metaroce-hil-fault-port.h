@@ -95,6 +95,17 @@ class FaultFramePort : public FramePort
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
+
+    SendStatus Flush() override
+    {
+        return m_inner->Flush();
+    }
+
+    void PollReceive() override
+    {
+        m_inner->PollReceive();
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;

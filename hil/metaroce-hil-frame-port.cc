@@ -26,6 +26,7 @@ AddCounters(PortCounters& a, const PortCounters& b)
     a.faultDropped += b.faultDropped;
     a.faultDuplicated += b.faultDuplicated;
     a.faultReordered += b.faultReordered;
+    a.rxKernelDrops += b.rxKernelDrops;
 }
 
 MacAddress

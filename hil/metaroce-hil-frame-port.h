@@ -49,6 +49,9 @@ struct PortCounters
     uint64_t faultDropped{0};    //!< fault wrapper: dropped (random or burst)
     uint64_t faultDuplicated{0}; //!< fault wrapper: sent twice
     uint64_t faultReordered{0};  //!< fault wrapper: held back and sent late
+    /// Datagrams the kernel dropped on the receive socket before the port read them (its
+    /// buffer was full: the process did not keep up), where the port can tell (UDP mode).
+    uint64_t rxKernelDrops{0};
 };
 
 /**
@@ -72,8 +75,32 @@ class FramePort
 
     /// Start receiving.
     virtual void Start(ReceiveHandler onDatagram, BatchHandler onBatch) = 0;
-    /// Send one datagram to tx.meta.dstIp.
+    /**
+     * Send one datagram to tx.meta.dstIp. A batching port may only queue it (SENT) and hand it
+     * to the kernel in the next Flush().
+     */
     virtual SendStatus Send(const TxDatagram& tx) = 0;
+
+    /**
+     * Hand what Send() queued to the kernel (one system call per socket). The host calls it
+     * after each pump run. \return WOULD_BLOCK if some stay queued because the kernel queue is
+     * full (wait with AsyncWaitWritable(), then flush again), else SENT.
+     */
+    virtual SendStatus Flush()
+    {
+        return SendStatus::SENT;
+    }
+
+    /**
+     * Read, now and without waiting, what the kernel holds for this port, calling the receive
+     * and batch handlers as the receive loop does. The host calls it before it handles an
+     * expired engine timer, so that an acknowledgement that has arrived but was not read yet
+     * (the process was not scheduled) counts before the timeout does.
+     */
+    virtual void PollReceive()
+    {
+    }
+
     /// Call \p handler once the port may accept sends again.
     virtual void AsyncWaitWritable(WritableHandler handler) = 0;
     /// Stop receiving and release the sockets (pending handlers get operation_aborted).

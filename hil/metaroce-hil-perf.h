@@ -56,6 +56,11 @@ struct PerfOptions
     double rtoMinUs{1000};
     double connectionTimeoutMs{2000}; //!< give up on a peer that acknowledges nothing this long
     int rtPriority{0};                //!< SCHED_FIFO priority (0: normal scheduling)
+    uint32_t txBatch{64};             //!< udp/raw: datagrams queued per sendmmsg()
+    bool udpGso{true};                //!< udp: UDP GSO send, GRO receive
+    bool schedProbe{true};            //!< measure the scheduling delay for the RTO floor
+    uint32_t busyPollUs{0};           //!< poll the context; SO_BUSY_POLL microseconds (0: off)
+    int cpu{-1};                      //!< CPU to pin the I/O thread to (-1: none)
     std::string portMode{"udp"};      //!< "udp", "raw" or "tap"
     std::string device;               //!< raw mode: interface; tap mode: TAP device
     std::string tapAddress;           //!< tap mode: kernel-side address "A.B.C.D/N" ("": none)

@@ -8,6 +8,7 @@
 
 #include "metaroce-hil-ethernet.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
@@ -36,6 +37,8 @@ namespace
 
 /// Largest frame read (jumbo frames and then some; longer ones are truncated and dropped).
 constexpr size_t RX_FRAME_MAX = 65536 + FRAME_HEADERS_SIZE;
+/// Frames read per recvmmsg().
+constexpr unsigned RX_BATCH = 32;
 
 /**
  * Classic BPF: accept IPv4, UDP, unfragmented, destination port \p port; drop the rest.
@@ -210,9 +213,20 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
       m_ifindex(ifindex),
       m_mac(mac),
       m_mtu(mtu),
-      m_rxBuffer(RX_FRAME_MAX),
-      m_txBuffer(RX_FRAME_MAX)
+      m_rxBuffer(RX_BATCH * RX_FRAME_MAX),
+      m_txBuffer(RX_FRAME_MAX),
+      m_batch(std::max<uint32_t>(cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE)
 {
+    if (cfg.busyPollUs > 0)
+    {
+        int us = int(cfg.busyPollUs);
+        if (setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us)) != 0)
+        {
+            spdlog::warn("raw port: SO_BUSY_POLL {} us: {}; receiving without it",
+                         us,
+                         std::strerror(errno));
+        }
+    }
 }
 
 RawFramePort::~RawFramePort()
@@ -292,51 +306,79 @@ RawFramePort::OnReceive(const boost::system::error_code& error)
         }
         return;
     }
-    bool any = false;
-    for (int i = 0; i < 128 && !m_closed; ++i)
+    ReceiveNow(4);
+    DoReceive();
+}
+
+void
+RawFramePort::PollReceive()
+{
+    if (!m_closed && m_onDatagram)
     {
-        sockaddr_ll from{};
-        socklen_t fromLen = sizeof(from);
-        ssize_t n = recvfrom(m_sock.native_handle(),
-                             m_rxBuffer.data(),
-                             m_rxBuffer.size(),
-                             MSG_DONTWAIT | MSG_TRUNC,
-                             reinterpret_cast<sockaddr*>(&from),
-                             &fromLen);
-        if (n < 0)
+        ReceiveNow(1);
+    }
+}
+
+void
+RawFramePort::ReceiveNow(int maxRounds)
+{
+    bool any = false;
+    mmsghdr msgs[RX_BATCH];
+    iovec iov[RX_BATCH];
+    sockaddr_ll from[RX_BATCH];
+    // Up to a few batches per wake-up, then let other handlers (timers, control) run.
+    for (int round = 0; round < maxRounds && !m_closed; ++round)
+    {
+        for (unsigned i = 0; i < RX_BATCH; ++i)
+        {
+            iov[i] = {m_rxBuffer.data() + i * RX_FRAME_MAX, RX_FRAME_MAX};
+            std::memset(&msgs[i], 0, sizeof(msgs[i]));
+            msgs[i].msg_hdr.msg_name = &from[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+            msgs[i].msg_hdr.msg_iov = &iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int got = recvmmsg(m_sock.native_handle(), msgs, RX_BATCH, MSG_DONTWAIT, nullptr);
+        if (got <= 0)
         {
             break;
         }
-        if (from.sll_pkttype == PACKET_OUTGOING)
+        for (int i = 0; i < got; ++i)
         {
-            continue; // our own frames on kernels without PACKET_IGNORE_OUTGOING
+            if (from[i].sll_pkttype == PACKET_OUTGOING)
+            {
+                continue; // our own frames on kernels without PACKET_IGNORE_OUTGOING
+            }
+            if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+            {
+                ++m_counters.rxMalformed;
+                continue;
+            }
+            ParsedFrame frame;
+            if (!AcceptEngineFrame(static_cast<const uint8_t*>(iov[i].iov_base),
+                                   msgs[i].msg_len,
+                                   m_cfg.localIp,
+                                   m_cfg.dataPort,
+                                   "raw port",
+                                   m_clock.Now(),
+                                   m_malformedLog,
+                                   m_counters,
+                                   frame))
+            {
+                continue;
+            }
+            any = true;
+            m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
         }
-        if (size_t(n) > m_rxBuffer.size())
+        if (unsigned(got) < RX_BATCH)
         {
-            ++m_counters.rxMalformed;
-            continue;
+            break;
         }
-        ParsedFrame frame;
-        if (!AcceptEngineFrame(m_rxBuffer.data(),
-                               size_t(n),
-                               m_cfg.localIp,
-                               m_cfg.dataPort,
-                               "raw port",
-                               m_clock.Now(),
-                               m_malformedLog,
-                               m_counters,
-                               frame))
-        {
-            continue;
-        }
-        any = true;
-        m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
     }
     if (any && m_onBatch)
     {
         m_onBatch();
     }
-    DoReceive();
 }
 
 SendStatus
@@ -384,6 +426,27 @@ RawFramePort::Send(const TxDatagram& tx)
     to.sll_ifindex = m_ifindex;
     to.sll_halen = MAC_ADDRESS_SIZE;
     std::memcpy(to.sll_addr, dst->bytes, MAC_ADDRESS_SIZE);
+    if (m_cfg.txBatch > 1 && len <= m_batch.SlotBytes())
+    {
+        if (m_batch.Full() && Flush() == SendStatus::WOULD_BLOCK && m_batch.Full())
+        {
+            return SendStatus::WOULD_BLOCK;
+        }
+        TxBatch::Entry& e = m_batch.Append();
+        e.fd = m_sock.native_handle();
+        e.owner = &m_sock;
+        std::memcpy(&e.to, &to, sizeof(to));
+        e.toLen = sizeof(to);
+        e.length = uint32_t(len);
+        e.countedLength = uint32_t(tx.length);
+        e.destination = tx.meta.dstIp;
+        std::memcpy(m_batch.Buffer(e), m_txBuffer.data(), len);
+        return SendStatus::SENT;
+    }
+    if (Flush() == SendStatus::WOULD_BLOCK)
+    {
+        return SendStatus::WOULD_BLOCK;
+    }
     ssize_t n = sendto(m_sock.native_handle(),
                        m_txBuffer.data(),
                        len,
@@ -400,6 +463,31 @@ RawFramePort::Send(const TxDatagram& tx)
                            m_counters);
 }
 
+SendStatus
+RawFramePort::Flush()
+{
+    if (m_batch.Size() == 0 || m_closed)
+    {
+        return SendStatus::SENT;
+    }
+    TxBatch::Result r = m_batch.Flush();
+    m_counters.txFrames += r.frames;
+    m_counters.txBytes += r.bytes;
+    if (r.failed > 0)
+    {
+        m_counters.txFailed += r.failed;
+        uint64_t suppressed = 0;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: send on {}: {} ({} more suppressed)",
+                          m_cfg.device,
+                          std::strerror(r.firstError),
+                          suppressed);
+        }
+    }
+    return r.blocked ? SendStatus::WOULD_BLOCK : SendStatus::SENT;
+}
+
 void
 RawFramePort::AsyncWaitWritable(WritableHandler handler)
 {
@@ -413,6 +501,7 @@ RawFramePort::Close()
     {
         return;
     }
+    Flush(); // best effort: the last ACKs of a session
     m_closed = true;
     boost::system::error_code ignored;
     m_sock.close(ignored);

@@ -10,6 +10,7 @@
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
+#include "metaroce-hil-tx-batch.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -46,6 +47,10 @@ struct RawPortConfig
     bool staticPeerMac{false};        //!< use peerMac for every destination
     MacAddress peerMac;               //!< the static peer (or gateway) MAC
     int socketBufferBytes{8 << 20};   //!< SO_RCVBUF / SO_SNDBUF request
+    /// Frames queued by Send() before a Flush() (1: every Send() is one sendto()).
+    uint32_t txBatch{64};
+    /// SO_BUSY_POLL on the packet socket, microseconds (0: off; see docs/hil.md).
+    uint32_t busyPollUs{0};
 };
 
 /// Transport datagrams in Ethernet frames on an AF_PACKET socket.
@@ -78,6 +83,8 @@ class RawFramePort : public FramePort
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
+    SendStatus Flush() override;
+    void PollReceive() override;
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;
@@ -104,6 +111,8 @@ class RawFramePort : public FramePort
     const MacAddress* Resolve(uint32_t ip);
     void DoReceive();
     void OnReceive(const boost::system::error_code& error);
+    /// Read up to \p maxRounds batches that the kernel holds, without waiting.
+    void ReceiveNow(int maxRounds);
 
     const HostClock& m_clock;                     //!< for rate-limited logs
     RawPortConfig m_cfg;                          //!< settings
@@ -117,8 +126,9 @@ class RawFramePort : public FramePort
     ReceiveHandler m_onDatagram;                  //!< receive handler
     BatchHandler m_onBatch;                       //!< batch handler
     PortCounters m_counters;                      //!< counters
-    std::vector<uint8_t> m_rxBuffer;              //!< one frame
+    std::vector<uint8_t> m_rxBuffer;              //!< recvmmsg() buffers
     std::vector<uint8_t> m_txBuffer;              //!< one frame
+    TxBatch m_batch;                              //!< frames Send() queued
     bool m_closed{false};                         //!< Close() was called
     RateLimiter m_errorLog;                       //!< error lines
     RateLimiter m_malformedLog;                   //!< malformed-frame lines

@@ -10,6 +10,7 @@
 #include "metaroce-hil-control.h"
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-tap.h"
+#include "metaroce-hil-timers.h"
 #include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
 #include "metaroce-policy-names.h"
@@ -178,14 +179,9 @@ SimHostServer::Impl::Impl(ns3::Ptr<ns3::MetaRoceNic> nic, uint16_t dataPort, dou
       m_portMtu(nic->GetPort(0)->GetMtu()),
       m_acceptor(m_io)
 {
-    // The peer is a software endpoint with millisecond scheduling jitter: metaroce-perf's timers.
-    m_baseConfig.rtoMin = MilliSeconds(1);
-    m_baseConfig.rtoFloor = m_baseConfig.rtoMin;
-    m_baseConfig.rackReorderMin = m_baseConfig.rtoMin / 2;
-    m_baseConfig.rtoInitial = 2 * m_baseConfig.rtoMin;
-    m_baseConfig.rtoMax = std::max<Time>(MilliSeconds(100), 4 * m_baseConfig.rtoInitial);
-    m_baseConfig.probeInterval = m_baseConfig.rtoMin;
-    m_baseConfig.connectionTimeout = MilliSeconds(2000);
+    // The peer is a software endpoint with millisecond scheduling jitter: metaroce-perf's
+    // default timers (the control plane bypasses the fabric, so its round trip says nothing).
+    ApplyLinkTimers(m_baseConfig, LinkTimerInputs());
     m_nic->SetCompletionCallback(ns3::MakeCallback(&Impl::SimCompletion, this));
 }
 

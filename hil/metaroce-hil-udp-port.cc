@@ -8,10 +8,12 @@
 
 #include "metaroce-icrc.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,6 +29,8 @@ namespace
 constexpr unsigned RX_BATCH = 32;
 /// Receive buffer per datagram: the largest UDP payload.
 constexpr size_t RX_SLOT = 65536;
+/// Largest datagram Send() queues (an engine MTU of 9000 fits); larger ones go out at once.
+constexpr size_t TX_SLOT = 9216;
 
 /// Create a UDP socket bound to \p ip:\p port. \return the fd, or -1 with \p error set.
 int
@@ -47,6 +51,9 @@ OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::st
     {
         setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
         setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
+        // The kernel's count of datagrams dropped on this socket (a full buffer) comes with
+        // each datagram.
+        setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -93,8 +100,32 @@ UdpFramePort::UdpFramePort(boost::asio::io_context& io,
       m_clock(clock),
       m_cfg(cfg),
       m_rx(io, fd),
-      m_rxBuffers(RX_BATCH * RX_SLOT)
+      m_rxBuffers(RX_BATCH * RX_SLOT),
+      m_batch(std::max<uint32_t>(cfg.txBatch, 1), TX_SLOT)
 {
+    if (cfg.gso)
+    {
+        // Receive trains of datagrams as one (split again in ReceiveNow()); send equal-sized
+        // datagrams as one message per train (TxBatch::SetGso()).
+        int one = 1;
+        if (setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) != 0)
+        {
+            spdlog::warn("udp port: UDP_GRO: {}; receiving datagram by datagram",
+                         std::strerror(errno));
+        }
+        m_batch.SetGso(true);
+    }
+    if (cfg.busyPollUs > 0)
+    {
+        int us = int(cfg.busyPollUs);
+        if (setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us)) != 0)
+        {
+            spdlog::warn("udp port: SO_BUSY_POLL {} us: {} (needs CAP_NET_ADMIN above "
+                         "net.core.busy_read); receiving without it",
+                         us,
+                         std::strerror(errno));
+        }
+    }
 }
 
 UdpFramePort::~UdpFramePort()
@@ -141,6 +172,22 @@ UdpFramePort::OnReceive(const boost::system::error_code& error)
         }
         return;
     }
+    ReceiveNow(4);
+    DoReceive();
+}
+
+void
+UdpFramePort::PollReceive()
+{
+    if (!m_closed && m_onDatagram)
+    {
+        ReceiveNow(1);
+    }
+}
+
+void
+UdpFramePort::ReceiveNow(int maxRounds)
+{
     mmsghdr msgs[RX_BATCH];
     iovec iov[RX_BATCH];
     sockaddr_in from[RX_BATCH];
@@ -158,7 +205,7 @@ UdpFramePort::OnReceive(const boost::system::error_code& error)
         msgs[i].msg_hdr.msg_controllen = sizeof(control[i]);
     }
     // Up to a few batches per wake-up, then let other handlers (timers, control) run.
-    for (int round = 0; round < 4 && !m_closed; ++round)
+    for (int round = 0; round < maxRounds && !m_closed; ++round)
     {
         int n = recvmmsg(m_rx.native_handle(), msgs, RX_BATCH, MSG_DONTWAIT, nullptr);
         if (n <= 0)
@@ -182,8 +229,21 @@ UdpFramePort::OnReceive(const boost::system::error_code& error)
                 // The engine sees the RoCE port whatever port we listen on: the sender's ICRC
                 // covers a UDP header with destination port 4791.
                 meta.dstPort = ROCE_UDP_PORT;
+                size_t segment = len; // UDP GRO: a train of datagrams of this size
                 for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
                 {
+                    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL)
+                    {
+                        uint32_t dropped = 0;
+                        std::memcpy(&dropped, CMSG_DATA(c), sizeof(dropped));
+                        m_counters.rxKernelDrops = dropped; // cumulative for the socket
+                    }
+                    else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO)
+                    {
+                        int size = 0;
+                        std::memcpy(&size, CMSG_DATA(c), sizeof(size));
+                        segment = size > 0 ? size_t(size) : len;
+                    }
                     if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO)
                     {
                         in_pktinfo info;
@@ -203,9 +263,15 @@ UdpFramePort::OnReceive(const boost::system::error_code& error)
                 }
                 else
                 {
-                    ++m_counters.rxFrames;
-                    m_counters.rxBytes += len;
-                    m_onDatagram(meta, static_cast<const uint8_t*>(h.msg_iov->iov_base), len);
+                    // One datagram, or (GRO) a train split at the segment size.
+                    const uint8_t* data = static_cast<const uint8_t*>(h.msg_iov->iov_base);
+                    for (size_t off = 0; off < len && !m_closed; off += segment)
+                    {
+                        size_t part = std::min(segment, len - off);
+                        ++m_counters.rxFrames;
+                        m_counters.rxBytes += part;
+                        m_onDatagram(meta, data + off, part);
+                    }
                 }
             }
             h.msg_namelen = sizeof(from[i]);
@@ -221,7 +287,6 @@ UdpFramePort::OnReceive(const boost::system::error_code& error)
             break;
         }
     }
-    DoReceive();
 }
 
 boost::asio::posix::stream_descriptor*
@@ -299,6 +364,30 @@ UdpFramePort::Send(const TxDatagram& tx)
     to.sin_addr.s_addr = htonl(tx.meta.dstIp);
     auto peer = m_peerPorts.find(tx.meta.dstIp);
     to.sin_port = htons(peer != m_peerPorts.end() ? peer->second : tx.meta.dstPort);
+    int tos = (int(tx.meta.dscp & IPV4_DSCP_MAX) << 2) | int(tx.meta.ecn);
+    if (out->length <= m_batch.SlotBytes() && m_cfg.txBatch > 1)
+    {
+        if (m_batch.Full() && Flush() == SendStatus::WOULD_BLOCK && m_batch.Full())
+        {
+            return SendStatus::WOULD_BLOCK;
+        }
+        TxBatch::Entry& e = m_batch.Append();
+        e.fd = sock->native_handle();
+        e.owner = sock;
+        std::memcpy(&e.to, &to, sizeof(to));
+        e.toLen = sizeof(to);
+        e.tos = tos;
+        e.length = uint32_t(out->length);
+        e.countedLength = uint32_t(tx.length);
+        e.destination = tx.meta.dstIp;
+        std::memcpy(m_batch.Buffer(e), out->buffer, out->length);
+        return SendStatus::SENT;
+    }
+    // Unbatched (or too large for a slot): what is queued goes first.
+    if (Flush() == SendStatus::WOULD_BLOCK)
+    {
+        return SendStatus::WOULD_BLOCK;
+    }
     iovec iov{out->buffer, out->length};
     alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int))] = {};
     msghdr h{};
@@ -312,7 +401,6 @@ UdpFramePort::Send(const TxDatagram& tx)
     c->cmsg_level = IPPROTO_IP;
     c->cmsg_type = IP_TOS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
-    int tos = (int(tx.meta.dscp & IPV4_DSCP_MAX) << 2) | int(tx.meta.ecn);
     std::memcpy(CMSG_DATA(c), &tos, sizeof(tos));
     ssize_t n = sendmsg(sock->native_handle(), &h, MSG_DONTWAIT);
     if (n == ssize_t(tx.length))
@@ -326,7 +414,41 @@ UdpFramePort::Send(const TxDatagram& tx)
         m_blocked = sock;
         return SendStatus::WOULD_BLOCK;
     }
-    int err = errno;
+    SendFailed(errno, tx.meta.dstIp, tx.length);
+    return SendStatus::FAILED;
+}
+
+SendStatus
+UdpFramePort::Flush()
+{
+    if (m_batch.Size() == 0 || m_closed)
+    {
+        return SendStatus::SENT;
+    }
+    TxBatch::Result r = m_batch.Flush();
+    if (r.gsoRefused != 0)
+    {
+        spdlog::warn("udp port: the kernel refuses UDP GSO ({}); sending datagram by datagram",
+                     std::strerror(r.gsoRefused));
+    }
+    m_counters.txFrames += r.frames;
+    m_counters.txBytes += r.bytes;
+    if (r.failed > 0)
+    {
+        m_counters.txFailed += r.failed - 1; // SendFailed() counts the first
+        SendFailed(r.firstError, r.errorDestination, r.errorLength);
+    }
+    if (r.blocked)
+    {
+        m_blocked = static_cast<boost::asio::posix::stream_descriptor*>(r.blocked);
+        return SendStatus::WOULD_BLOCK;
+    }
+    return SendStatus::SENT;
+}
+
+void
+UdpFramePort::SendFailed(int err, uint32_t dstIp, size_t length)
+{
     ++m_counters.txFailed;
     uint64_t suppressed = 0;
     if (m_errorLog.Allow(m_clock.Now(), suppressed))
@@ -335,19 +457,18 @@ UdpFramePort::Send(const TxDatagram& tx)
         {
             spdlog::error("udp port: a {}-byte datagram to {} exceeds the path MTU; lower --mtu "
                           "or raise the link MTU ({} more errors suppressed)",
-                          tx.length,
-                          Ipv4ToString(tx.meta.dstIp),
+                          length,
+                          Ipv4ToString(dstIp),
                           suppressed);
         }
         else
         {
             spdlog::error("udp port: sendmsg to {}: {} ({} more errors suppressed)",
-                          Ipv4ToString(tx.meta.dstIp),
+                          Ipv4ToString(dstIp),
                           std::strerror(err),
                           suppressed);
         }
     }
-    return SendStatus::FAILED;
 }
 
 void
@@ -365,6 +486,7 @@ UdpFramePort::Close()
     {
         return;
     }
+    Flush(); // best effort: the last ACKs of a session
     m_closed = true;
     boost::system::error_code ignored;
     m_rx.close(ignored);

@@ -10,6 +10,7 @@
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
+#include "metaroce-hil-tx-batch.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -29,6 +30,8 @@
  *   for ECMP), created on first use, bound with SO_REUSEADDR to (local address, source port);
  *   the ECN/DSCP byte is set per datagram with an IP_TOS control message, and DF is set
  *   (IP_PMTUDISC_DO) so that datagrams are never fragmented.
+ * - Batched I/O: recvmmsg() of up to 32 datagrams per call; Send() queues (up to 64) and
+ *   Flush() hands the queue to the kernel with one sendmmsg() per socket in use.
  *
  * The kernel writes its own IPv4 identification and checksum; the engine's ICRC covers the
  * canonical headers rebuilt from the DatagramMeta on both sides, so two of our daemons agree
@@ -51,6 +54,12 @@ struct UdpPortConfig
     uint16_t dataPort{ROCE_UDP_PORT}; //!< port to receive datagrams on
     int socketBufferBytes{4 << 20};   //!< SO_RCVBUF / SO_SNDBUF request
     bool icrc{true};                  //!< the engine computes ICRCs (see Send())
+    /// Datagrams queued by Send() before a Flush() (1: every Send() is one sendmsg()).
+    uint32_t txBatch{64};
+    /// SO_BUSY_POLL on the receive socket, microseconds (0: off; see docs/hil.md).
+    uint32_t busyPollUs{0};
+    /// UDP GSO on send and UDP GRO on receive (see docs/hil.md: not through the forwarder).
+    bool gso{false};
 };
 
 /// Transport datagrams over UDP sockets.
@@ -71,6 +80,8 @@ class UdpFramePort : public FramePort
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
+    SendStatus Flush() override;
+    void PollReceive() override;
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
@@ -87,6 +98,10 @@ class UdpFramePort : public FramePort
     boost::asio::posix::stream_descriptor* SocketFor(uint16_t srcPort);
     void DoReceive();
     void OnReceive(const boost::system::error_code& error);
+    /// Read up to \p maxRounds batches that the kernel holds, without waiting.
+    void ReceiveNow(int maxRounds);
+    /// Count and log a datagram the kernel refused with \p err.
+    void SendFailed(int err, uint32_t dstIp, size_t length);
 
     boost::asio::io_context& m_io;              //!< the daemon's context
     const HostClock& m_clock;                   //!< for rate-limited logs
@@ -101,6 +116,7 @@ class UdpFramePort : public FramePort
     PortCounters m_counters;                                   //!< counters
     std::vector<uint8_t> m_rxBuffers;                          //!< recvmmsg buffers
     std::vector<uint8_t> m_scratch;                            //!< re-signed port-0 datagrams
+    TxBatch m_batch;                                           //!< datagrams Send() queued
     uint64_t m_portZero{0};                                    //!< datagrams with source port 0
     bool m_closed{false};                                      //!< Close() was called
     RateLimiter m_errorLog;                                    //!< send error lines

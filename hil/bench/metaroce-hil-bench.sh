@@ -1,30 +1,50 @@
 #!/usr/bin/env bash
-# HIL benchmark: metaroce-perf goodput (UDP and raw ports, MetaRoCE and RoCEv2) against a plain
-# UDP blast of the same datagram size, on one veth pair between two network namespaces, in one
-# run. Writes the figures to the "HIL on a veth pair" section of docs/benchmarks.md (other
-# sections are kept).
+# HIL benchmark, two parts, each a set of same-run ratios:
 #
-#   sudo hil/bench/metaroce-hil-bench.sh [BUILD_DIR] [SECONDS]
+# 1. metaroce-perf goodput (UDP and raw ports, MetaRoCE and RoCEv2) against a plain UDP blast of
+#    the same datagram size, on one veth pair between two network namespaces. Section "HIL on a
+#    veth pair" of docs/benchmarks.md.
+# 2. metaroce-perf through metaroce-hil-forwarder (a third namespace with seeded drops and added
+#    latency) at 0%, 1% and 5% drops: MetaRoCE, RoCEv2 IRN and RoCEv2 go-back-N, retransmissions
+#    against the drops the forwarder made, and the data frames it forwarded against the
+#    sender's count. Section "HIL through the loss-injecting forwarder".
 #
-# BUILD_DIR defaults to build/, SECONDS (per measurement) to 3. Needs root (namespaces, raw
-# mode). The namespaces are removed on exit, also on failure or Ctrl-C.
+#   sudo hil/bench/metaroce-hil-bench.sh [BUILD_DIR] [SECONDS] [ROUNDS]
+#
+# BUILD_DIR defaults to build/, SECONDS (per veth measurement) to 3, ROUNDS (repetitions of
+# part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder",
+# either or both), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
+# FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
+# metaroce-perf sides in part 1, e.g. "--udp-gso off"), WRITE_DOC (0: print the sections, do
+# not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
+# namespaces are removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
 SECONDS_PER_RUN=${2:-3}
+ROUNDS=${3:-1}
+PARTS=${PARTS:-veth forwarder}
+FWD_DELAY_US=${FWD_DELAY_US:-1000}
+FWD_ITERS=${FWD_ITERS:-300}
+read -r -a PERF_EXTRA <<<"${PERF_EXTRA:-}"
 BIN=$BUILD/bin
 MTU=4096
 SIZE=65536
 NS_A=mr-hil-bench-$$-a
 NS_B=mr-hil-bench-$$-b
+NS_M=mr-hil-bench-$$-m
+NS_FA=mr-hil-bench-$$-fa
+NS_FB=mr-hil-bench-$$-fb
 
 for prog in metaroce-perf metaroce-udp-blast; do
     [[ -x $BIN/$prog ]] || { echo "missing $BIN/$prog: build first" >&2; exit 1; }
 done
 [[ $(id -u) -eq 0 ]] || { echo "needs root (network namespaces, AF_PACKET)" >&2; exit 1; }
 
-cleanup() { ip netns del "$NS_A" 2>/dev/null || true; ip netns del "$NS_B" 2>/dev/null || true; }
+cleanup() {
+    for ns in "$NS_A" "$NS_B" "$NS_M" "$NS_FA" "$NS_FB"; do ip netns del "$ns" 2>/dev/null || true; done
+}
 trap cleanup EXIT
 ip netns add "$NS_A"
 ip netns add "$NS_B"
@@ -33,6 +53,17 @@ ip -n "$NS_A" addr add 10.250.1.1/24 dev va
 ip -n "$NS_B" addr add 10.250.1.2/24 dev vb
 ip -n "$NS_A" link set va up; ip -n "$NS_B" link set vb up
 ip -n "$NS_A" link set lo up; ip -n "$NS_B" link set lo up
+# The forwarder's setup: client (FB, 10.250.2.2, device vb) -- fb [M: forwarder] fa -- server
+# (FA, 10.250.2.1, device va).
+ip netns add "$NS_M"; ip netns add "$NS_FA"; ip netns add "$NS_FB"
+ip link add va netns "$NS_FA" mtu 9000 type veth peer name fa netns "$NS_M" mtu 9000
+ip link add vb netns "$NS_FB" mtu 9000 type veth peer name fb netns "$NS_M" mtu 9000
+ip -n "$NS_FA" addr add 10.250.2.1/24 dev va
+ip -n "$NS_FB" addr add 10.250.2.2/24 dev vb
+for link in "$NS_FA va" "$NS_FB vb" "$NS_M fa" "$NS_M fb"; do
+    read -r ns dev <<<"$link"; ip -n "$ns" link set dev "$dev" up
+done
+for ns in "$NS_FA" "$NS_FB" "$NS_M"; do ip -n "$ns" link set dev lo up; done
 
 field() { sed -n 's/.*RESULT.* '"$1"'=\([^ ]*\).*/\1/p' | tail -1; }
 
@@ -55,53 +86,56 @@ perf_run() {
     local extra_a=() extra_b=()
     if [[ $2 == raw ]]; then extra_a=(--dev va); extra_b=(--dev vb); fi
     ip netns exec "$NS_A" "$BIN/metaroce-perf" --transport "$1" --mtu $MTU --port-mode "$2" \
-        "${extra_a[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
+        "${extra_a[@]}" "${PERF_EXTRA[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
     local server=$!
     ip netns exec "$NS_B" "$BIN/metaroce-perf" 10.250.1.1 --transport "$1" --mtu $MTU \
-        --port-mode "$2" "${extra_b[@]}" --size $SIZE --duration "$SECONDS_PER_RUN" \
-        --log warn >/tmp/bench-client.$$ 2>&1 || true
+        --port-mode "$2" "${extra_b[@]}" "${PERF_EXTRA[@]}" --size $SIZE \
+        --duration "$SECONDS_PER_RUN" --log warn >/tmp/bench-client.$$ 2>&1 || true
     wait $server || true
     PERF_STATUS=$(field status </tmp/bench-client.$$)
     PERF_GBPS=$(field gbps </tmp/bench-client.$$)
     PERF_RETX=$(field retx </tmp/bench-client.$$)
     PERF_MSGS=$(field msgs </tmp/bench-client.$$)
+    PERF_RTO=$(field rto </tmp/bench-client.$$)
     rm -f /tmp/bench-server.$$ /tmp/bench-client.$$
 }
 
-echo "plain UDP blast..."
-blast
-ROWS=""
-for transport in metaroce rocev2; do
-    for mode in udp raw; do
-        echo "metaroce-perf $transport $mode..."
-        perf_run "$transport" "$mode"
-        ROWS+="| metaroce-perf, $transport, $mode port | $PERF_GBPS | $PERF_MSGS | $PERF_RETX | $PERF_STATUS |"$'\n'
-    done
-done
+ratio() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(f'{a / b:.2f}' if b else '-')" "$@"; }
 
-CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
-SECTION=$(cat <<MD
-## HIL on a veth pair: metaroce-perf vs a plain UDP blast
+# metaroce-perf through the forwarder: $1 transport, $2 recovery, $3 loss. Sets FWD_* and PERF_*.
+forwarded_run() {
+    ip netns exec "$NS_M" "$BIN/metaroce-hil-forwarder" --a fa --b fb --loss "$3" \
+        --delay-us "$FWD_DELAY_US" --seed 19 >/tmp/bench-fwd.$$ 2>&1 &
+    local fwd=$!
+    sleep 0.3
+    ip netns exec "$NS_FA" "$BIN/metaroce-perf" --transport "$1" --roce-recovery "$2" --mtu $MTU \
+        --log warn >/tmp/bench-server.$$ 2>&1 &
+    local server=$!
+    local start=$(date +%s.%N)
+    ip netns exec "$NS_FB" timeout 120 "$BIN/metaroce-perf" 10.250.2.1 --transport "$1" \
+        --roce-recovery "$2" --mtu $MTU --size $SIZE --iters "$FWD_ITERS" --seed 5 --log warn \
+        >/tmp/bench-client.$$ 2>&1 || true
+    FWD_WALL=$(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$start")
+    wait $server || true
+    kill -TERM $fwd; wait $fwd || true
+    PERF_STATUS=$(field status </tmp/bench-client.$$)
+    PERF_GBPS=$(field gbps </tmp/bench-client.$$)
+    PERF_RETX=$(field retx </tmp/bench-client.$$)
+    PERF_PACKETS=$(field data_packets </tmp/bench-client.$$)
+    PERF_RTO=$(field rto </tmp/bench-client.$$)
+    # The client in FB sends the data: it enters the forwarder at fb (direction b_to_a).
+    FWD_DATA=$(field b_to_a_data </tmp/bench-fwd.$$)
+    FWD_DATA_DROPS=$(field b_to_a_dropped </tmp/bench-fwd.$$)
+    FWD_ACK_DROPS=$(field a_to_b_dropped </tmp/bench-fwd.$$)
+    FWD_KERNEL_DROPS=$(field b_to_a_kernel_drops </tmp/bench-fwd.$$)
+    rm -f /tmp/bench-server.$$ /tmp/bench-client.$$ /tmp/bench-fwd.$$
+}
 
-Measured by \`hil/bench/metaroce-hil-bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
-kernel $(uname -r)): two network namespaces joined by one veth pair (MTU 9000), engine MTU
-$MTU, ${SECONDS_PER_RUN} s per measurement, message size $SIZE bytes, RDMA WRITE with immediate,
-1 connection, 1 stream, depth 128, MetaRoCE with 8 paths. Goodput is verified message payload
-per second at the sender; the blast counts UDP payload bytes received by the sink for
-datagrams of $BLAST_SIZE bytes (the largest data datagram at this MTU). Both run in one
-user-space thread per side through the kernel's UDP (or AF_PACKET) path, so the blast is the
-ceiling of this machine for one socket per side.
-
-| Sender | Goodput (Gb/s) | Messages | Retransmissions | Verified |
-| --- | ---: | ---: | ---: | --- |
-| plain UDP blast (sender side) | $BLAST_SENT | - | - | - |
-| plain UDP blast (received) | $BLAST_RECV | - | - | - |
-$ROWS
-MD
-)
-
+# Replace (or append) the section whose heading is the first line of $1 in docs/benchmarks.md.
 DOC=$ROOT/docs/benchmarks.md
-python3 - "$DOC" "$SECTION" <<'PY'
+write_section() {
+    if [[ ${WRITE_DOC:-1} == 0 ]]; then echo "$1"; return; fi
+    python3 - "$DOC" "$1" <<'PY'
 import os, sys
 path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
 heading = section.splitlines()[0]
@@ -115,5 +149,82 @@ else:
     text = "".join(lines[:start]) + section + ("\n" if end < len(lines) else "") + "".join(lines[end:])
 open(path, "w").write(text)
 PY
-echo "$SECTION"
-echo "written to $DOC"
+    echo "$1"
+    echo "written to $DOC"
+}
+
+CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+
+if [[ " $PARTS " == *" veth "* ]]; then
+ROWS=""
+for round in $(seq 1 "$ROUNDS"); do
+    echo "round $round: plain UDP blast..."
+    blast
+    ROWS+="| $round | plain UDP blast (sender side) | $BLAST_SENT | - | - | - | - | - |"$'\n'
+    ROWS+="| $round | plain UDP blast (received) | $BLAST_RECV | 1.00 | - | - | - | - |"$'\n'
+    for transport in metaroce rocev2; do
+        for mode in udp raw; do
+            echo "round $round: metaroce-perf $transport $mode..."
+            perf_run "$transport" "$mode"
+            ROWS+="| $round | metaroce-perf, $transport, $mode port | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_MSGS | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
+        done
+    done
+done
+
+SECTION=$(cat <<MD
+## HIL on a veth pair: metaroce-perf vs a plain UDP blast
+
+Measured by \`hil/bench/metaroce-hil-bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
+kernel $(uname -r)): two network namespaces joined by one veth pair (MTU 9000), engine MTU
+$MTU, ${SECONDS_PER_RUN} s per measurement, message size $SIZE bytes, RDMA WRITE with immediate,
+1 connection, 1 stream, depth 128, MetaRoCE with 8 paths. Goodput is verified message payload
+per second at the sender; the blast counts UDP payload bytes received by the sink for
+datagrams of $BLAST_SIZE bytes (the largest data datagram at this MTU). Both run in one
+user-space thread per side through the kernel's UDP (or AF_PACKET) path, so the blast is the
+ceiling of this machine for one socket per side. "Ratio" is the goodput over the blast
+received in the same round. Extra metaroce-perf options: \`${PERF_EXTRA[*]:-none}\`.
+
+| Round | Sender | Goodput (Gb/s) | Ratio | Messages | Retransmissions | RTO expiries | Verified |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |
+$ROWS
+MD
+)
+write_section "$SECTION"
+fi
+
+if [[ " $PARTS " == *" forwarder "* ]]; then
+[[ -x $BIN/metaroce-hil-forwarder ]] || { echo "missing $BIN/metaroce-hil-forwarder" >&2; exit 1; }
+ROWS=""
+for loss in 0 0.01 0.05; do
+    for arm in "metaroce gbn" "rocev2 irn" "rocev2 gbn"; do
+        read -r transport recovery <<<"$arm"
+        label=$transport; [[ $transport == rocev2 ]] && label="rocev2 $recovery"
+        echo "forwarder, loss $loss: metaroce-perf $label..."
+        forwarded_run "$transport" "$recovery" "$loss"
+        sent=$(( ${PERF_PACKETS:-0} + ${PERF_RETX:-0} ))
+        check=$([[ $sent == "$FWD_DATA" ]] && echo "= $FWD_DATA" || echo "$FWD_DATA (sent $sent)")
+        [[ ${FWD_KERNEL_DROPS:-0} != 0 ]] && check+=", $FWD_KERNEL_DROPS dropped by the forwarder's kernel"
+        ROWS+="| $loss | $label | $PERF_GBPS | $FWD_WALL | ${PERF_PACKETS:--} | ${PERF_RETX:--} | ${PERF_RTO:--} | $FWD_DATA_DROPS | $FWD_ACK_DROPS | $(ratio "${PERF_RETX:-0}" "$FWD_DATA_DROPS") | $check | ${PERF_STATUS:-none} |"$'\n'
+    done
+done
+SECTION=$(cat <<MD
+## HIL through the loss-injecting forwarder
+
+Measured by \`hil/bench/metaroce-hil-bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
+kernel $(uname -r)): client and server in two namespaces, each joined by a veth pair to a third
+where \`metaroce-hil-forwarder --delay-us $FWD_DELAY_US --loss P --seed 19\` forwards every
+frame (a round trip of about $(( 2 * FWD_DELAY_US )) us plus the hosts' own), dropping data-plane
+frames (UDP 4791, both directions) with probability P. UDP ports, engine MTU $MTU,
+$FWD_ITERS messages of $SIZE bytes, RDMA WRITE with immediate, 1 connection, default HIL timer
+settings. "Data drops" are the frames the forwarder dropped in the data direction, "ACK drops"
+in the other; "Frames seen" is the forwarder's count of data-direction frames, which must equal
+the sender's data packets plus retransmissions.
+
+| Loss | Transport | Goodput (Gb/s) | Wall (s) | Data packets | Retransmissions | RTO expiries | Data drops | ACK drops | Retx / data drops | Frames seen | Verified |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+$ROWS
+MD
+)
+write_section "$SECTION"
+fi
+

@@ -76,7 +76,7 @@ NetnsPair::Unavailable()
     return "";
 }
 
-NetnsPair::NetnsPair(int mtu)
+NetnsPair::NetnsPair(int mtu, bool middle)
 {
     m_why = Unavailable();
     if (!m_why.empty())
@@ -92,15 +92,36 @@ NetnsPair::NetnsPair(int mtu)
     std::vector<std::string> steps = {
         "ip netns add " + m_a,
         "ip netns add " + m_b,
-        "ip link add va netns " + m_a + " mtu " + m + " type veth peer name vb netns " + m_b +
-            " mtu " + m,
-        "ip -n " + m_a + " addr add 10.250.1.1/24 dev va",
-        "ip -n " + m_b + " addr add 10.250.1.2/24 dev vb",
-        "ip -n " + m_a + " link set va up",
-        "ip -n " + m_b + " link set vb up",
-        "ip -n " + m_a + " link set lo up",
-        "ip -n " + m_b + " link set lo up",
     };
+    if (middle)
+    {
+        m_m = base + "-m";
+        steps.insert(steps.end(),
+                     {
+                         "ip netns add " + m_m,
+                         "ip link add va netns " + m_a + " mtu " + m + " type veth peer name fa " +
+                             "netns " + m_m + " mtu " + m,
+                         "ip link add vb netns " + m_b + " mtu " + m + " type veth peer name fb " +
+                             "netns " + m_m + " mtu " + m,
+                         "ip -n " + m_m + " link set dev fa up",
+                         "ip -n " + m_m + " link set dev fb up",
+                         "ip -n " + m_m + " link set dev lo up",
+                     });
+    }
+    else
+    {
+        steps.push_back("ip link add va netns " + m_a + " mtu " + m +
+                        " type veth peer name vb netns " + m_b + " mtu " + m);
+    }
+    steps.insert(steps.end(),
+                 {
+                     "ip -n " + m_a + " addr add 10.250.1.1/24 dev va",
+                     "ip -n " + m_b + " addr add 10.250.1.2/24 dev vb",
+                     "ip -n " + m_a + " link set va up",
+                     "ip -n " + m_b + " link set vb up",
+                     "ip -n " + m_a + " link set lo up",
+                     "ip -n " + m_b + " link set lo up",
+                 });
     for (const auto& step : steps)
     {
         if (Shell(step) != 0)
@@ -118,6 +139,10 @@ NetnsPair::~NetnsPair()
     {
         Shell("ip netns del " + m_a);
         Shell("ip netns del " + m_b);
+    }
+    if (!m_m.empty())
+    {
+        Shell("ip netns del " + m_m);
     }
 }
 

@@ -28,12 +28,16 @@ namespace hil
 namespace test
 {
 
-/// Two network namespaces "mr-hil-<pid>-<n>-a/b" joined by veth "va"/"vb" (10.250.1.1/.2).
+/**
+ * Two network namespaces "mr-hil-<pid>-<n>-a/b" joined by veth "va"/"vb" (10.250.1.1/.2), or,
+ * with \p middle, each joined by its own veth pair to a third namespace "...-m" (devices "fa"
+ * facing A and "fb" facing B, no addresses) where a forwarder bridges them.
+ */
 class NetnsPair
 {
   public:
     /// Create the namespaces; Ok() says whether it worked, Why() why not.
-    explicit NetnsPair(int mtu = 9000);
+    explicit NetnsPair(int mtu = 9000, bool middle = false);
     /// Remove the namespaces (and with them the veth pair).
     ~NetnsPair();
     NetnsPair(const NetnsPair&) = delete;
@@ -63,12 +67,19 @@ class NetnsPair
         return m_b;
     }
 
+    /// \return the name of the middle namespace (devices fa, fb), "" without one.
+    const std::string& M() const
+    {
+        return m_m;
+    }
+
     /// \return "" if namespaces can be made here, else the reason (not root, no `ip`).
     static std::string Unavailable();
 
   private:
     std::string m_a;   //!< namespace A
     std::string m_b;   //!< namespace B
+    std::string m_m;   //!< middle namespace ("" without one)
     bool m_ok{false};  //!< set up
     std::string m_why; //!< setup failure
 };

@@ -115,6 +115,24 @@ TEST_F(HilVethTest, UdpMetaRoceWrite)
             200);
 }
 
+TEST_F(HilVethTest, UdpWithoutGso)
+{
+    // Datagram by datagram (sendmmsg of single datagrams, no GRO trains on receive).
+    RunPair({"--transport",
+             "rocev2",
+             "--udp-gso",
+             "off",
+             "--mtu",
+             "4096",
+             "--size",
+             "64K",
+             "--iters",
+             "200"},
+            {},
+            {},
+            200);
+}
+
 TEST_F(HilVethTest, UdpRoceV2Send)
 {
     RunPair({"--transport",

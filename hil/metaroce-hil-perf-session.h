@@ -1,0 +1,354 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_PERF_SESSION_H
+#define METAROCE_HIL_PERF_SESSION_H
+
+/**
+ * \file
+ * metaroce-perf / metaroce-hild internals shared by their source files: Session (one test
+ * between a client and a server, either side; metaroce-hil-perf-session.cc, its reports in
+ * metaroce-hil-perf-report.cc) and PerfApp (the program: listener or connector, engine host,
+ * signals, outputs; metaroce-hil-perf-app.cc). The command line is metaroce-hil-perf-options.cc.
+ */
+
+#include "metaroce-endpoint.h"
+#include "metaroce-hil-clock.h"
+#include "metaroce-hil-control.h"
+#include "metaroce-hil-engine-host.h"
+#include "metaroce-hil-log.h"
+#include "metaroce-hil-pcap.h"
+#include "metaroce-hil-perf.h"
+#include "metaroce-hil-raw-port.h"
+#include "metaroce-hil-tap-port.h"
+#include "metaroce-hil-tap.h"
+#include "metaroce-hil-timers.h"
+#include "metaroce-hil-udp-port.h"
+#include "metaroce-hil-verify.h"
+#include "metaroce-hil.pb.h"
+#include "metaroce-policy-names.h"
+#include "metaroce-random.h"
+#include "metaroce-results.pb.h"
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <google/protobuf/util/json_util.h>
+#include <list>
+#include <map>
+#include <memory>
+#include <sched.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+namespace metaroce
+{
+namespace hil
+{
+/// metaroce-perf / metaroce-hild internals (metaroce-hil-perf-*.cc).
+namespace perf
+{
+
+using boost::asio::ip::tcp;
+/// The run-record schema shared with the ns-3 scenario runner (proto/metaroce-results.proto).
+namespace rpb = ::metaroce::results;
+
+/// goodput.csv header: the scenario runner's columns (docs/outputs.md).
+constexpr const char* GOODPUT_HEADER = "time_us,interval_us,host,bytes,goodput_gbps";
+/// Host index of the client (the sender) in results records; the server is host 1.
+constexpr uint32_t CLIENT_HOST = 0;
+/// Host index of the server in results records.
+constexpr uint32_t SERVER_HOST = 1;
+/// Control connections that may wait for their Hello at once (--max-pending 0).
+constexpr uint32_t DEFAULT_MAX_PENDING = 16;
+/// Descriptors always left free for sessions past their Hello (control sockets, the UDP
+/// port's send sockets, result files) when the pending cap is derived from RLIMIT_NOFILE.
+constexpr uint64_t MIN_RESERVED_DESCRIPTORS = 16;
+/// While accept() fails (out of descriptors), try again this often unless a connection ends
+/// first: the pending connection stays in the backlog, so retrying at once would spin.
+constexpr std::chrono::milliseconds ACCEPT_RETRY(200);
+
+/// \return \p value with \p decimals digits after the point (the runner's CSV format).
+inline std::string
+Fixed(double value, int decimals)
+{
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+    return text;
+}
+
+/// Software name sent in Hello / Accept.
+constexpr const char* SOFTWARE = PERF_SOFTWARE;
+
+/// \return the counts of \p now accumulated since \p then.
+inline PortCounters
+CountersSince(const PortCounters& now, const PortCounters& then)
+{
+    PortCounters d;
+    d.txFrames = now.txFrames - then.txFrames;
+    d.txBytes = now.txBytes - then.txBytes;
+    d.txFailed = now.txFailed - then.txFailed;
+    d.rxFrames = now.rxFrames - then.rxFrames;
+    d.rxBytes = now.rxBytes - then.rxBytes;
+    d.rxMalformed = now.rxMalformed - then.rxMalformed;
+    d.rxIgnored = now.rxIgnored - then.rxIgnored;
+    d.faultDropped = now.faultDropped - then.faultDropped;
+    d.faultDuplicated = now.faultDuplicated - then.faultDuplicated;
+    d.faultReordered = now.faultReordered - then.faultReordered;
+    d.rxKernelDrops = now.rxKernelDrops - then.rxKernelDrops;
+    return d;
+}
+
+/// \return "12.34" for \p bps in Gb/s.
+inline std::string
+Gbps(double bps)
+{
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f", bps / 1e9);
+    return text;
+}
+
+/// What a session owns of one connection.
+struct Stream
+{
+    uint32_t conn{0};      //!< connection index
+    uint16_t id{0};        //!< stream id
+    uint64_t posted{0};    //!< messages posted (client)
+    uint64_t completed{0}; //!< messages completed (client) / received (server)
+};
+
+class PerfApp;
+
+/// One test between a client and a server (either side).
+class Session : public std::enable_shared_from_this<Session>
+{
+  public:
+    enum class State
+    {
+        HANDSHAKE,
+        RUNNING,
+        FINISHING,
+        DONE,
+    };
+
+    Session(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel, bool client);
+    ~Session();
+
+    void StartClient();
+    void StartServer();
+    void OnReport(Time now, bool final);
+    void Abort(const std::string& reason, int code);
+
+    State GetState() const
+    {
+        return m_state;
+    }
+
+    /// \return true for a server connection that has not sent a valid Hello yet.
+    bool AwaitingHello() const
+    {
+        return !m_client && m_state == State::HANDSHAKE;
+    }
+
+    /// Close a connection that is still waiting for its Hello (nothing was set up for it).
+    void DropUnauthenticated(const std::string& reason);
+
+    const std::string& Name() const
+    {
+        return m_name;
+    }
+
+  private:
+    void OnMessage(const proto::ControlMessage& msg);
+    void OnChannelError(const std::string& reason);
+    void OnHello(const proto::Hello& hello);
+    void OnAccept(const proto::Accept& accept);
+    void OnFinish(const proto::Finish& finish);
+    void OnVerdict(const proto::Verdict& verdict);
+    void OnCompletion(const Completion& c);
+    void OnClientCompletion(const Completion& c);
+    void OnServerCompletion(const Completion& c);
+    void Reject(const std::string& reason);
+    bool CreateConnections(const std::string& transport, uint16_t portBase, std::string& why);
+    /// \return the inputs of the connections' timers for a path of round trip \p pathRtt.
+    LinkTimerInputs TimerInputs(Time pathRtt) const;
+    /// Fill in our data address and queue pairs (QPN, source ports from \p portBase) for the
+    /// peer: the same in the client's Hello and the server's Accept.
+    void DescribeEndpoint(uint16_t portBase,
+                          proto::DataAddress& addr,
+                          google::protobuf::RepeatedPtrField<proto::QueuePair>& qps) const;
+    bool AllocateBuffer(uint32_t access, std::string& why);
+    void PostMore();
+    bool MayPost(Time now) const;
+    void CheckClientDone(Time now);
+    void CheckServerDone();
+    void SendVerdict();
+    void PostRecv(size_t streamIndex, uint64_t slot);
+    uint8_t* Slot(size_t streamIndex, uint64_t slot);
+    void VerifyFailed(const std::string& what);
+    void Finish(int code);
+    void Teardown();
+    uint64_t Retransmissions() const;
+    void PrintFinal(Time now);
+    std::string RunLabel() const;
+    void WriteResultPaths();
+    void WriteResultSummary(Time now, bool pass);
+    proto::TelemetryRecord Telemetry(Time now,
+                                     Time interval,
+                                     uint64_t bytes,
+                                     uint64_t messages,
+                                     uint64_t retx,
+                                     bool final) const;
+
+    PerfApp& m_app;                            //!< the program
+    const PerfOptions& m_opts;                 //!< its options
+    EngineHost& m_host;                        //!< the engine
+    std::shared_ptr<ControlChannel> m_channel; //!< control plane
+    bool m_client;                             //!< role
+    std::string m_name;                        //!< for logs
+    State m_state{State::HANDSHAKE};           //!< progress
+    ConnectionConfig m_ccfg;                   //!< connection settings
+    proto::Workload m_workload;                //!< what runs
+    std::vector<uint32_t> m_qpns;              //!< local connections
+    std::map<uint32_t, uint32_t> m_connIndex;  //!< qpn -> connection index
+    std::vector<Stream> m_streams;             //!< by conn * streams + stream
+    std::vector<uint8_t> m_buffer;             //!< source (client) or destination (server)
+    MemoryRegion m_mr;                         //!< m_buffer's registration
+    proto::Region m_remote;                    //!< the server's region (client, write)
+    std::unique_ptr<DataPattern> m_pattern;    //!< message contents
+    uint64_t m_size{0};                        //!< message size
+    uint32_t m_depth{0};                       //!< slots per stream
+    bool m_write{true};                        //!< op is write
+    Time m_start{0};                           //!< traffic start
+    Time m_end{0};                             //!< traffic end
+    Time m_lastReport{0};                      //!< previous report
+    uint64_t m_bytes{0};                       //!< completed payload bytes
+    uint64_t m_messages{0};                    //!< completed messages
+    uint64_t m_reportBytes{0};                 //!< m_bytes at the previous report
+    uint64_t m_reportMessages{0};              //!< m_messages at the previous report
+    uint64_t m_reportRetx{0};                  //!< retransmissions at the previous report
+    uint64_t m_errors{0};                      //!< verification errors
+    std::string m_firstError;                  //!< first of them
+    std::vector<uint64_t> m_expected;          //!< server: counts from Finish
+    bool m_finishReceived{false};              //!< server: Finish arrived
+    bool m_verdictReceived{false};             //!< client: Verdict arrived
+    proto::Verdict m_verdict;                  //!< client: the receiver's verdict
+    boost::asio::steady_timer m_finishTimer;   //!< server: waits for stragglers
+    bool m_interrupted{false};                 //!< stopped by a signal
+    bool m_torn{false};                        //!< Teardown() ran
+    bool m_scenarioWritten{false};             //!< results: the Scenario record went out
+    // The engine host outlives sessions (a daemon serves many): what it had counted before
+    // this session, so that the summary reports this session's share.
+    PortCounters m_portAtStart; //!< port counters then
+    RxCounts m_rxAtStart;       //!< engine receive results then
+};
+
+/// The program: context, signals, the engine host, the control plane and the sessions.
+class PerfApp
+{
+  public:
+    explicit PerfApp(const PerfOptions& opts);
+    int Run();
+
+    const PerfOptions& Options() const
+    {
+        return m_opts;
+    }
+
+    /// \return how late this host wakes the process (measured at start; 0 if not measured).
+    Time SchedulingDelay() const
+    {
+        return m_schedulingDelay;
+    }
+
+    boost::asio::io_context& Io()
+    {
+        return m_io;
+    }
+
+    const HostClock& Clock() const
+    {
+        return m_clock;
+    }
+
+    void SessionDone(Session* session, int code);
+    /// A connection ended before a valid Hello: log it, at most once per second.
+    void NoteUnauthenticatedEnd(const std::string& peer, const std::string& reason);
+    void WriteTelemetry(const proto::TelemetryRecord& record);
+    void WriteResult(const rpb::ResultRecord& record);
+    void WriteGoodput(const rpb::GoodputSample& sample);
+
+    bool WritesResults() const
+    {
+        return m_results.is_open();
+    }
+
+    std::string PortMode() const
+    {
+        return m_opts.portMode;
+    }
+
+    uint32_t LocalIp() const
+    {
+        return m_localIp;
+    }
+
+  private:
+    void DoSignals();
+    void OnSignal(const boost::system::error_code& error, int signal);
+    void DoAccept();
+    void OnAccept(const boost::system::error_code& error, tcp::socket socket);
+    void PauseAccept();
+    void ResumeAccept();
+    uint32_t PendingCap() const;
+    void LimitPending();
+    void DoConnect();
+    void OnConnect(const boost::system::error_code& error);
+    void DoReport();
+    void OnReport(const boost::system::error_code& error);
+    EngineHost* EnsureHost(uint32_t controlIp, std::string& why);
+    void Stop(int code);
+
+    PerfOptions m_opts;                             //!< options
+    boost::asio::io_context m_io;                   //!< the one context
+    HostClock m_clock;                              //!< time
+    boost::asio::signal_set m_signals;              //!< SIGINT, SIGTERM
+    tcp::acceptor m_acceptor;                       //!< server: control listener
+    boost::asio::steady_timer m_acceptRetry;        //!< server: accept paused until then
+    bool m_acceptPaused{false};                     //!< server: accept failed, waiting
+    uint32_t m_maxPending{DEFAULT_MAX_PENDING};     //!< server: connections without Hello
+    RateLimiter m_acceptLog;                        //!< server: accept error lines
+    RateLimiter m_pendingLog;                       //!< server: dropped pre-Hello connections
+    tcp::socket m_connecting;                       //!< client: control socket being connected
+    boost::asio::steady_timer m_retryTimer;         //!< client: connect retry
+    boost::asio::steady_timer m_reportTimer;        //!< periodic report
+    Time m_connectDeadline{0};                      //!< client: give up connecting
+    std::unique_ptr<EngineHost> m_host;             //!< engine on a port (created on demand)
+    uint32_t m_localIp{0};                          //!< engine address
+    std::list<std::shared_ptr<Session>> m_sessions; //!< live sessions
+    std::ofstream m_telemetry;                      //!< telemetry output
+    std::ofstream m_results;                        //!< --results: results.pb
+    std::ofstream m_goodputCsv;                     //!< --results: goodput.csv
+    int m_exitCode{0};                              //!< result
+    bool m_stopped{false};                          //!< Stop() ran
+    Time m_schedulingDelay{0};                      //!< MeasureSchedulingDelay() at start
+};
+
+} // namespace perf
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_PERF_SESSION_H

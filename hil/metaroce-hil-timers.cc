@@ -1,0 +1,97 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-hil-timers.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <thread>
+#include <vector>
+
+namespace metaroce
+{
+namespace hil
+{
+
+void
+ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in)
+{
+    const Time floor = std::max<Time>({in.rtoFloor, 2 * in.schedulingDelay, MicroSeconds(1)});
+    const Time rtt = std::max<Time>(in.pathRtt, 0);
+    cfg.rtoMin = floor;
+    cfg.rtoFloor = floor; // the "adaptive" RTO policy's floor (issue 16): the same bound
+    // RACK's reordering window (issue 16) is a fraction of the minimum RTT, microseconds on a
+    // veth; a batching port sends a flush socket by socket (path by path) and a stalled host
+    // delays whole bursts, so packets of different paths reach the peer up to that much out
+    // of their send order. A window of half the floor keeps them from counting as lost.
+    cfg.rackReorderMin = std::max(cfg.rackReorderMin, floor / 2);
+    cfg.rtoInitial = std::max(2 * floor, 3 * rtt);
+    cfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * cfg.rtoInitial);
+    cfg.probeInterval = std::max(floor, rtt);
+    cfg.connectionTimeout = in.connectionTimeout;
+    cfg.rocev2.irnRtoLow = std::max(floor, 2 * rtt);
+    cfg.rocev2.irnRtoHigh = cfg.rocev2.irnRtoLow * 16 / 5;
+    cfg.rocev2.irnRtoBackoff = true;
+}
+
+std::string
+DescribeLinkTimers(const ConnectionConfig& cfg)
+{
+    char text[256];
+    std::snprintf(text,
+                  sizeof(text),
+                  "rto min %.3f ms, initial %.3f ms, max %.1f ms; probe %.3f ms; connection "
+                  "timeout %.0f ms; irn %.3f/%.3f ms with back-off",
+                  double(cfg.rtoMin) / 1e9,
+                  double(cfg.rtoInitial) / 1e9,
+                  double(cfg.rtoMax) / 1e9,
+                  double(cfg.probeInterval) / 1e9,
+                  double(cfg.connectionTimeout) / 1e9,
+                  double(cfg.rocev2.irnRtoLow) / 1e9,
+                  double(cfg.rocev2.irnRtoHigh) / 1e9);
+    return text;
+}
+
+Time
+MeasureSchedulingDelay(int samples, Time sleep)
+{
+    std::vector<Time> excess;
+    const auto asked = std::chrono::nanoseconds(sleep / 1000);
+    for (int i = 0; i < samples; ++i)
+    {
+        auto start = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(asked);
+        auto took = std::chrono::steady_clock::now() - start;
+        excess.push_back(
+            std::max<Time>(0, Time(std::chrono::nanoseconds(took - asked).count()) * 1000));
+    }
+    if (excess.empty())
+    {
+        return 0;
+    }
+    std::sort(excess.begin(), excess.end());
+    return excess[(excess.size() * 9) / 10 < excess.size() ? (excess.size() * 9) / 10
+                                                           : excess.size() - 1];
+}
+
+Time
+TcpSmoothedRtt(int fd)
+{
+    tcp_info info{};
+    socklen_t len = sizeof(info);
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0)
+    {
+        return 0;
+    }
+    return MicroSeconds(info.tcpi_rtt);
+}
+
+} // namespace hil
+} // namespace metaroce

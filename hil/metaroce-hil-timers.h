@@ -1,0 +1,75 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_TIMERS_H
+#define METAROCE_HIL_TIMERS_H
+
+#include "metaroce-config.h"
+#include "metaroce-time.h"
+
+#include <string>
+
+/**
+ * \file
+ * Engine timer settings for software endpoints on real links. The engine's defaults are
+ * datacenter timers (100 us RTO floor, 200 us initial RTO, IRN's fixed 100/320 us). A
+ * user-space endpoint sees scheduling delays of milliseconds, and a real path (a forwarder, a
+ * WAN emulator, a slow lab switch) may have a round trip of 1-10 ms before the engine has taken
+ * a single RTT sample. The HIL tools therefore set the timers of every connection they create
+ * from a floor (--rto-min-us) and the round trip the kernel measured on the control connection
+ * to the same peer (TCP_INFO): see docs/hil.md, "Timers on real links".
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// What the timers of a connection are derived from.
+struct LinkTimerInputs
+{
+    Time rtoFloor{MilliSeconds(1)}; //!< --rto-min-us: the RTO never goes below it
+    Time pathRtt{0};                //!< measured round trip to the peer (0: unknown)
+    /// How late this host runs a process whose sleep has ended (MeasureSchedulingDelay()):
+    /// a floor below twice that fires on the host's own stalls.
+    Time schedulingDelay{0};
+    Time connectionTimeout{MilliSeconds(2000)}; //!< --conn-timeout-ms
+};
+
+/**
+ * Set the timer fields of \p cfg for a software endpoint:
+ * - rtoMin (and rtoFloor, the "adaptive" RTO policy's floor) = max(the floor, 2 x the host's
+ *   scheduling delay);
+ * - rtoInitial = max(2 x floor, 3 x path RTT): the first packets of a connection on a 10 ms
+ *   path must not time out before the first acknowledgement can return;
+ * - rtoMax = max(100 ms, 4 x rtoInitial);
+ * - probeInterval = max(floor, path RTT);
+ * - rackReorderMin (RACK's reordering window, at least) = floor / 2: a batching port and a
+ *   stalling host reorder the paths by that much;
+ * - connectionTimeout = the option;
+ * - RoCEv2 IRN: RTO_low = max(floor, 2 x path RTT), RTO_high = 3.2 x RTO_low (the IRN paper's
+ *   ratio), with exponential back-off on timeouts without progress (up to the Local ACK
+ *   Timeout), so that a round trip grown above them does not spend the retry budget.
+ */
+void ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in);
+
+/// \return "rto min 1.000 ms, initial 12.000 ms, ..." for logs.
+std::string DescribeLinkTimers(const ConnectionConfig& cfg);
+
+/**
+ * Measure how late this host wakes a process: \p samples sleeps of \p sleep each, and how
+ * much longer than asked each took. \return the 90th percentile of the excess (about
+ * samples x sleep of wall time; the timer slack should already be set).
+ */
+Time MeasureSchedulingDelay(int samples = 16, Time sleep = MicroSeconds(1000));
+
+/// \return the kernel's smoothed round-trip time of TCP socket \p fd (TCP_INFO), 0 if unknown.
+Time TcpSmoothedRtt(int fd);
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_TIMERS_H
