@@ -18,9 +18,8 @@
 
 #include "metaroce-endpoint.h"
 
-#include <benchmark/benchmark.h>
-
 #include <atomic>
+#include <benchmark/benchmark.h>
 #include <cstdlib>
 #include <new>
 #include <vector>

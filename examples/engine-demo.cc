@@ -189,8 +189,8 @@ main(int argc, char** argv)
             ++done;
         }
     }
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart)
-                      .count();
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     std::fprintf(stderr, "\r%60s\r", "");
     std::string csv = out + "/results.csv";
     FILE* f = std::fopen(csv.c_str(), "w");
@@ -199,8 +199,9 @@ main(int argc, char** argv)
         std::fprintf(stderr, "error: cannot write %s\n", csv.c_str());
         return 1;
     }
-    std::fprintf(f, "transport,loss,goodput_gbps,normalized,ideal,retransmissions,timeouts,"
-                    "complete\n");
+    std::fprintf(f,
+                 "transport,loss,goodput_gbps,normalized,ideal,retransmissions,timeouts,"
+                 "complete\n");
     std::printf("Engine-only loss sweep: %llu MiB, 100 Gb/s, 2 us links, Bernoulli loss on every "
                 "datagram both ways, seed %llu (%.1f s wall)\n"
                 "MetaRoCE: 8 paths; RoCEv2: go-back-N + DCQCN, no PFC, local ACK timeout "
@@ -251,9 +252,16 @@ main(int argc, char** argv)
                     (unsigned long long)p.retransmissions,
                     (unsigned long long)p.timeouts,
                     p.complete ? "" : "  INCOMPLETE");
-        std::fprintf(f, "%s,%g,%.4f,%.4f,%.4f,%llu,%llu,%d\n", p.transport.c_str(), p.loss,
-                     p.goodputGbps, norm, 1 - p.loss, (unsigned long long)p.retransmissions,
-                     (unsigned long long)p.timeouts, p.complete ? 1 : 0);
+        std::fprintf(f,
+                     "%s,%g,%.4f,%.4f,%.4f,%llu,%llu,%d\n",
+                     p.transport.c_str(),
+                     p.loss,
+                     p.goodputGbps,
+                     norm,
+                     1 - p.loss,
+                     (unsigned long long)p.retransmissions,
+                     (unsigned long long)p.timeouts,
+                     p.complete ? 1 : 0);
     }
     std::fclose(f);
     std::printf("\nraw results: %s\n", csv.c_str());

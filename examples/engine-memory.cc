@@ -43,9 +43,11 @@ main(int argc, char** argv)
             ep.CreateConnection(cfg, qpn);
         }
         size_t after = mallinfo2().uordblks;
-        std::printf("%-9s %6u %14.0f %18zu\n", transport,
+        std::printf("%-9s %6u %14.0f %18zu\n",
+                    transport,
                     cfg.transport == "metaroce" ? cfg.numPaths : 1u,
-                    double(after - before) / n, ep.GetConnection(qpn)->StateBytes());
+                    double(after - before) / n,
+                    ep.GetConnection(qpn)->StateBytes());
     }
     return 0;
 }

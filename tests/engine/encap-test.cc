@@ -10,10 +10,9 @@
 #include "metaroce-byte-order.h"
 #include "metaroce-encap.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstring>
+#include <gtest/gtest.h>
 #include <memory>
 #include <random>
 #include <string>
@@ -56,8 +55,13 @@ std::vector<uint8_t>
 MakeFrame(const DatagramMeta& meta, const std::vector<uint8_t>& datagram)
 {
     std::vector<uint8_t> frame(FRAME_HEADERS_SIZE + datagram.size());
-    const size_t len = EncapsulateFrame(frame.data(), frame.size(), SRC_MAC, DST_MAC, meta,
-                                        datagram.data(), datagram.size());
+    const size_t len = EncapsulateFrame(frame.data(),
+                                        frame.size(),
+                                        SRC_MAC,
+                                        DST_MAC,
+                                        meta,
+                                        datagram.data(),
+                                        datagram.size());
     EXPECT_EQ(len, frame.size());
     return frame;
 }
@@ -177,7 +181,8 @@ TEST(Encap, RoundTrip)
             ParsedFrame raw;
             raw.src = SRC_MAC;
             ASSERT_EQ(ParseIpv4Udp(frame.data() + ETHERNET_HEADER_SIZE,
-                                   frame.size() - ETHERNET_HEADER_SIZE, raw),
+                                   frame.size() - ETHERNET_HEADER_SIZE,
+                                   raw),
                       FrameStatus::OK);
             ExpectSameMeta(raw.meta, meta);
             EXPECT_EQ(raw.src, MacAddress{});
@@ -192,13 +197,23 @@ TEST(Encap, CapacityAndLengthLimits)
     const auto datagram = MakeDatagram(50);
     std::vector<uint8_t> out(FRAME_HEADERS_SIZE + datagram.size());
     const DatagramMeta meta = MakeMeta();
-    EXPECT_EQ(EncapsulateFrame(out.data(), out.size() - 1, SRC_MAC, DST_MAC, meta, datagram.data(),
+    EXPECT_EQ(EncapsulateFrame(out.data(),
+                               out.size() - 1,
+                               SRC_MAC,
+                               DST_MAC,
+                               meta,
+                               datagram.data(),
                                datagram.size()),
               0u);
     EXPECT_EQ(EncapsulateFrame(out.data(), 0, SRC_MAC, DST_MAC, meta, datagram.data(), 0), 0u);
     EXPECT_EQ(EncapsulateFrame(out.data(), FRAME_HEADERS_SIZE, SRC_MAC, DST_MAC, meta, nullptr, 0),
               FRAME_HEADERS_SIZE);
-    EXPECT_EQ(EncapsulateFrame(out.data(), out.size(), SRC_MAC, DST_MAC, meta, datagram.data(),
+    EXPECT_EQ(EncapsulateFrame(out.data(),
+                               out.size(),
+                               SRC_MAC,
+                               DST_MAC,
+                               meta,
+                               datagram.data(),
                                datagram.size()),
               out.size());
 
@@ -218,16 +233,26 @@ TEST(Encap, DatagramBuiltInPlace)
     const auto datagram = MakeDatagram(80);
     std::vector<uint8_t> out(FRAME_HEADERS_SIZE + datagram.size());
     std::memcpy(out.data() + FRAME_HEADERS_SIZE, datagram.data(), datagram.size());
-    ASSERT_EQ(EncapsulateFrame(out.data(), out.size(), SRC_MAC, DST_MAC, MakeMeta(),
-                               out.data() + FRAME_HEADERS_SIZE, datagram.size()),
+    ASSERT_EQ(EncapsulateFrame(out.data(),
+                               out.size(),
+                               SRC_MAC,
+                               DST_MAC,
+                               MakeMeta(),
+                               out.data() + FRAME_HEADERS_SIZE,
+                               datagram.size()),
               out.size());
     EXPECT_EQ(out, MakeFrame(MakeMeta(), datagram));
 
     // Overlapping the header area (datagram staged at the buffer start) also works.
     std::vector<uint8_t> staged(FRAME_HEADERS_SIZE + datagram.size());
     std::memcpy(staged.data(), datagram.data(), datagram.size());
-    ASSERT_EQ(EncapsulateFrame(staged.data(), staged.size(), SRC_MAC, DST_MAC, MakeMeta(),
-                               staged.data(), datagram.size()),
+    ASSERT_EQ(EncapsulateFrame(staged.data(),
+                               staged.size(),
+                               SRC_MAC,
+                               DST_MAC,
+                               MakeMeta(),
+                               staged.data(),
+                               datagram.size()),
               staged.size());
     EXPECT_EQ(staged, out);
 }
@@ -345,39 +370,64 @@ const Mutation MUTATIONS[] = {
     {"version 15", [](uint8_t* ip) { ip[0] = 0xf5; }, true, FrameStatus::NOT_IPV4},
     {"IHL 0", [](uint8_t* ip) { ip[0] = 0x40; }, false, FrameStatus::BAD_IPV4_HEADER},
     {"IHL 4", [](uint8_t* ip) { ip[0] = 0x44; }, false, FrameStatus::BAD_IPV4_HEADER},
-    {"total length < header", [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 19); },
-     true, FrameStatus::BAD_IPV4_HEADER},
+    {"total length < header",
+     [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 19); },
+     true,
+     FrameStatus::BAD_IPV4_HEADER},
     {"total length > frame",
-     [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 20 + 8 + 61); }, true,
+     [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 20 + 8 + 61); },
+     true,
      FrameStatus::TRUNCATED},
-    {"total length 0xffff", [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 0xffff); },
-     true, FrameStatus::TRUNCATED},
-    {"bad checksum", [](uint8_t* ip) { ip[IPV4_CHECKSUM_OFFSET] ^= 1; }, false,
+    {"total length 0xffff",
+     [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 0xffff); },
+     true,
+     FrameStatus::TRUNCATED},
+    {"bad checksum",
+     [](uint8_t* ip) { ip[IPV4_CHECKSUM_OFFSET] ^= 1; },
+     false,
      FrameStatus::BAD_IPV4_CHECKSUM},
-    {"bad checksum (address)", [](uint8_t* ip) { ip[IPV4_SRC_OFFSET] ^= 0x80; }, false,
+    {"bad checksum (address)",
+     [](uint8_t* ip) { ip[IPV4_SRC_OFFSET] ^= 0x80; },
+     false,
      FrameStatus::BAD_IPV4_CHECKSUM},
-    {"more fragments", [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, IPV4_FLAG_MF); },
-     true, FrameStatus::FRAGMENTED},
-    {"last fragment", [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, 185); }, true,
+    {"more fragments",
+     [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, IPV4_FLAG_MF); },
+     true,
+     FrameStatus::FRAGMENTED},
+    {"last fragment",
+     [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, 185); },
+     true,
      FrameStatus::FRAGMENTED},
     {"DF with offset",
-     [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, IPV4_FLAG_DF | 1); }, true,
+     [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, IPV4_FLAG_DF | 1); },
+     true,
      FrameStatus::FRAGMENTED},
     {"TCP", [](uint8_t* ip) { ip[IPV4_PROTOCOL_OFFSET] = 6; }, true, FrameStatus::NOT_UDP},
     {"ICMP", [](uint8_t* ip) { ip[IPV4_PROTOCOL_OFFSET] = 1; }, true, FrameStatus::NOT_UDP},
-    {"no room for UDP header", [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 20 + 7); },
-     true, FrameStatus::TRUNCATED},
-    {"UDP length 7", [](uint8_t* ip) { WriteU16(ip + 20 + UDP_LENGTH_OFFSET, 7); }, false,
+    {"no room for UDP header",
+     [](uint8_t* ip) { WriteU16(ip + IPV4_TOTAL_LENGTH_OFFSET, 20 + 7); },
+     true,
+     FrameStatus::TRUNCATED},
+    {"UDP length 7",
+     [](uint8_t* ip) { WriteU16(ip + 20 + UDP_LENGTH_OFFSET, 7); },
+     false,
      FrameStatus::BAD_UDP_LENGTH},
-    {"UDP length 0", [](uint8_t* ip) { WriteU16(ip + 20 + UDP_LENGTH_OFFSET, 0); }, false,
+    {"UDP length 0",
+     [](uint8_t* ip) { WriteU16(ip + 20 + UDP_LENGTH_OFFSET, 0); },
+     false,
      FrameStatus::BAD_UDP_LENGTH},
     {"UDP length beyond IPv4 payload",
-     [](uint8_t* ip) { WriteU16(ip + 20 + UDP_LENGTH_OFFSET, 8 + 61); }, false,
+     [](uint8_t* ip) { WriteU16(ip + 20 + UDP_LENGTH_OFFSET, 8 + 61); },
+     false,
      FrameStatus::BAD_UDP_LENGTH},
-    {"DF cleared is fine", [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, 0); }, true,
+    {"DF cleared is fine",
+     [](uint8_t* ip) { WriteU16(ip + IPV4_FLAGS_FRAGMENT_OFFSET, 0); },
+     true,
      FrameStatus::OK},
     {"nonzero UDP checksum is not checked",
-     [](uint8_t* ip) { WriteU16(ip + 20 + UDP_CHECKSUM_OFFSET, 0x1234); }, false, FrameStatus::OK},
+     [](uint8_t* ip) { WriteU16(ip + 20 + UDP_CHECKSUM_OFFSET, 0x1234); },
+     false,
+     FrameStatus::OK},
 };
 
 TEST(Encap, MalformedHeadersAreRejected)

@@ -48,7 +48,8 @@ class EngineFuzz : public ::testing::TestWithParam<bool>
         }
         m_dst.assign(m_src.size(), 0);
         m_smr = m_net.At(m_a).RegisterMemory(m_src.data(), m_src.size(), 0);
-        m_dmr = m_net.At(m_b).RegisterMemory(m_dst.data(), m_dst.size(),
+        m_dmr = m_net.At(m_b).RegisterMemory(m_dst.data(),
+                                             m_dst.size(),
                                              ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
         m_other.assign(4096, 0x5A);
         m_net.At(m_b).RegisterMemory(m_other.data(), m_other.size(), ACCESS_LOCAL_WRITE);
@@ -97,8 +98,18 @@ TEST_P(EngineFuzz, HostileDatagramsAreCountedAndDroppedAndTheConnectionSurvives)
     meta.srcIp = EngineNetwork::AddressOf(m_a);
     meta.dstIp = EngineNetwork::AddressOf(m_b);
     meta.srcPort = 50000;
-    const uint8_t opcodes[] = {MR_WRITE, MR_WRITE_IMM, MR_SEND, MR_SEND_IMM, MR_ACK, MR_NAK,
-                               MR_PROBE, MR_NOP, RC_SEND_ONLY, RC_ACKNOWLEDGE, ROCE_CNP, 0xFE};
+    const uint8_t opcodes[] = {MR_WRITE,
+                               MR_WRITE_IMM,
+                               MR_SEND,
+                               MR_SEND_IMM,
+                               MR_ACK,
+                               MR_NAK,
+                               MR_PROBE,
+                               MR_NOP,
+                               RC_SEND_ONLY,
+                               RC_ACKNOWLEDGE,
+                               ROCE_CNP,
+                               0xFE};
     uint64_t accepted = 0;
     const int total = 100000;
     for (int i = 0; i < total; ++i)
@@ -243,7 +254,9 @@ TEST_P(EngineFuzz, HostileDatagramsAreCountedAndDroppedAndTheConnectionSurvives)
     TransferAndCheck(2, malformedOnly);
 }
 
-INSTANTIATE_TEST_SUITE_P(MalformedAndForged, EngineFuzz, ::testing::Bool(),
+INSTANTIATE_TEST_SUITE_P(MalformedAndForged,
+                         EngineFuzz,
+                         ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                              return info.param ? "Malformed" : "Forged";
                          });

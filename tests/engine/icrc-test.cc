@@ -10,9 +10,8 @@
 #include "metaroce-encap.h"
 #include "metaroce-icrc.h"
 
-#include <gtest/gtest.h>
-
 #include <cstring>
+#include <gtest/gtest.h>
 #include <memory>
 #include <random>
 #include <vector>
@@ -234,7 +233,9 @@ TEST(Icrc, MaskedFieldsDoNotCountOthersDo)
     uint8_t* bth = udp + UDP_HEADER_SIZE;
     const size_t len = PYTHON_DATAGRAM_LEN - ICRC_SIZE;
 
-    const size_t maskedIp[] = {IPV4_TOS_OFFSET, IPV4_TTL_OFFSET, IPV4_CHECKSUM_OFFSET,
+    const size_t maskedIp[] = {IPV4_TOS_OFFSET,
+                               IPV4_TTL_OFFSET,
+                               IPV4_CHECKSUM_OFFSET,
                                IPV4_CHECKSUM_OFFSET + 1};
     for (size_t offset : maskedIp)
     {

@@ -52,8 +52,10 @@ RunIncast(uint32_t senders, bool hint, uint32_t bytesPerSender)
     EndpointConfig rcfg;
     rcfg.rateHint = hint;
     uint32_t rx = n.AddEndpoint(rcfg);
-    MemoryRegion dmr = n.At(rx).RegisterMemory(nullptr, uint64_t(bytesPerSender) * senders,
-                                               ACCESS_REMOTE_WRITE, 0x10000);
+    MemoryRegion dmr = n.At(rx).RegisterMemory(nullptr,
+                                               uint64_t(bytesPerSender) * senders,
+                                               ACCESS_REMOTE_WRITE,
+                                               0x10000);
     ConnectionConfig cfg;
     cfg.initialPathWindow = 2;
     std::vector<RateLog> logs(senders);

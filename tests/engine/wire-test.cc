@@ -140,8 +140,8 @@ TEST(WireTest, AckLayoutAndSackBitOrderOnTheWire)
     mah.SetSackBit(255);  // PSN cum+256
     uint8_t b[Mah::SIZE];
     mah.Write(b);
-    const uint8_t head[16] = {3, 9, 0x01, 2, 0, 0x00, 0x01, 0x02,
-                              0, 0x00, 0x01, 0x05, 0x00, 0x00, 0x61, 0xA8};
+    const uint8_t head[16] =
+        {3, 9, 0x01, 2, 0, 0x00, 0x01, 0x02, 0, 0x00, 0x01, 0x05, 0x00, 0x00, 0x61, 0xA8};
     EXPECT_EQ(0, std::memcmp(b, head, sizeof(head)));
     EXPECT_EQ(b[Mah::SACK + 0], 0x80) << "bit 0 is the most significant bit of byte 0";
     EXPECT_EQ(b[Mah::SACK + 1], 0x40) << "bit 9 is bit 6 of byte 1";
@@ -215,8 +215,8 @@ TEST(WireTest, OpcodeTableIsConsistent)
         {
             EXPECT_EQ(info.headers & (HDR_RETH | HDR_IMMDT), 0u);
         }
-        EXPECT_EQ(DatagramLength(info, 0), Bth::SIZE + ExtensionHeadersLength(info.headers) +
-                                               ICRC_SIZE);
+        EXPECT_EQ(DatagramLength(info, 0),
+                  Bth::SIZE + ExtensionHeadersLength(info.headers) + ICRC_SIZE);
     }
     EXPECT_GE(known, 20);
     EXPECT_EQ(LookupOpcode(0xFF).name, nullptr);
@@ -303,7 +303,8 @@ TEST(WireTest, InconsistentDatagramsAreRejectedWithTheirReason)
     buf[1] |= 0x30; // PadCnt 3 on an aligned payload is fine ...
     EXPECT_EQ(ParseDatagram(buf.data(), n, out), ParseStatus::OK);
     EXPECT_EQ(out.payloadLength, 5u);
-    EXPECT_EQ(ParseDatagram(buf.data(), n - 2, out), ParseStatus::BAD_PAD) << "... unaligned is not";
+    EXPECT_EQ(ParseDatagram(buf.data(), n - 2, out), ParseStatus::BAD_PAD)
+        << "... unaligned is not";
     n = WriteDatagram(buf.data(), buf.size(), pkt, nullptr, 0);
     buf[1] |= 0x10;
     EXPECT_EQ(ParseDatagram(buf.data(), n, out), ParseStatus::BAD_PAD) << "pad without payload";

@@ -150,8 +150,13 @@ EngineNetwork::Transmit(uint32_t i, const TxDatagram& tx)
     bool parsed = ParseDatagram(tx.buffer, tx.length, pkt) == ParseStatus::OK;
     LinkState& link = State(i, dst, tx.pathId);
     const LinkConfig& cfg = link.cfg;
-    WireInfo info{i, dst, tx.pathId, parsed ? pkt.bth.opcode : uint8_t(0),
-                  parsed ? pkt.bth.psn : 0, false, parsed ? &pkt : nullptr};
+    WireInfo info{i,
+                  dst,
+                  tx.pathId,
+                  parsed ? pkt.bth.opcode : uint8_t(0),
+                  parsed ? pkt.bth.psn : 0,
+                  false,
+                  parsed ? &pkt : nullptr};
     bool drop = cfg.blackHole || dst >= m_nodes.size();
     if (!drop && cfg.loss > 0 && m_rng.Uniform() < cfg.loss)
     {
@@ -159,7 +164,8 @@ EngineNetwork::Transmit(uint32_t i, const TxDatagram& tx)
     }
     if (!drop && cfg.burstStart > 0)
     {
-        link.bad = link.bad ? (m_rng.Uniform() >= cfg.burstEnd) : (m_rng.Uniform() < cfg.burstStart);
+        link.bad =
+            link.bad ? (m_rng.Uniform() >= cfg.burstEnd) : (m_rng.Uniform() < cfg.burstStart);
         drop = link.bad && m_rng.Uniform() < cfg.burstLoss;
     }
     if (!drop && cfg.dropIf && parsed)
@@ -203,10 +209,9 @@ EngineNetwork::Transmit(uint32_t i, const TxDatagram& tx)
     {
         Time extra = (cfg.reorder > 0 && m_rng.Uniform() < cfg.reorder) ? cfg.reorderDelay : 0;
         std::vector<uint8_t> bytes(tx.buffer, tx.buffer + tx.length);
-        Schedule(m_now + serialization + cfg.delay + extra + k,
-                 [this, dst, meta, b = std::move(bytes)]() mutable {
-                     Arrive(dst, meta, std::move(b));
-                 });
+        Schedule(
+            m_now + serialization + cfg.delay + extra + k,
+            [this, dst, meta, b = std::move(bytes)]() mutable { Arrive(dst, meta, std::move(b)); });
     }
 }
 

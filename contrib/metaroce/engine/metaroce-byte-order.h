@@ -47,8 +47,7 @@ ReadU24(const uint8_t* p)
 inline uint32_t
 ReadU32(const uint8_t* p)
 {
-    return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) |
-           uint32_t(p[3]);
+    return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | uint32_t(p[3]);
 }
 
 /// \return the big-endian 64-bit value at \p p.

@@ -28,11 +28,11 @@ namespace metaroce
 /// Settings of one endpoint (one NIC): what is shared by all its connections.
 struct EndpointConfig
 {
-    uint32_t localIp{0};          //!< IPv4 address of this endpoint (host order)
-    double lineRateBps{100e9};    //!< NIC line rate: inbound capacity shared by the rate hint
-    uint64_t seed{1};             //!< seed of the engine's PRNG (source-port rotation)
-    bool icrc{true};              //!< compute and verify the ICRC of every datagram
-    bool rateHint{true};          //!< receiver computes and advertises fair-share rate hints
+    uint32_t localIp{0};       //!< IPv4 address of this endpoint (host order)
+    double lineRateBps{100e9}; //!< NIC line rate: inbound capacity shared by the rate hint
+    uint64_t seed{1};          //!< seed of the engine's PRNG (source-port rotation)
+    bool icrc{true};           //!< compute and verify the ICRC of every datagram
+    bool rateHint{true};       //!< receiver computes and advertises fair-share rate hints
     /// Fraction of the line rate the rate hint divides among active senders.
     double rateHintUtilization{1.0};
     /// A sender counts as active while it delivered data within this time.
@@ -50,11 +50,11 @@ struct ConnectionConfig
 {
     /// Transport engine, chosen by name: "metaroce" (this engine) or "rocev2" (baseline).
     std::string transport{"metaroce"};
-    uint32_t mtu{4096};              //!< payload bytes per packet
+    uint32_t mtu{4096};                //!< payload bytes per packet
     uint32_t maxMessageSize{1u << 30}; //!< largest message, bytes
-    uint16_t maxStreams{1024};       //!< stream ids 0..maxStreams-1 are valid
-    uint32_t maxOutstandingWrs{1024}; //!< send work requests not yet completed
-    uint32_t maxPostedRecvs{1024};   //!< receive work requests posted per stream
+    uint16_t maxStreams{1024};         //!< stream ids 0..maxStreams-1 are valid
+    uint32_t maxOutstandingWrs{1024};  //!< send work requests not yet completed
+    uint32_t maxPostedRecvs{1024};     //!< receive work requests posted per stream
 
     /// Most paths a connection may have.
     static constexpr uint32_t MAX_PATHS = 128;
@@ -77,15 +77,15 @@ struct ConnectionConfig
     /// does not grow with numPaths; until the first ACK the connection sends no more.
     std::string initialWindow{"per-connection"};
     double initialConnectionWindow{32}; //!< "per-connection": the first flight, packets
-    double minPathWindow{1};         //!< floor of a path window, packets
-    double maxPathWindow{224};       //!< ceiling of a path window, packets (< SACK window)
-    double connectionWindow{512};    //!< cap on packets in flight over all paths
-    double aimdIncrease{1};          //!< additive increase, packets per path per RTT
-    double aimdDecrease{0.5};        //!< multiplicative decrease factor on an ECN echo
-    double dctcpGain{1.0 / 16};      //!< DCTCP alpha gain g ("dctcp")
+    double minPathWindow{1};            //!< floor of a path window, packets
+    double maxPathWindow{224};          //!< ceiling of a path window, packets (< SACK window)
+    double connectionWindow{512};       //!< cap on packets in flight over all paths
+    double aimdIncrease{1};             //!< additive increase, packets per path per RTT
+    double aimdDecrease{0.5};           //!< multiplicative decrease factor on an ECN echo
+    double dctcpGain{1.0 / 16};         //!< DCTCP alpha gain g ("dctcp")
     /// Window factor applied when a SACK gap reveals loss (1 = loss is not a congestion signal).
     double lossWindowFactor{1.0};
-    double lineRateBps{0};           //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
+    double lineRateBps{0}; //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission
     std::string lossDetection{"rack"}; //!< loss detection by name: "rack" or "sack-gap"
@@ -108,12 +108,12 @@ struct ConnectionConfig
     /// the minimum RTT plus the time the connection's packets in flight take to drain at
     /// the receiver's advertised fair share (what the receiver knows of an incast queue).
     std::string rtoPolicy{"adaptive"};
-    Time rtoFloor{MicroSeconds(10)};    //!< "adaptive": absolute RTO floor
-    double rtoMinRttFactor{4};          //!< "adaptive": RTO floor in minimum RTTs
-    Time rtoInitial{MicroSeconds(200)}; //!< RTO before the first RTT sample
-    Time rtoMin{MicroSeconds(100)};     //!< RTO floor
-    Time rtoMax{MilliSeconds(10)};      //!< RTO ceiling (after backoff)
-    uint32_t failureThreshold{3};       //!< consecutive RTOs without an ACK that fail a path
+    Time rtoFloor{MicroSeconds(10)};       //!< "adaptive": absolute RTO floor
+    double rtoMinRttFactor{4};             //!< "adaptive": RTO floor in minimum RTTs
+    Time rtoInitial{MicroSeconds(200)};    //!< RTO before the first RTT sample
+    Time rtoMin{MicroSeconds(100)};        //!< RTO floor
+    Time rtoMax{MilliSeconds(10)};         //!< RTO ceiling (after backoff)
+    uint32_t failureThreshold{3};          //!< consecutive RTOs without an ACK that fail a path
     Time probeInterval{MicroSeconds(100)}; //!< probe period of a failed path
     /// Give up (RETRY_EXC_ERR) when no path has acknowledged data for this long. Time in
     /// which the host did not run the engine (a late timer, a clock jump) does not count.
@@ -123,11 +123,11 @@ struct ConnectionConfig
     /// RNR NAKs and SACK-gap resends neither count nor refresh it (at most 255).
     uint32_t retryLimit{15};
     Time rnrRetryDelay{MicroSeconds(20)}; //!< wait before resending after an RNR NAK
-    uint32_t rnrRetryLimit{7};          //!< RNR retries per message; 7 means unlimited (IB)
+    uint32_t rnrRetryLimit{7};            //!< RNR retries per message; 7 means unlimited (IB)
 
     // Acknowledgements
-    uint32_t ackEveryPackets{1};        //!< ACK after this many in-order packets on a path
-    Time ackDelay{MicroSeconds(2)};     //!< longest an ACK is held back for coalescing
+    uint32_t ackEveryPackets{1};    //!< ACK after this many in-order packets on a path
+    Time ackDelay{MicroSeconds(2)}; //!< longest an ACK is held back for coalescing
 
     /**
      * Settings of the RoCEv2 baseline (transport "rocev2"): InfiniBand RC queue-pair
@@ -146,7 +146,7 @@ struct ConnectionConfig
         /// IB min_rnr_timer code the responder puts in its RNR NAKs (1 = 0.01 ms; see
         /// ibv_modify_qp(3) for the 32-entry table).
         uint8_t minRnrTimer{1};
-        uint32_t ackEveryPackets{4}; //!< responder ACKs after this many in-order packets
+        uint32_t ackEveryPackets{4};    //!< responder ACKs after this many in-order packets
         Time ackDelay{MicroSeconds(2)}; //!< longest an ACK is held back for coalescing
         /// Cap on unacknowledged packets (0 = none beyond the PSN space): IB RC has no
         /// window for WRITE/SEND; a cap models a NIC's limit (or IRN's BDP-FC).
@@ -175,16 +175,16 @@ struct ConnectionConfig
         uint8_t cnpDscp{48}; //!< DSCP of CNPs (NVIDIA's CNP default)
 
         // DCQCN (Zhu et al., SIGCOMM 2015)
-        bool dcqcn{true};               //!< run the DCQCN reaction and notification points
-        double dcqcnG{1.0 / 256};       //!< alpha EWMA gain g
-        double dcqcnInitialAlpha{1.0};  //!< alpha before the first CNP
+        bool dcqcn{true};                        //!< run the DCQCN reaction and notification points
+        double dcqcnG{1.0 / 256};                //!< alpha EWMA gain g
+        double dcqcnInitialAlpha{1.0};           //!< alpha before the first CNP
         Time dcqcnAlphaPeriod{MicroSeconds(55)}; //!< alpha decay period K without CNPs
         Time dcqcnRateIncreasePeriod{MicroSeconds(55)}; //!< rate-increase timer T
-        uint64_t dcqcnByteCounter{10 * 1024 * 1024};   //!< rate-increase byte counter B
+        uint64_t dcqcnByteCounter{10 * 1024 * 1024};    //!< rate-increase byte counter B
         uint32_t dcqcnFastRecoverySteps{5}; //!< F: increase events spent in fast recovery
-        double dcqcnRaiBps{40e6};       //!< additive increase step R_AI
-        double dcqcnRhaiBps{400e6};     //!< hyper increase step R_HAI
-        double dcqcnMinRateBps{100e6};  //!< floor of the current rate
+        double dcqcnRaiBps{40e6};           //!< additive increase step R_AI
+        double dcqcnRhaiBps{400e6};         //!< hyper increase step R_HAI
+        double dcqcnMinRateBps{100e6};      //!< floor of the current rate
         Time cnpInterval{MicroSeconds(50)}; //!< notification point: at most one CNP per this
     };
 

@@ -19,10 +19,10 @@ namespace metaroce
 /// What one ACK told the sender about a path.
 struct AckEvent
 {
-    Time now{0};             //!< arrival time
-    uint32_t newlyAcked{0};  //!< packets newly acknowledged
-    uint32_t ceCount{0};     //!< CE marks echoed
-    bool ece{false};         //!< the ACK echoes ECN
+    Time now{0};            //!< arrival time
+    uint32_t newlyAcked{0}; //!< packets newly acknowledged
+    uint32_t ceCount{0};    //!< CE marks echoed
+    bool ece{false};        //!< the ACK echoes ECN
 };
 
 /**

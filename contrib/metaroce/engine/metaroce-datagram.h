@@ -44,12 +44,12 @@ enum class Ecn : uint8_t
  */
 struct DatagramMeta
 {
-    uint32_t srcIp{0};                //!< IPv4 source address
-    uint32_t dstIp{0};                //!< IPv4 destination address
-    uint16_t srcPort{0};              //!< UDP source port: the path's ECMP entropy
-    uint16_t dstPort{ROCE_UDP_PORT};  //!< UDP destination port
-    Ecn ecn{Ecn::NOT_ECT};            //!< ECN codepoint of the IPv4 header
-    uint8_t dscp{0};                  //!< DSCP (traffic class for switch priority queues)
+    uint32_t srcIp{0};               //!< IPv4 source address
+    uint32_t dstIp{0};               //!< IPv4 destination address
+    uint16_t srcPort{0};             //!< UDP source port: the path's ECMP entropy
+    uint16_t dstPort{ROCE_UDP_PORT}; //!< UDP destination port
+    Ecn ecn{Ecn::NOT_ECT};           //!< ECN codepoint of the IPv4 header
+    uint8_t dscp{0};                 //!< DSCP (traffic class for switch priority queues)
 };
 
 } // namespace metaroce

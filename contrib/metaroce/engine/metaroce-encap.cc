@@ -121,8 +121,13 @@ WriteIpv4UdpHeaders(uint8_t* out28, const DatagramMeta& meta, size_t datagramLen
 }
 
 size_t
-EncapsulateFrame(uint8_t* out, size_t cap, const MacAddress& src, const MacAddress& dst,
-                 const DatagramMeta& meta, const uint8_t* datagram, size_t len)
+EncapsulateFrame(uint8_t* out,
+                 size_t cap,
+                 const MacAddress& src,
+                 const MacAddress& dst,
+                 const DatagramMeta& meta,
+                 const uint8_t* datagram,
+                 size_t len)
 {
     if (len > MAX_DATAGRAM_SIZE || cap < FRAME_HEADERS_SIZE || cap - FRAME_HEADERS_SIZE < len)
     {

@@ -223,8 +223,13 @@ bool WriteIpv4UdpHeaders(uint8_t* out28, const DatagramMeta& meta, size_t datagr
  * \return the frame length (FRAME_HEADERS_SIZE + len), or 0 if \p cap is too small or
  *         \p len exceeds MAX_DATAGRAM_SIZE
  */
-size_t EncapsulateFrame(uint8_t* out, size_t cap, const MacAddress& src, const MacAddress& dst,
-                        const DatagramMeta& meta, const uint8_t* datagram, size_t len);
+size_t EncapsulateFrame(uint8_t* out,
+                        size_t cap,
+                        const MacAddress& src,
+                        const MacAddress& dst,
+                        const DatagramMeta& meta,
+                        const uint8_t* datagram,
+                        size_t len);
 
 /**
  * Parse and check an IPv4 packet carrying UDP, without an Ethernet header (TUN devices, raw

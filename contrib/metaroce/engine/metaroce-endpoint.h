@@ -82,7 +82,8 @@ class Endpoint
      * \param[out] qpn its local number
      * \param[out] why reason when INVALID_ARGUMENT is returned (may be nullptr)
      */
-    PostStatus CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn,
+    PostStatus CreateConnection(const ConnectionConfig& cfg,
+                                uint32_t& qpn,
                                 std::string* why = nullptr);
     /// Bind connection \p qpn to the peer connection \p remoteQpn at \p remoteIp.
     PostStatus Connect(uint32_t qpn, uint32_t remoteIp, uint32_t remoteQpn);
@@ -100,8 +101,7 @@ class Endpoint
     PostStatus PostRecv(Time now, uint32_t qpn, const RecvWr& wr);
 
     /// Process a received datagram (BTH to ICRC) with its IP/UDP metadata.
-    RxStatus HandleDatagram(Time now, const DatagramMeta& meta, const uint8_t* data,
-                            size_t len);
+    RxStatus HandleDatagram(Time now, const DatagramMeta& meta, const uint8_t* data, size_t len);
     /**
      * Produce the next datagram to send, round robin across connections that may send.
      * out.buffer must hold MaxDatagramSize(mtu) bytes for the largest mtu in use.
@@ -155,7 +155,7 @@ class Endpoint
     size_t m_live{0};                                          //!< live connections
     RingQueue<uint32_t> m_ready;                               //!< connections that may send
     std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>>
-        m_timers;                                              //!< connection deadlines
+        m_timers; //!< connection deadlines
 };
 
 } // namespace metaroce

@@ -108,7 +108,9 @@ Crc32::Compute(const uint8_t* data, size_t len)
 }
 
 uint32_t
-ComputeIcrcIpv4(const uint8_t* ipv4Header20, const uint8_t* udpHeader8, const uint8_t* bth,
+ComputeIcrcIpv4(const uint8_t* ipv4Header20,
+                const uint8_t* udpHeader8,
+                const uint8_t* bth,
                 size_t bthToPayloadEndLen)
 {
     // Masked copy of everything up to the end of the BTH, fed in one call.
@@ -155,7 +157,9 @@ ComputeDatagramIcrc(const DatagramMeta& meta, const uint8_t* datagram, size_t le
 }
 
 bool
-CheckIcrcIpv4(const uint8_t* ipv4Header20, const uint8_t* udpHeader8, const uint8_t* datagram,
+CheckIcrcIpv4(const uint8_t* ipv4Header20,
+              const uint8_t* udpHeader8,
+              const uint8_t* datagram,
               size_t datagramLen)
 {
     if (datagramLen < ICRC_SIZE)

@@ -108,7 +108,9 @@ class Crc32
  * \param bthToPayloadEndLen bytes from the BTH to the end of the pad, the ICRC excluded
  * \return the ICRC value; put it on the wire with StoreIcrc()
  */
-uint32_t ComputeIcrcIpv4(const uint8_t* ipv4Header20, const uint8_t* udpHeader8, const uint8_t* bth,
+uint32_t ComputeIcrcIpv4(const uint8_t* ipv4Header20,
+                         const uint8_t* udpHeader8,
+                         const uint8_t* bth,
                          size_t bthToPayloadEndLen);
 
 /**
@@ -121,7 +123,8 @@ uint32_t ComputeIcrcIpv4(const uint8_t* ipv4Header20, const uint8_t* udpHeader8,
  * \param lenWithoutIcrc bytes from the BTH to the end of the pad
  * \return the ICRC value, or 0 if the datagram is longer than any IPv4 packet can carry
  */
-uint32_t ComputeDatagramIcrc(const DatagramMeta& meta, const uint8_t* datagram,
+uint32_t ComputeDatagramIcrc(const DatagramMeta& meta,
+                             const uint8_t* datagram,
                              size_t lenWithoutIcrc);
 
 /**
@@ -133,7 +136,9 @@ uint32_t ComputeDatagramIcrc(const DatagramMeta& meta, const uint8_t* datagram,
  * \param datagramLen its length
  * \return true if the last ICRC_SIZE bytes hold the ICRC of the rest
  */
-bool CheckIcrcIpv4(const uint8_t* ipv4Header20, const uint8_t* udpHeader8, const uint8_t* datagram,
+bool CheckIcrcIpv4(const uint8_t* ipv4Header20,
+                   const uint8_t* udpHeader8,
+                   const uint8_t* datagram,
                    size_t datagramLen);
 
 /**

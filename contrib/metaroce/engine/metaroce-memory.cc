@@ -56,8 +56,8 @@ MemoryTable::Deregister(uint32_t lkey)
 }
 
 PostStatus
-MemoryTable::Check(uint32_t key, uint64_t addr, uint64_t length, uint32_t access,
-                   uint8_t** ptr) const
+MemoryTable::Check(uint32_t key, uint64_t addr, uint64_t length, uint32_t access, uint8_t** ptr)
+    const
 {
     uint32_t index = (key >> 8) - 1;
     if ((key >> 8) == 0 || index >= m_entries.size() || m_entries[index].key != key)

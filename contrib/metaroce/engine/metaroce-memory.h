@@ -40,7 +40,10 @@ class MemoryTable
      * \param[out] ptr host pointer of addr, or nullptr for a virtual region
      * \return OK, INVALID_LKEY (no such key or out of bounds) or NO_PERMISSION
      */
-    PostStatus Check(uint32_t key, uint64_t addr, uint64_t length, uint32_t access,
+    PostStatus Check(uint32_t key,
+                     uint64_t addr,
+                     uint64_t length,
+                     uint32_t access,
                      uint8_t** ptr) const;
 
     /// \return the number of registered regions.
@@ -57,9 +60,9 @@ class MemoryTable
         uint32_t key{0};        //!< current key (0: free)
     };
 
-    std::vector<Entry> m_entries;    //!< regions by index
-    std::vector<uint32_t> m_free;    //!< free indexes
-    uint8_t m_tag{0};                //!< last tag handed out
+    std::vector<Entry> m_entries; //!< regions by index
+    std::vector<uint32_t> m_free; //!< free indexes
+    uint8_t m_tag{0};             //!< last tag handed out
 };
 
 } // namespace metaroce

@@ -217,6 +217,7 @@ class MultipathRequester : public MultipathRole
     {
         return m_lastSrtt >= 0 ? m_lastSrtt : m_ep.lastSrtt;
     }
+
     void DetectLosses(Time now, PathState& path);
     void ArmTailProbe(Time now);
     void SendTailProbe();
@@ -241,12 +242,12 @@ class MultipathRequester : public MultipathRole
     std::vector<uint32_t> m_lostScratch; //!< reused by loss detection
     RateHintFollower m_rateHint;         //!< pacing rate from the receiver's hints
     Pacer m_pacer;                       //!< spaces data packets at that rate
-    Time m_progressTime{0};      //!< last acknowledged data or RNR NAK, or start of the work
-    uint32_t m_progressCount{0}; //!< bumped whenever data is acknowledged (retry budget)
-    double m_initialPathWindow;  //!< a path's window at start and when it comes back
-    bool m_anyAck{false};        //!< an ACK arrived ("per-connection" caps the first flight)
-    bool m_timeLoss{false};      //!< the loss detection sets deadlines ("rack")
-    bool m_tailProbe{false};     //!< tailProbe "tlp"
+    Time m_progressTime{0};            //!< last acknowledged data or RNR NAK, or start of the work
+    uint32_t m_progressCount{0};       //!< bumped whenever data is acknowledged (retry budget)
+    double m_initialPathWindow;        //!< a path's window at start and when it comes back
+    bool m_anyAck{false};              //!< an ACK arrived ("per-connection" caps the first flight)
+    bool m_timeLoss{false};            //!< the loss detection sets deadlines ("rack")
+    bool m_tailProbe{false};           //!< tailProbe "tlp"
     bool m_crossPathFailure{false};    //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};         //!< rtoPolicy "adaptive"
     Time m_minRtt{0};                  //!< smallest RTT sample of any path (0: none yet)

@@ -17,11 +17,11 @@ namespace metaroce
 /// What happened to a path.
 enum class PathEvent : uint8_t
 {
-    WINDOW,   //!< window changed
-    RTT,      //!< new RTT sample
-    LOSS,     //!< packets declared lost from a SACK gap
-    TIMEOUT,  //!< retransmission timeout
-    FAILED,   //!< declared failed (new source port, probing)
+    WINDOW,    //!< window changed
+    RTT,       //!< new RTT sample
+    LOSS,      //!< packets declared lost from a SACK gap
+    TIMEOUT,   //!< retransmission timeout
+    FAILED,    //!< declared failed (new source port, probing)
     RECOVERED, //!< probe answered: back in service
     SUSPECT,   //!< taken out on evidence from the other paths, probed
 };
@@ -38,11 +38,15 @@ class EngineObserver
 {
   public:
     virtual ~EngineObserver() = default;
+
     /// \p event happened on \p path of connection \p qpn at \p now.
-    virtual void OnPathEvent(Time /*now*/, uint32_t /*qpn*/, PathEvent /*event*/,
+    virtual void OnPathEvent(Time /*now*/,
+                             uint32_t /*qpn*/,
+                             PathEvent /*event*/,
                              const PathState& /*path*/)
     {
     }
+
     /// The sending rate limit of connection \p qpn changed (0 = unlimited).
     virtual void OnRateChange(Time /*now*/, uint32_t /*qpn*/, double /*bitsPerSecond*/)
     {

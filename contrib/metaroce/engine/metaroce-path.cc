@@ -4,8 +4,9 @@
  * SPDX-License-Identifier: GPL-2.0-only
  */
 
-#include "metaroce-observer.h"
 #include "metaroce-path.h"
+
+#include "metaroce-observer.h"
 
 namespace metaroce
 {

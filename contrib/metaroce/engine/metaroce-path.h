@@ -81,12 +81,12 @@ struct InflightEntry
         ACKED,    //!< acknowledged
     };
 
-    uint32_t messageSlot{0}; //!< sender message slot
-    uint32_t generation{0};  //!< generation of the slot when sent
-    uint32_t packetIndex{0}; //!< packet index within the message
-    uint32_t sendOrder{0};   //!< path-local transmission counter (for loss detection)
-    Time sentTime{0};        //!< last transmission time
-    State state{FREE};       //!< state
+    uint32_t messageSlot{0};   //!< sender message slot
+    uint32_t generation{0};    //!< generation of the slot when sent
+    uint32_t packetIndex{0};   //!< packet index within the message
+    uint32_t sendOrder{0};     //!< path-local transmission counter (for loss detection)
+    Time sentTime{0};          //!< last transmission time
+    State state{FREE};         //!< state
     bool retransmitted{false}; //!< sent more than once (no RTT sample: Karn)
     uint8_t timeouts{0};       //!< timeouts the packet went through since progressStamp
     uint32_t progressStamp{0}; //!< the connection's progress count when timeouts was set
@@ -97,9 +97,9 @@ struct PathState
 {
     // (Fields are grouped by size, so that the record has no padding: there is one per path
     // and connection.)
-    uint8_t id{0};          //!< path id carried in MDH
-    uint8_t epoch{0};       //!< PSN-space generation; bumped when the path is reset
-    uint16_t sourcePort{0}; //!< UDP source port (ECMP entropy)
+    uint8_t id{0};                         //!< path id carried in MDH
+    uint8_t epoch{0};                      //!< PSN-space generation; bumped when the path is reset
+    uint16_t sourcePort{0};                //!< UDP source port (ECMP entropy)
     PathStatus status{PathStatus::ACTIVE}; //!< health
     bool anyAcked{false};                  //!< highestAckedOrder is meaningful
     bool lossAwaitsEvidence{false}; //!< a packet is overdue; no later-sent packet arrived yet
@@ -110,10 +110,10 @@ struct PathState
     uint32_t nextPsn{0};  //!< PSN of the next new transmission
     uint32_t ackedPsn{0}; //!< receiver's cumulative PSN: everything before it is acknowledged
     uint32_t inflight{0}; //!< packets sent and neither acknowledged nor declared lost
-    uint32_t sackWindow{SACK_BITS}; //!< PSNs allowed past ackedPsn (ConnectionConfig)
-    uint32_t sendCounter{0};       //!< transmissions on this path (sendOrder source)
-    uint32_t highestAckedOrder{0}; //!< largest sendOrder acknowledged so far
-    uint32_t consecutiveRtos{0};   //!< RTOs since the last ACK
+    uint32_t sackWindow{SACK_BITS};  //!< PSNs allowed past ackedPsn (ConnectionConfig)
+    uint32_t sendCounter{0};         //!< transmissions on this path (sendOrder source)
+    uint32_t highestAckedOrder{0};   //!< largest sendOrder acknowledged so far
+    uint32_t consecutiveRtos{0};     //!< RTOs since the last ACK
     std::vector<InflightEntry> ring; //!< entries for PSNs [ackedPsn, nextPsn), ring-indexed
     std::vector<uint32_t> lostPsns;  //!< PSNs declared lost, to resend on this path
 
@@ -122,13 +122,13 @@ struct PathState
     Time lastEcn{-1}; //!< last ECN echo (the scheduler steers away from fresh marks)
 
     // RTT and timers
-    RttEstimator rtt;                //!< RTT estimate and RTO
-    Time rtoDeadline{TIME_INFINITE}; //!< when the RTO fires
-    uint64_t jitterState{0};         //!< the path's own generator of RTO jitter
+    RttEstimator rtt;                  //!< RTT estimate and RTO
+    Time rtoDeadline{TIME_INFINITE};   //!< when the RTO fires
+    uint64_t jitterState{0};           //!< the path's own generator of RTO jitter
     Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
-    Time lastAck{0};        //!< time of the last ACK for this path
-    Time probeSentTime{-1}; //!< when the last probe of this epoch left
-    Time lossDeadline{TIME_INFINITE}; //!< when time-based loss detection looks again
+    Time lastAck{0};                   //!< time of the last ACK for this path
+    Time probeSentTime{-1};            //!< when the last probe of this epoch left
+    Time lossDeadline{TIME_INFINITE};  //!< when time-based loss detection looks again
     uint32_t probesInEpoch{0}; //!< probes sent in this epoch (one: its reply is an RTT sample)
     uint32_t silentLosses{0};  //!< packets declared lost by time since the path's last ACK
 

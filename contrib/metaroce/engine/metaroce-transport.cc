@@ -96,7 +96,7 @@ TransportConnection::EmitDatagram(TxDatagram& out,
     out.meta.ecn = ecn;
     out.meta.dscp = 0;
     out.connectionId = m_qpn;
-    out.pathId = (pkt.info->headers & HDR_MDH) ? int16_t(pkt.mdh.pathId)
+    out.pathId = (pkt.info->headers & HDR_MDH)   ? int16_t(pkt.mdh.pathId)
                  : (pkt.info->headers & HDR_MAH) ? int16_t(pkt.mah.pathId)
                  : (pkt.info->headers & HDR_MNH) ? int16_t(pkt.mnh.pathId)
                                                  : int16_t(-1);

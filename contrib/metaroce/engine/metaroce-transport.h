@@ -83,9 +83,9 @@ class EndpointShared
      */
     std::shared_ptr<const ConnectionConfig> InternConfig(const ConnectionConfig& cfg);
 
-    MemoryTable memory;               //!< registered regions
-    CounterSet counters;              //!< endpoint-wide counters
-    Rng rng;                          //!< seeded by EndpointConfig::seed
+    MemoryTable memory;                //!< registered regions
+    CounterSet counters;               //!< endpoint-wide counters
+    Rng rng;                           //!< seeded by EndpointConfig::seed
     EngineObserver* observer{nullptr}; //!< optional observer
     /// Smoothed RTT of the connection sampled last (-1: none): what a new connection of the
     /// endpoint assumes before its own first sample (time-based loss detection, tail probe).
@@ -169,25 +169,28 @@ class TransportConnection
     virtual Time NextDeadline() const = 0;
     /// Process every deadline that is due at \p now.
     virtual void HandleTimeout(Time now) = 0;
+
     /// \return the number of paths (for observation).
     virtual size_t PathCount() const
     {
         return 0;
     }
+
     /// \return path \p i (for observation), or nullptr.
     virtual const PathState* Path(size_t /*i*/) const
     {
         return nullptr;
     }
+
     /// \return bytes of engine state held by this connection (for memory benchmarks).
     virtual size_t StateBytes() const = 0;
 
     // Endpoint bookkeeping (owned by Endpoint and EndpointShared, not by subclasses).
-    Time lastDataRx{-1};            //!< last data arrival (rate-hint activity)
-    bool activeSender{false};       //!< in EndpointShared's active list
-    bool inReadyList{false};        //!< in the endpoint's transmit round robin
+    Time lastDataRx{-1};                   //!< last data arrival (rate-hint activity)
+    bool activeSender{false};              //!< in EndpointShared's active list
+    bool inReadyList{false};               //!< in the endpoint's transmit round robin
     Time scheduledDeadline{TIME_INFINITE}; //!< deadline the endpoint's timer heap holds
-    uint64_t timerGeneration{0};    //!< invalidates stale timer-heap entries
+    uint64_t timerGeneration{0};           //!< invalidates stale timer-heap entries
 
   protected:
     /// Count \p n of \p c on the connection and on the endpoint.
@@ -201,8 +204,12 @@ class TransportConnection
      * Serialise \p pkt with \p payloadLength bytes from \p payload into \p out, fill the
      * addresses and compute the ICRC. \return false if the buffer is too small.
      */
-    bool EmitDatagram(TxDatagram& out, ParsedPacket& pkt, const uint8_t* payload,
-                      uint32_t payloadLength, Ecn ecn, uint16_t srcPort);
+    bool EmitDatagram(TxDatagram& out,
+                      ParsedPacket& pkt,
+                      const uint8_t* payload,
+                      uint32_t payloadLength,
+                      Ecn ecn,
+                      uint16_t srcPort);
 
     /// Tell the observer about \p event on \p path.
     void NotifyPath(Time now, PathEvent event, const PathState& path)
@@ -213,15 +220,15 @@ class TransportConnection
         }
     }
 
-    EndpointShared& m_ep;   //!< shared endpoint state
-    uint32_t m_qpn;         //!< local connection number
+    EndpointShared& m_ep;                                //!< shared endpoint state
+    uint32_t m_qpn;                                      //!< local connection number
     std::shared_ptr<const ConnectionConfig> m_sharedCfg; //!< the settings (shared, immutable)
     const ConnectionConfig& m_cfg;                       //!< *m_sharedCfg
-    CounterSet m_counters;  //!< per-connection counters
-    uint32_t m_remoteIp{0}; //!< peer address
-    uint32_t m_remoteQpn{0}; //!< peer connection number
-    bool m_connected{false}; //!< Connect() called
-    bool m_error{false};    //!< error state
+    CounterSet m_counters;                               //!< per-connection counters
+    uint32_t m_remoteIp{0};                              //!< peer address
+    uint32_t m_remoteQpn{0};                             //!< peer connection number
+    bool m_connected{false};                             //!< Connect() called
+    bool m_error{false};                                 //!< error state
 };
 
 } // namespace metaroce

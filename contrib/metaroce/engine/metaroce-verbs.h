@@ -92,14 +92,14 @@ struct Sge
 /// A send work request (ibv_send_wr with one SGE).
 struct SendWr
 {
-    uint64_t wrId{0};                    //!< returned in the completion
+    uint64_t wrId{0};                      //!< returned in the completion
     WrOpcode opcode{WrOpcode::RDMA_WRITE}; //!< operation
-    Sge sge;                             //!< local source buffer
-    uint64_t remoteAddr{0};              //!< WRITE: remote I/O virtual address
-    uint32_t rkey{0};                    //!< WRITE: remote key
-    uint32_t immData{0};                 //!< *_WITH_IMM: immediate data
-    uint16_t streamId{0};                //!< MetaRoCE extension: ordered stream
-    bool signaled{true};                 //!< produce a completion on success
+    Sge sge;                               //!< local source buffer
+    uint64_t remoteAddr{0};                //!< WRITE: remote I/O virtual address
+    uint32_t rkey{0};                      //!< WRITE: remote key
+    uint32_t immData{0};                   //!< *_WITH_IMM: immediate data
+    uint16_t streamId{0};                  //!< MetaRoCE extension: ordered stream
+    bool signaled{true};                   //!< produce a completion on success
 };
 
 /// A receive work request (ibv_recv_wr with one SGE).

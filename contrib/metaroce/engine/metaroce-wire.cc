@@ -263,47 +263,172 @@ struct OpcodeTable
         using K = PacketKind;
         using P = MessagePosition;
         // MetaRoCE: every data packet is self-describing (MDH), so one opcode per operation.
-        Row(MR_WRITE, "MR_WRITE", T::METAROCE, K::DATA, P::NONE, HDR_MDH | HDR_RETH, true, true,
-            false, false);
-        Row(MR_WRITE_IMM, "MR_WRITE_IMM", T::METAROCE, K::DATA, P::NONE,
-            HDR_MDH | HDR_RETH | HDR_RSH | HDR_IMMDT, true, true, true, true);
-        Row(MR_SEND, "MR_SEND", T::METAROCE, K::DATA, P::NONE, HDR_MDH | HDR_RSH, true, false,
-            true, false);
-        Row(MR_SEND_IMM, "MR_SEND_IMM", T::METAROCE, K::DATA, P::NONE,
-            HDR_MDH | HDR_RSH | HDR_IMMDT, true, false, true, true);
+        Row(MR_WRITE,
+            "MR_WRITE",
+            T::METAROCE,
+            K::DATA,
+            P::NONE,
+            HDR_MDH | HDR_RETH,
+            true,
+            true,
+            false,
+            false);
+        Row(MR_WRITE_IMM,
+            "MR_WRITE_IMM",
+            T::METAROCE,
+            K::DATA,
+            P::NONE,
+            HDR_MDH | HDR_RETH | HDR_RSH | HDR_IMMDT,
+            true,
+            true,
+            true,
+            true);
+        Row(MR_SEND,
+            "MR_SEND",
+            T::METAROCE,
+            K::DATA,
+            P::NONE,
+            HDR_MDH | HDR_RSH,
+            true,
+            false,
+            true,
+            false);
+        Row(MR_SEND_IMM,
+            "MR_SEND_IMM",
+            T::METAROCE,
+            K::DATA,
+            P::NONE,
+            HDR_MDH | HDR_RSH | HDR_IMMDT,
+            true,
+            false,
+            true,
+            true);
         Row(MR_ACK, "MR_ACK", T::METAROCE, K::ACK, P::NONE, HDR_MAH, false, false, false, false);
         Row(MR_NAK, "MR_NAK", T::METAROCE, K::ACK, P::NONE, HDR_MNH, false, false, false, false);
-        Row(MR_PROBE, "MR_PROBE", T::METAROCE, K::PROBE, P::NONE, HDR_MDH, false, false, false,
+        Row(MR_PROBE,
+            "MR_PROBE",
+            T::METAROCE,
+            K::PROBE,
+            P::NONE,
+            HDR_MDH,
+            false,
+            false,
+            false,
             false);
-        Row(MR_NOP, "MR_NOP", T::METAROCE, K::DATA, P::NONE, HDR_MDH, false, false, false,
-            false);
+        Row(MR_NOP, "MR_NOP", T::METAROCE, K::DATA, P::NONE, HDR_MDH, false, false, false, false);
         // InfiniBand RC, as carried by RoCEv2.
-        Row(RC_SEND_FIRST, "RC_SEND_FIRST", T::ROCEV2, K::DATA, P::FIRST, 0, true, false, true,
+        Row(RC_SEND_FIRST,
+            "RC_SEND_FIRST",
+            T::ROCEV2,
+            K::DATA,
+            P::FIRST,
+            0,
+            true,
+            false,
+            true,
             false);
-        Row(RC_SEND_MIDDLE, "RC_SEND_MIDDLE", T::ROCEV2, K::DATA, P::MIDDLE, 0, true, false, true,
+        Row(RC_SEND_MIDDLE,
+            "RC_SEND_MIDDLE",
+            T::ROCEV2,
+            K::DATA,
+            P::MIDDLE,
+            0,
+            true,
+            false,
+            true,
             false);
-        Row(RC_SEND_LAST, "RC_SEND_LAST", T::ROCEV2, K::DATA, P::LAST, 0, true, false, true,
+        Row(RC_SEND_LAST, "RC_SEND_LAST", T::ROCEV2, K::DATA, P::LAST, 0, true, false, true, false);
+        Row(RC_SEND_LAST_IMM,
+            "RC_SEND_LAST_IMM",
+            T::ROCEV2,
+            K::DATA,
+            P::LAST,
+            HDR_IMMDT,
+            true,
+            false,
+            true,
+            true);
+        Row(RC_SEND_ONLY, "RC_SEND_ONLY", T::ROCEV2, K::DATA, P::ONLY, 0, true, false, true, false);
+        Row(RC_SEND_ONLY_IMM,
+            "RC_SEND_ONLY_IMM",
+            T::ROCEV2,
+            K::DATA,
+            P::ONLY,
+            HDR_IMMDT,
+            true,
+            false,
+            true,
+            true);
+        Row(RC_WRITE_FIRST,
+            "RC_WRITE_FIRST",
+            T::ROCEV2,
+            K::DATA,
+            P::FIRST,
+            HDR_RETH,
+            true,
+            true,
+            false,
             false);
-        Row(RC_SEND_LAST_IMM, "RC_SEND_LAST_IMM", T::ROCEV2, K::DATA, P::LAST, HDR_IMMDT, true,
-            false, true, true);
-        Row(RC_SEND_ONLY, "RC_SEND_ONLY", T::ROCEV2, K::DATA, P::ONLY, 0, true, false, true,
+        Row(RC_WRITE_MIDDLE,
+            "RC_WRITE_MIDDLE",
+            T::ROCEV2,
+            K::DATA,
+            P::MIDDLE,
+            0,
+            true,
+            true,
+            false,
             false);
-        Row(RC_SEND_ONLY_IMM, "RC_SEND_ONLY_IMM", T::ROCEV2, K::DATA, P::ONLY, HDR_IMMDT, true,
-            false, true, true);
-        Row(RC_WRITE_FIRST, "RC_WRITE_FIRST", T::ROCEV2, K::DATA, P::FIRST, HDR_RETH, true, true,
-            false, false);
-        Row(RC_WRITE_MIDDLE, "RC_WRITE_MIDDLE", T::ROCEV2, K::DATA, P::MIDDLE, 0, true, true,
-            false, false);
-        Row(RC_WRITE_LAST, "RC_WRITE_LAST", T::ROCEV2, K::DATA, P::LAST, 0, true, true, false,
+        Row(RC_WRITE_LAST,
+            "RC_WRITE_LAST",
+            T::ROCEV2,
+            K::DATA,
+            P::LAST,
+            0,
+            true,
+            true,
+            false,
             false);
-        Row(RC_WRITE_LAST_IMM, "RC_WRITE_LAST_IMM", T::ROCEV2, K::DATA, P::LAST, HDR_IMMDT, true,
-            true, true, true);
-        Row(RC_WRITE_ONLY, "RC_WRITE_ONLY", T::ROCEV2, K::DATA, P::ONLY, HDR_RETH, true, true,
-            false, false);
-        Row(RC_WRITE_ONLY_IMM, "RC_WRITE_ONLY_IMM", T::ROCEV2, K::DATA, P::ONLY,
-            HDR_RETH | HDR_IMMDT, true, true, true, true);
-        Row(RC_ACKNOWLEDGE, "RC_ACKNOWLEDGE", T::ROCEV2, K::ACK, P::NONE, HDR_AETH, false, false,
-            false, false);
+        Row(RC_WRITE_LAST_IMM,
+            "RC_WRITE_LAST_IMM",
+            T::ROCEV2,
+            K::DATA,
+            P::LAST,
+            HDR_IMMDT,
+            true,
+            true,
+            true,
+            true);
+        Row(RC_WRITE_ONLY,
+            "RC_WRITE_ONLY",
+            T::ROCEV2,
+            K::DATA,
+            P::ONLY,
+            HDR_RETH,
+            true,
+            true,
+            false,
+            false);
+        Row(RC_WRITE_ONLY_IMM,
+            "RC_WRITE_ONLY_IMM",
+            T::ROCEV2,
+            K::DATA,
+            P::ONLY,
+            HDR_RETH | HDR_IMMDT,
+            true,
+            true,
+            true,
+            true);
+        Row(RC_ACKNOWLEDGE,
+            "RC_ACKNOWLEDGE",
+            T::ROCEV2,
+            K::ACK,
+            P::NONE,
+            HDR_AETH,
+            false,
+            false,
+            false,
+            false);
         // IRN mode of the RoCEv2 baseline: each RC data opcode again in the manufacturer range,
         // self-describing (IRH; WRITE: RETH on every packet), and the SACK-carrying NACK.
         Irn(RC_SEND_FIRST, "IRN_SEND_FIRST");
@@ -329,8 +454,7 @@ struct OpcodeTable
             false,
             false);
         // Annex A17: BTH (BECN set by convention), 16 reserved bytes, ICRC; no payload.
-        Row(ROCE_CNP, "ROCE_CNP", T::CNP, K::CNP, P::NONE, HDR_CNP_PAD, false, false, false,
-            false);
+        Row(ROCE_CNP, "ROCE_CNP", T::CNP, K::CNP, P::NONE, HDR_CNP_PAD, false, false, false, false);
     }
 };
 

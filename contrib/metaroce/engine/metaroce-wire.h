@@ -64,27 +64,27 @@ PsnAdd(uint32_t psn, uint32_t n)
  */
 struct Bth
 {
-    static constexpr size_t SIZE = 12;        //!< header length
-    static constexpr size_t OPCODE = 0;       //!< offset of OpCode
-    static constexpr size_t FLAGS = 1;        //!< offset of SE/M/PadCnt/TVer
-    static constexpr size_t PKEY = 2;         //!< offset of P_Key
-    static constexpr size_t ECN_FLAGS = 4;    //!< offset of FECN/BECN/Resv6
-    static constexpr size_t DEST_QP = 5;      //!< offset of the 24-bit Destination QP
-    static constexpr size_t ACK_REQ = 8;      //!< offset of AckReq/Resv7
-    static constexpr size_t PSN = 9;          //!< offset of the 24-bit PSN
+    static constexpr size_t SIZE = 12;               //!< header length
+    static constexpr size_t OPCODE = 0;              //!< offset of OpCode
+    static constexpr size_t FLAGS = 1;               //!< offset of SE/M/PadCnt/TVer
+    static constexpr size_t PKEY = 2;                //!< offset of P_Key
+    static constexpr size_t ECN_FLAGS = 4;           //!< offset of FECN/BECN/Resv6
+    static constexpr size_t DEST_QP = 5;             //!< offset of the 24-bit Destination QP
+    static constexpr size_t ACK_REQ = 8;             //!< offset of AckReq/Resv7
+    static constexpr size_t PSN = 9;                 //!< offset of the 24-bit PSN
     static constexpr uint16_t DEFAULT_PKEY = 0xFFFF; //!< default partition key
 
-    uint8_t opcode{0};     //!< operation code (see the opcode table)
-    bool solicited{false}; //!< solicited event
-    bool migReq{false};    //!< migration state
-    uint8_t padCount{0};   //!< pad bytes after the payload (0-3)
-    uint8_t tver{0};       //!< transport header version (0)
+    uint8_t opcode{0};           //!< operation code (see the opcode table)
+    bool solicited{false};       //!< solicited event
+    bool migReq{false};          //!< migration state
+    uint8_t padCount{0};         //!< pad bytes after the payload (0-3)
+    uint8_t tver{0};             //!< transport header version (0)
     uint16_t pkey{DEFAULT_PKEY}; //!< partition key
-    bool fecn{false};      //!< forward ECN (IB link layer; unused on RoCEv2)
-    bool becn{false};      //!< backward ECN (IB link layer; unused on RoCEv2)
-    uint32_t destQp{0};    //!< 24-bit destination queue pair / connection id
-    bool ackReq{false};    //!< acknowledge request
-    uint32_t psn{0};       //!< 24-bit packet sequence number
+    bool fecn{false};            //!< forward ECN (IB link layer; unused on RoCEv2)
+    bool becn{false};            //!< backward ECN (IB link layer; unused on RoCEv2)
+    uint32_t destQp{0};          //!< 24-bit destination queue pair / connection id
+    bool ackReq{false};          //!< acknowledge request
+    uint32_t psn{0};             //!< 24-bit packet sequence number
 
     /// \return the header parsed from \p p (at least SIZE bytes).
     static Bth Read(const uint8_t* p);
@@ -114,9 +114,9 @@ struct Bth
  */
 struct Reth
 {
-    static constexpr size_t SIZE = 16;      //!< header length
-    static constexpr size_t VA = 0;         //!< offset of the virtual address
-    static constexpr size_t RKEY = 8;       //!< offset of R_Key
+    static constexpr size_t SIZE = 16;       //!< header length
+    static constexpr size_t VA = 0;          //!< offset of the virtual address
+    static constexpr size_t RKEY = 8;        //!< offset of R_Key
     static constexpr size_t DMA_LENGTH = 12; //!< offset of DMA Length
 
     uint64_t va{0};        //!< remote virtual address
@@ -146,14 +146,14 @@ struct Aeth
 
     // Syndrome (InfiniBand spec, AETH syndrome encoding): bit 7 reserved, bits 6-5 the type,
     // bits 4-0 its value.
-    static constexpr uint8_t TYPE_MASK = 0x60;    //!< syndrome bits holding the type
-    static constexpr uint8_t VALUE_MASK = 0x1F;   //!< syndrome bits holding the value
-    static constexpr uint8_t TYPE_ACK = 0x00;     //!< ACK; value = credit count
-    static constexpr uint8_t TYPE_RNR_NAK = 0x20; //!< RNR NAK; value = encoded RNR timer
-    static constexpr uint8_t TYPE_NAK = 0x60;     //!< NAK; value = one of the NAK_* codes
-    static constexpr uint8_t CREDITS_INVALID = 0x1F; //!< ACK value: no end-to-end credits
-    static constexpr uint8_t NAK_PSN_SEQUENCE_ERROR = 0; //!< NAK code: PSN sequence error
-    static constexpr uint8_t NAK_INVALID_REQUEST = 1;    //!< NAK code: invalid request
+    static constexpr uint8_t TYPE_MASK = 0x60;            //!< syndrome bits holding the type
+    static constexpr uint8_t VALUE_MASK = 0x1F;           //!< syndrome bits holding the value
+    static constexpr uint8_t TYPE_ACK = 0x00;             //!< ACK; value = credit count
+    static constexpr uint8_t TYPE_RNR_NAK = 0x20;         //!< RNR NAK; value = encoded RNR timer
+    static constexpr uint8_t TYPE_NAK = 0x60;             //!< NAK; value = one of the NAK_* codes
+    static constexpr uint8_t CREDITS_INVALID = 0x1F;      //!< ACK value: no end-to-end credits
+    static constexpr uint8_t NAK_PSN_SEQUENCE_ERROR = 0;  //!< NAK code: PSN sequence error
+    static constexpr uint8_t NAK_INVALID_REQUEST = 1;     //!< NAK code: invalid request
     static constexpr uint8_t NAK_REMOTE_ACCESS_ERROR = 2; //!< NAK code: remote access error
     static constexpr uint8_t NAK_REMOTE_OPERATIONAL_ERROR = 3; //!< NAK code: remote op error
 
@@ -263,30 +263,30 @@ static_assert(SACK_BITS % 64 == 0, "the bitmap is kept in 64-bit words");
  */
 struct Mah
 {
-    static constexpr size_t SIZE = 48;          //!< header length
-    static constexpr size_t PATH_ID = 0;        //!< offset of PathId
-    static constexpr size_t PATH_EPOCH = 1;     //!< offset of PathEpoch
-    static constexpr size_t FLAGS = 2;          //!< offset of Flags
-    static constexpr size_t CE_COUNT = 3;       //!< offset of CeCount
-    static constexpr size_t CUMULATIVE_PSN = 5; //!< offset of the 24-bit CumulativePsn
-    static constexpr size_t TRIGGER_PSN = 9;    //!< offset of the 24-bit TriggerPsn
-    static constexpr size_t RATE_HINT = 12;     //!< offset of RateHint
-    static constexpr size_t SACK = 16;          //!< offset of the SACK bitmap
-    static constexpr size_t SACK_BYTES = SACK_BITS / 8; //!< bitmap length
+    static constexpr size_t SIZE = 48;                   //!< header length
+    static constexpr size_t PATH_ID = 0;                 //!< offset of PathId
+    static constexpr size_t PATH_EPOCH = 1;              //!< offset of PathEpoch
+    static constexpr size_t FLAGS = 2;                   //!< offset of Flags
+    static constexpr size_t CE_COUNT = 3;                //!< offset of CeCount
+    static constexpr size_t CUMULATIVE_PSN = 5;          //!< offset of the 24-bit CumulativePsn
+    static constexpr size_t TRIGGER_PSN = 9;             //!< offset of the 24-bit TriggerPsn
+    static constexpr size_t RATE_HINT = 12;              //!< offset of RateHint
+    static constexpr size_t SACK = 16;                   //!< offset of the SACK bitmap
+    static constexpr size_t SACK_BYTES = SACK_BITS / 8;  //!< bitmap length
     static constexpr uint32_t NO_RATE_HINT = 0xFFFFFFFF; //!< RateHint: no limit
 
     static constexpr uint8_t FLAG_ECE = 0x01;         //!< a CE-marked packet arrived
     static constexpr uint8_t FLAG_PROBE_REPLY = 0x02; //!< answers a path probe
     static constexpr uint8_t FLAG_DUPLICATE = 0x04;   //!< triggered by a duplicate packet
 
-    uint8_t pathId{0};                 //!< path acknowledged
-    uint8_t pathEpoch{0};              //!< epoch of that path's PSN space
-    uint8_t flags{0};                  //!< FLAG_* bits
-    uint8_t ceCount{0};                //!< CE-marked packets since the previous ACK (saturating)
-    uint32_t cumulativePsn{0};         //!< every PSN before this one has arrived
-    uint32_t triggerPsn{0};            //!< the PSN whose arrival caused this ACK
-    uint32_t rateHint{NO_RATE_HINT};   //!< receiver's fair share for this sender, Mb/s
-    std::array<uint64_t, 4> sack{};    //!< bit i of word i/64 (LSB first) = PSN cum+1+i
+    uint8_t pathId{0};               //!< path acknowledged
+    uint8_t pathEpoch{0};            //!< epoch of that path's PSN space
+    uint8_t flags{0};                //!< FLAG_* bits
+    uint8_t ceCount{0};              //!< CE-marked packets since the previous ACK (saturating)
+    uint32_t cumulativePsn{0};       //!< every PSN before this one has arrived
+    uint32_t triggerPsn{0};          //!< the PSN whose arrival caused this ACK
+    uint32_t rateHint{NO_RATE_HINT}; //!< receiver's fair share for this sender, Mb/s
+    std::array<uint64_t, 4> sack{};  //!< bit i of word i/64 (LSB first) = PSN cum+1+i
 
     /// \return true if PSN cumulativePsn + 1 + \p i is marked received.
     bool SackBit(uint32_t i) const
@@ -434,13 +434,13 @@ struct CnpPad
 /// Headers that follow the BTH, as bits of OpcodeInfo::headers (in wire order).
 enum HeaderBit : uint32_t
 {
-    HDR_MDH = 1u << 0,   //!< MetaRoCE data header
-    HDR_RETH = 1u << 1,  //!< RDMA extended transport header
-    HDR_RSH = 1u << 2,   //!< MetaRoCE receive slot header
-    HDR_IMMDT = 1u << 3, //!< immediate data
-    HDR_AETH = 1u << 4,  //!< ACK extended transport header
-    HDR_MAH = 1u << 5,   //!< MetaRoCE ACK header
-    HDR_MNH = 1u << 6,   //!< MetaRoCE NAK header
+    HDR_MDH = 1u << 0,     //!< MetaRoCE data header
+    HDR_RETH = 1u << 1,    //!< RDMA extended transport header
+    HDR_RSH = 1u << 2,     //!< MetaRoCE receive slot header
+    HDR_IMMDT = 1u << 3,   //!< immediate data
+    HDR_AETH = 1u << 4,    //!< ACK extended transport header
+    HDR_MAH = 1u << 5,     //!< MetaRoCE ACK header
+    HDR_MNH = 1u << 6,     //!< MetaRoCE NAK header
     HDR_CNP_PAD = 1u << 7, //!< the 16 reserved bytes after the BTH of a RoCEv2 CNP
     HDR_IRH = 1u << 8,     //!< IRN request header (after RETH)
     HDR_ISH = 1u << 9,     //!< IRN SACK header (after AETH)
@@ -476,15 +476,15 @@ enum class MessagePosition : uint8_t
 /// One row of the opcode table: what an opcode means and which headers it carries.
 struct OpcodeInfo
 {
-    const char* name{nullptr};  //!< name, nullptr for an unknown opcode
-    Transport transport{Transport::METAROCE}; //!< transport
-    PacketKind kind{PacketKind::DATA};        //!< role
+    const char* name{nullptr};                       //!< name, nullptr for an unknown opcode
+    Transport transport{Transport::METAROCE};        //!< transport
+    PacketKind kind{PacketKind::DATA};               //!< role
     MessagePosition position{MessagePosition::NONE}; //!< RoCEv2 message position
-    uint32_t headers{0};       //!< HeaderBit set, in wire order
-    bool payload{false};       //!< may carry payload
-    bool write{false};         //!< RDMA WRITE family
-    bool consumesRecv{false};  //!< consumes a posted receive at the responder
-    bool immediate{false};     //!< carries immediate data
+    uint32_t headers{0};                             //!< HeaderBit set, in wire order
+    bool payload{false};                             //!< may carry payload
+    bool write{false};                               //!< RDMA WRITE family
+    bool consumesRecv{false};                        //!< consumes a posted receive at the responder
+    bool immediate{false};                           //!< carries immediate data
 };
 
 /// MetaRoCE opcodes, in the manufacturer-specific range (0xC0-0xFF) of the BTH opcode space.
@@ -503,20 +503,20 @@ enum MetaRoceOpcode : uint8_t
 /// InfiniBand RC opcodes used by the RoCEv2 baseline.
 enum RoceOpcode : uint8_t
 {
-    RC_SEND_FIRST = 0x00,           //!< SEND First
-    RC_SEND_MIDDLE = 0x01,          //!< SEND Middle
-    RC_SEND_LAST = 0x02,            //!< SEND Last
-    RC_SEND_LAST_IMM = 0x03,        //!< SEND Last with Immediate
-    RC_SEND_ONLY = 0x04,            //!< SEND Only
-    RC_SEND_ONLY_IMM = 0x05,        //!< SEND Only with Immediate
-    RC_WRITE_FIRST = 0x06,          //!< RDMA WRITE First
-    RC_WRITE_MIDDLE = 0x07,         //!< RDMA WRITE Middle
-    RC_WRITE_LAST = 0x08,           //!< RDMA WRITE Last
-    RC_WRITE_LAST_IMM = 0x09,       //!< RDMA WRITE Last with Immediate
-    RC_WRITE_ONLY = 0x0A,           //!< RDMA WRITE Only
-    RC_WRITE_ONLY_IMM = 0x0B,       //!< RDMA WRITE Only with Immediate
-    RC_ACKNOWLEDGE = 0x11,          //!< Acknowledge
-    ROCE_CNP = 0x81,                //!< RoCEv2 Congestion Notification Packet
+    RC_SEND_FIRST = 0x00,     //!< SEND First
+    RC_SEND_MIDDLE = 0x01,    //!< SEND Middle
+    RC_SEND_LAST = 0x02,      //!< SEND Last
+    RC_SEND_LAST_IMM = 0x03,  //!< SEND Last with Immediate
+    RC_SEND_ONLY = 0x04,      //!< SEND Only
+    RC_SEND_ONLY_IMM = 0x05,  //!< SEND Only with Immediate
+    RC_WRITE_FIRST = 0x06,    //!< RDMA WRITE First
+    RC_WRITE_MIDDLE = 0x07,   //!< RDMA WRITE Middle
+    RC_WRITE_LAST = 0x08,     //!< RDMA WRITE Last
+    RC_WRITE_LAST_IMM = 0x09, //!< RDMA WRITE Last with Immediate
+    RC_WRITE_ONLY = 0x0A,     //!< RDMA WRITE Only
+    RC_WRITE_ONLY_IMM = 0x0B, //!< RDMA WRITE Only with Immediate
+    RC_ACKNOWLEDGE = 0x11,    //!< Acknowledge
+    ROCE_CNP = 0x81,          //!< RoCEv2 Congestion Notification Packet
 };
 
 /**
@@ -551,13 +551,13 @@ size_t ExtensionHeadersLength(uint32_t headers);
 /// Why a datagram could not be parsed.
 enum class ParseStatus : uint8_t
 {
-    OK,              //!< parsed
-    TRUNCATED,       //!< shorter than BTH + headers + ICRC
-    UNKNOWN_OPCODE,  //!< opcode not in the table
-    BAD_VERSION,     //!< BTH TVer is not 0
-    BAD_PAD,         //!< PadCnt larger than the payload, or pad on a packet without payload
+    OK,                 //!< parsed
+    TRUNCATED,          //!< shorter than BTH + headers + ICRC
+    UNKNOWN_OPCODE,     //!< opcode not in the table
+    BAD_VERSION,        //!< BTH TVer is not 0
+    BAD_PAD,            //!< PadCnt larger than the payload, or pad on a packet without payload
     UNEXPECTED_PAYLOAD, //!< payload on an opcode that carries none
-    BAD_ICRC,        //!< ICRC mismatch
+    BAD_ICRC,           //!< ICRC mismatch
 };
 
 /// \return a stable name for \p status.
@@ -566,19 +566,19 @@ const char* ParseStatusName(ParseStatus status);
 /// A datagram parsed once: the headers present (per the opcode table) and the payload.
 struct ParsedPacket
 {
-    Bth bth;                            //!< base transport header
-    const OpcodeInfo* info{nullptr};    //!< table row of bth.opcode
-    Mdh mdh;                            //!< valid if info->headers & HDR_MDH
-    Reth reth;                          //!< valid if info->headers & HDR_RETH
-    Rsh rsh;                            //!< valid if info->headers & HDR_RSH
-    uint32_t immDt{0};                  //!< valid if info->headers & HDR_IMMDT
-    Aeth aeth;                          //!< valid if info->headers & HDR_AETH
-    Mah mah;                            //!< valid if info->headers & HDR_MAH
-    Mnh mnh;                            //!< valid if info->headers & HDR_MNH
-    Irh irh;                            //!< valid if info->headers & HDR_IRH
-    Ish ish;                            //!< valid if info->headers & HDR_ISH
-    const uint8_t* payload{nullptr};    //!< payload bytes (not copied)
-    uint32_t payloadLength{0};          //!< payload length without pad
+    Bth bth;                         //!< base transport header
+    const OpcodeInfo* info{nullptr}; //!< table row of bth.opcode
+    Mdh mdh;                         //!< valid if info->headers & HDR_MDH
+    Reth reth;                       //!< valid if info->headers & HDR_RETH
+    Rsh rsh;                         //!< valid if info->headers & HDR_RSH
+    uint32_t immDt{0};               //!< valid if info->headers & HDR_IMMDT
+    Aeth aeth;                       //!< valid if info->headers & HDR_AETH
+    Mah mah;                         //!< valid if info->headers & HDR_MAH
+    Mnh mnh;                         //!< valid if info->headers & HDR_MNH
+    Irh irh;                         //!< valid if info->headers & HDR_IRH
+    Ish ish;                         //!< valid if info->headers & HDR_ISH
+    const uint8_t* payload{nullptr}; //!< payload bytes (not copied)
+    uint32_t payloadLength{0};       //!< payload length without pad
 };
 
 /**

@@ -57,8 +57,9 @@ main(int argc, char** argv)
     if (k < 2 || k % 2 != 0 || (tiers != 2 && tiers != 3) || bytes == 0 || paths == 0 ||
         paths > 64 || (transport != "metaroce" && transport != "rocev2"))
     {
-        std::fprintf(stderr, "error: need an even k >= 2, tiers 2 or 3, bytes > 0, "
-                             "1 <= paths <= 64 and transport metaroce or rocev2\n");
+        std::fprintf(stderr,
+                     "error: need an even k >= 2, tiers 2 or 3, bytes > 0, "
+                     "1 <= paths <= 64 and transport metaroce or rocev2\n");
         return 2;
     }
     RngSeedManager::SetRun(seed);
@@ -93,8 +94,12 @@ main(int argc, char** argv)
     {
         drops += fabric->GetSwitch(s)->GetCounters().TotalDrops();
     }
-    std::printf("fat tree k=%u (%u tiers, %u hosts), %s, %u path(s), %lu-byte flows\n", k, tiers,
-                fabric->GetHostCount(), transport.c_str(), paths,
+    std::printf("fat tree k=%u (%u tiers, %u hosts), %s, %u path(s), %lu-byte flows\n",
+                k,
+                tiers,
+                fabric->GetHostCount(),
+                transport.c_str(),
+                paths,
                 static_cast<unsigned long>(bytes));
     if (slowdown.empty())
     {
@@ -110,8 +115,14 @@ main(int argc, char** argv)
     auto pct = [&](double q) { return slowdown[size_t(q * double(slowdown.size() - 1))]; };
     std::printf("flows %zu done, %u incomplete; slowdown mean %.2f, p50 %.2f, p99 %.2f, max "
                 "%.2f; switch drops %lu; simulated %.1f us\n",
-                slowdown.size(), failed, mean, pct(0.5), pct(0.99), slowdown.back(),
-                static_cast<unsigned long>(drops), Simulator::Now().GetSeconds() * 1e6);
+                slowdown.size(),
+                failed,
+                mean,
+                pct(0.5),
+                pct(0.99),
+                slowdown.back(),
+                static_cast<unsigned long>(drops),
+                Simulator::Now().GetSeconds() * 1e6);
     Simulator::Destroy();
     return failed == 0 ? 0 : 1;
 }

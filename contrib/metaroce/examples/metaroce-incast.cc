@@ -53,8 +53,9 @@ main(int argc, char** argv)
     if (senders == 0 || senders > 1000 || bytes == 0 ||
         (transport != "metaroce" && transport != "rocev2"))
     {
-        std::fprintf(stderr, "error: need 1..1000 senders, bytes > 0, transport metaroce or "
-                             "rocev2\n");
+        std::fprintf(stderr,
+                     "error: need 1..1000 senders, bytes > 0, transport metaroce or "
+                     "rocev2\n");
         return 2;
     }
     RngSeedManager::SetRun(seed);
@@ -80,23 +81,31 @@ main(int argc, char** argv)
     Simulator::Stop(Seconds(1));
     Simulator::Run();
 
-    std::printf("%u-to-1 incast, %lu bytes each, %s, PFC %s, rate hint %s\n", senders,
-                static_cast<unsigned long>(bytes), transport.c_str(), pfc ? "on" : "off",
+    std::printf("%u-to-1 incast, %lu bytes each, %s, PFC %s, rate hint %s\n",
+                senders,
+                static_cast<unsigned long>(bytes),
+                transport.c_str(),
+                pfc ? "on" : "off",
                 hint ? "on" : "off");
     uint32_t done = 0;
     for (const MetaRoceFlow& f : load->GetFlows())
     {
         done += f.done;
-        std::printf("  flow %3u: host %3u  FCT %8.1f us  ideal %8.1f us  %s\n", f.id, f.src,
+        std::printf("  flow %3u: host %3u  FCT %8.1f us  ideal %8.1f us  %s\n",
+                    f.id,
+                    f.src,
                     f.done ? f.Fct().GetMicroSeconds() * 1.0 : -1.0,
-                    f.idealFct.GetMicroSeconds() * 1.0, f.done ? "" : "INCOMPLETE");
+                    f.idealFct.GetMicroSeconds() * 1.0,
+                    f.done ? "" : "INCOMPLETE");
     }
     const MetaRoceSwitch::Counters& c = fabric->GetSwitch(0)->GetCounters();
     std::printf("switch: drops %lu, ECN marks %lu, pause frames sent %lu\n",
                 static_cast<unsigned long>(c.TotalDrops()),
                 static_cast<unsigned long>(c.ecnMarked),
                 static_cast<unsigned long>(c.pfcPauseSent));
-    std::printf("%u/%u flows done at %.1f us\n", done, senders,
+    std::printf("%u/%u flows done at %.1f us\n",
+                done,
+                senders,
                 Simulator::Now().GetSeconds() * 1e6);
     Simulator::Destroy();
     return done == senders ? 0 : 1;

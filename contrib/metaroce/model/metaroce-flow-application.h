@@ -74,8 +74,9 @@ struct MetaRoceFlow
  * control plane is instantaneous), posts one receive at the remote end and the flow's bytes as
  * RDMA WRITEs of at most MaxMessageSize bytes, and records the outcome (GetFlow()). Stopping it
  * before it starts keeps it from starting (it then counts as finished, with neither done nor
- * failed set); work already posted is not withdrawn (an RDMA NIC completes what it was given). Distributed runs: every rank creates both connections (QPNs
- * stay identical across ranks), and only the rank that owns a host posts work on it.
+ * failed set); work already posted is not withdrawn (an RDMA NIC completes what it was given).
+ * Distributed runs: every rank creates both connections (QPNs stay identical across ranks), and
+ * only the rank that owns a host posts work on it.
  */
 class MetaRoceFlowApplication : public MetaRoceTrafficApplication
 {

@@ -465,8 +465,8 @@ class MetaRoceNetDevice : public NetDevice
     uint8_t m_controlPriority{7};      //!< priority of the control DSCP
     bool m_linkUp{true};               //!< link state
     bool m_transmitting{false};        //!< a frame is on the wire
-    uint8_t m_busyQueues{0};   //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
-    EventId m_txCompleteEvent; //!< end of serialization
+    uint8_t m_busyQueues{0};      //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
+    EventId m_txCompleteEvent;    //!< end of serialization
     bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire
     uint64_t m_txEndAt{0};        //!< end of serialization of that frame, in time steps
     uint64_t m_txEndOrder{0};     //!< its reserved place if it has no event (ReserveOrder)

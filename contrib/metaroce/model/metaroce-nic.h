@@ -414,12 +414,12 @@ class MetaRoceNic : public Object
     metaroce::ConnectionConfig m_connectionConfig; //!< default connection Attributes
     double m_lineRateAttribute{0};                 //!< LineRate (0 = sum of port rates)
 
-    Ptr<Node> m_node;                                   //!< host node
-    uint32_t m_address{0};                              //!< IPv4 address
-    std::vector<PortState> m_ports;                     //!< ports by plane
-    std::unique_ptr<metaroce::Endpoint> m_endpoint;     //!< the engine
-    std::unique_ptr<Observer> m_observer;               //!< observer turning calls into traces
-    Ptr<UniformRandomVariable> m_seedStream;            //!< draws the engine seed
+    Ptr<Node> m_node;                               //!< host node
+    uint32_t m_address{0};                          //!< IPv4 address
+    std::vector<PortState> m_ports;                 //!< ports by plane
+    std::unique_ptr<metaroce::Endpoint> m_endpoint; //!< the engine
+    std::unique_ptr<Observer> m_observer;           //!< observer turning calls into traces
+    Ptr<UniformRandomVariable> m_seedStream;        //!< draws the engine seed
     // No NIC holds a frame in these across an input, so every NIC of a thread shares one pair
     // (1,024 NICs held 8.9 MB of private buffers). They only grow.
     std::vector<uint8_t>& m_txBuffer{Scratch(false)};   //!< frame under construction (shared)

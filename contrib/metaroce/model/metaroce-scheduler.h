@@ -73,9 +73,10 @@ MetaRocePrefetchBytes(const void* address, std::size_t bytes)
  * (1,024 x 16 ns by default) in a ring of buckets: an insert appends to its bucket, and a
  * bucket is sorted once, when it becomes the earliest non-empty one, and then popped from its
  * end; an event inserted into that bucket afterwards goes to its end if it runs first, else
- * to a small heap of late arrivals popped alongside it. Later events (timers) wait in a 4-ary heap in one array and move into the ring as it
- * slides. Nothing is allocated per event once the vectors have grown. BucketWidth 0 keeps all
- * events in the heap. The order is the same total order either way.
+ * to a small heap of late arrivals popped alongside it. Later events (timers) wait in a 4-ary heap
+ * in one array and move into the ring as it slides. Nothing is allocated per event once the vectors
+ * have grown. BucketWidth 0 keeps all events in the heap. The order is the same total order either
+ * way.
  *
  * Events of equal time (TieBreak attribute):
  *  - INSERTION (default): in the order they were scheduled (their ns-3 uid), exactly like
@@ -270,7 +271,7 @@ class MetaRoceScheduler : public Scheduler
     /// Events of the current bucket inserted after it was sorted and not before its earliest:
     /// a min-heap (LateBefore), so that such an insert moves no entries of the bucket.
     mutable std::vector<Entry> m_late;
-    mutable uint64_t m_nearCount{0};                   //!< events in the buckets
+    mutable uint64_t m_nearCount{0};   //!< events in the buckets
     mutable std::vector<Entry> m_heap; //!< 4-ary heap; root at 0, children of i at 4i+1..4i+4
     TieBreak m_tieBreak{INSERTION};    //!< TieBreak attribute
 };
