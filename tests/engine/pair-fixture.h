@@ -26,6 +26,16 @@ namespace metaroce
 namespace test
 {
 
+/// \return a RoCEv2 connection configuration with a short retransmission timer.
+inline ConnectionConfig
+RoceConfig()
+{
+    ConnectionConfig cfg;
+    cfg.transport = "rocev2";
+    cfg.rocev2.localAckTimeout = 7; // 524 us: keeps tail-loss recovery short in the harness
+    return cfg;
+}
+
 /// Two endpoints, one connection, registered source and destination buffers.
 class PairTest : public ::testing::Test
 {
