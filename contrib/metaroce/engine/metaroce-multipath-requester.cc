@@ -46,9 +46,10 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_timeLoss(conn.Config().lossDetection == "rack"),
       m_tailProbe(conn.Config().tailProbe == "tlp"),
       m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
-      m_adaptiveRto(conn.Config().rtoPolicy == "adaptive")
+      m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
+      m_perConnectionStart(conn.Config().initialWindow == "per-connection")
 {
-    if (m_cfg.initialWindow == "per-connection")
+    if (m_perConnectionStart)
     {
         m_initialPathWindow = std::max(
             m_cfg.minPathWindow,
@@ -244,7 +245,7 @@ bool
 MultipathRequester::ConnectionWindowOpen() const
 {
     double window = m_cfg.connectionWindow;
-    if (!m_anyAck && m_cfg.initialWindow == "per-connection")
+    if (!m_anyAck && m_perConnectionStart)
     {
         window = std::min(window, m_cfg.initialConnectionWindow); // the first flight
     }

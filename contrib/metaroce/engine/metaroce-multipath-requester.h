@@ -250,6 +250,7 @@ class MultipathRequester : public MultipathRole
     bool m_tailProbe{false};           //!< tailProbe "tlp"
     bool m_crossPathFailure{false};    //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};         //!< rtoPolicy "adaptive"
+    bool m_perConnectionStart{false};  //!< initialWindow "per-connection"
     Time m_minRtt{0};                  //!< smallest RTT sample of any path (0: none yet)
     Time m_lastSrtt{-1};               //!< smoothed RTT of the path sampled last (-1: none)
     Time m_tailProbeAt{TIME_INFINITE}; //!< when the tail probe goes
