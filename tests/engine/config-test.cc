@@ -236,6 +236,16 @@ TEST(ConnectionConfigTest, EveryFieldTakesPartInEquality)
     }
     {
         ConnectionConfig c;
+        c.ackPolicy += "x";
+        EXPECT_NE(c, base) << "ackPolicy";
+    }
+    {
+        ConnectionConfig c;
+        c.ackCoalescePackets += 1;
+        EXPECT_NE(c, base) << "ackCoalescePackets";
+    }
+    {
+        ConnectionConfig c;
         c.ackEveryPackets += 1;
         EXPECT_NE(c, base) << "ackEveryPackets";
     }

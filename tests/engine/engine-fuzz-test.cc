@@ -103,6 +103,7 @@ TEST_P(EngineFuzz, HostileDatagramsAreCountedAndDroppedAndTheConnectionSurvives)
                                MR_SEND,
                                MR_SEND_IMM,
                                MR_ACK,
+                               MR_ACK_COALESCED,
                                MR_NAK,
                                MR_PROBE,
                                MR_NOP,
@@ -173,7 +174,30 @@ TEST_P(EngineFuzz, HostileDatagramsAreCountedAndDroppedAndTheConnectionSurvives)
             pkt.mnh.pathId = uint8_t(r.Below(12));
             pkt.mnh.psn = uint32_t(r.Below(300));
             uint32_t payload = pkt.info->payload ? uint32_t(r.Below(4200)) : 0;
-            len = WriteDatagram(buf.data(), buf.size(), pkt, nullptr, payload);
+            std::vector<uint8_t> records;
+            if (pkt.bth.opcode == MR_ACK_COALESCED)
+            {
+                // Path records from the same hostile values, their count right or wrong.
+                uint32_t n = uint32_t(r.Below(6));
+                for (uint32_t k = 0; k < n; ++k)
+                {
+                    Mah m = pkt.mah;
+                    m.pathId = uint8_t(r.Below(12));
+                    m.sack[0] = r.Below(2) ? r.Next() : 0;
+                    records.resize(records.size() + AckRecord::Length(m));
+                    AckRecord::Write(records.data() + records.size() - AckRecord::Length(m),
+                                     m,
+                                     uint16_t(r.Next()));
+                }
+                pkt.mch.rateHint = uint32_t(r.Next());
+                pkt.mch.recordCount = uint8_t(r.Below(2) ? n : r.Below(256));
+                payload = uint32_t(records.size());
+            }
+            len = WriteDatagram(buf.data(),
+                                buf.size(),
+                                pkt,
+                                records.empty() ? nullptr : records.data(),
+                                payload);
             if (len == 0)
             {
                 continue;

@@ -82,6 +82,7 @@ TEST(PolicyNamesTest, RecoveryPoliciesAreCheckedByName)
         {PolicyKind::FAILURE_DETECTION, &ConnectionConfig::failureDetection},
         {PolicyKind::RTO_POLICY, &ConnectionConfig::rtoPolicy},
         {PolicyKind::INITIAL_WINDOW, &ConnectionConfig::initialWindow},
+        {PolicyKind::ACK_POLICY, &ConnectionConfig::ackPolicy},
     };
     for (const auto& [kind, field] : kinds)
     {

@@ -33,6 +33,7 @@ Classic()
     cfg.failureDetection = "rto";
     cfg.rtoPolicy = "fixed";
     cfg.initialWindow = "per-path";
+    cfg.ackPolicy = "per-path";
     return cfg;
 }
 
@@ -46,6 +47,7 @@ InRoundTrips()
     cfg.failureDetection = "cross-path";
     cfg.rtoPolicy = "adaptive";
     cfg.initialWindow = "per-connection";
+    cfg.ackPolicy = "coalesced";
     return cfg;
 }
 
@@ -103,16 +105,22 @@ TEST_F(RecoveryTest, RackFindsALostPacketFromLaterPacketsOnOtherPaths)
 TEST_F(RecoveryTest, TailProbeRecoversALostLastPacket)
 {
     // The newest packet is lost: nothing sent after it can reveal the loss.
-    ConnectionConfig cfg = Classic();
-    cfg.lossDetection = "rack";
-    double rackOnly = OnePacketPerPathLosing(cfg, 7);
-    EXPECT_EQ(CounterA(Counter::RTO), 1u);
-    cfg.tailProbe = "tlp";
-    double tlp = OnePacketPerPathLosing(cfg, 7);
-    EXPECT_EQ(CounterA(Counter::RTO), 0u);
-    EXPECT_EQ(CounterA(Counter::TAIL_PROBE), 1u);
-    EXPECT_LT(tlp, 25.0);
-    EXPECT_GT(rackOnly, 100.0);
+    for (const char* acks : {"per-path", "coalesced"})
+    {
+        SCOPED_TRACE(acks);
+        ConnectionConfig cfg = Classic();
+        cfg.ackPolicy = acks;
+        cfg.lossDetection = "rack";
+        double rackOnly = OnePacketPerPathLosing(cfg, 7);
+        EXPECT_EQ(CounterA(Counter::RTO), 1u);
+        cfg.tailProbe = "tlp";
+        double tlp = OnePacketPerPathLosing(cfg, 7);
+        EXPECT_EQ(CounterA(Counter::RTO), 0u);
+        EXPECT_EQ(CounterA(Counter::TAIL_PROBE), 1u);
+        // (a coalesced ACK holds the tail's ACK for up to ackDelay, 2 us)
+        EXPECT_LT(tlp, 27.0);
+        EXPECT_GT(rackOnly, 100.0);
+    }
 }
 
 TEST_F(RecoveryTest, LostTailProbeFallsBackToTheRto)

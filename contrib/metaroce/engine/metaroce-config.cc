@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 672;
+constexpr size_t CONNECTION_CONFIG_SIZE = 712;
 } // namespace
 
 bool
@@ -33,6 +33,7 @@ ConnectionConfig::Validate(std::string& why) const
         {PolicyKind::FAILURE_DETECTION, &failureDetection},
         {PolicyKind::RTO_POLICY, &rtoPolicy},
         {PolicyKind::INITIAL_WINDOW, &initialWindow},
+        {PolicyKind::ACK_POLICY, &ackPolicy},
     };
     for (const auto& [kind, name] : named)
     {
@@ -99,9 +100,11 @@ ConnectionConfig::Validate(std::string& why) const
         why = "need 0 < rtoMin <= rtoInitial <= rtoMax";
         return false;
     }
-    if (failureThreshold < 1 || reorderThreshold < 1 || ackEveryPackets < 1)
+    if (failureThreshold < 1 || reorderThreshold < 1 || ackEveryPackets < 1 ||
+        ackCoalescePackets < 1)
     {
-        why = "failureThreshold, reorderThreshold and ackEveryPackets must be at least 1";
+        why = "failureThreshold, reorderThreshold, ackEveryPackets and ackCoalescePackets must "
+              "be at least 1";
         return false;
     }
     if (probeInterval <= 0 || connectionTimeout <= 0 || ackDelay < 0 || rnrRetryDelay < 0)
@@ -189,6 +192,8 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     retryLimit,
                     rnrRetryDelay,
                     rnrRetryLimit,
+                    ackPolicy,
+                    ackCoalescePackets,
                     ackEveryPackets,
                     ackDelay) == std::tie(o.transport,
                                           o.mtu,
@@ -232,6 +237,8 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                           o.retryLimit,
                                           o.rnrRetryDelay,
                                           o.rnrRetryLimit,
+                                          o.ackPolicy,
+                                          o.ackCoalescePackets,
                                           o.ackEveryPackets,
                                           o.ackDelay) &&
            std::tie(a.localAckTimeout,

@@ -126,7 +126,14 @@ struct ConnectionConfig
     uint32_t rnrRetryLimit{7};            //!< RNR retries per message; 7 means unlimited (IB)
 
     // Acknowledgements
-    uint32_t ackEveryPackets{1};    //!< ACK after this many in-order packets on a path
+    /// "coalesced": one ACK per connection carries the state of every path that received
+    /// packets since the previous ACK (an ACK record each), sent after ackCoalescePackets
+    /// packets, at once on a gap, a CE mark, a duplicate, a completed message or a packet
+    /// whose sender asked for it (BTH AckReq: it has nothing more to send for now), else
+    /// after ackDelay. "per-path": one ACK per path after ackEveryPackets in-order packets.
+    std::string ackPolicy{"coalesced"};
+    uint32_t ackCoalescePackets{4}; //!< "coalesced": packets (any path) per ACK
+    uint32_t ackEveryPackets{1};    //!< "per-path": ACK after this many in-order packets
     Time ackDelay{MicroSeconds(2)}; //!< longest an ACK is held back for coalescing
 
     /**

@@ -83,6 +83,10 @@ MultipathConnection::HandlePacket(Time now, const DatagramMeta& meta, const Pars
         {
             m_requester.HandleAck(now, pkt.mah);
         }
+        else if (pkt.bth.opcode == MR_ACK_COALESCED)
+        {
+            m_requester.HandleCoalescedAck(now, pkt);
+        }
         else
         {
             m_requester.HandleNak(now, pkt.mnh);

@@ -47,7 +47,8 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_tailProbe(conn.Config().tailProbe == "tlp"),
       m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
       m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
-      m_perConnectionStart(conn.Config().initialWindow == "per-connection")
+      m_perConnectionStart(conn.Config().initialWindow == "per-connection"),
+      m_coalescedAcks(conn.Config().ackPolicy == "coalesced")
 {
     if (m_perConnectionStart)
     {
@@ -89,7 +90,9 @@ MultipathRequester::HeapBytes() const
         bytes += sizeof(m) + m.acked.capacity() * sizeof(uint64_t);
     }
     bytes += m_freeSlots.capacity() * sizeof(uint32_t) + m_resends.CapacityBytes() +
-             m_sendStreams.CapacityBytes() + m_rnrParked.capacity() * sizeof(Resend);
+             m_sendStreams.CapacityBytes() + m_rnrParked.capacity() * sizeof(Resend) +
+             m_ackRecords.capacity() * sizeof(AckRecord) +
+             m_ackProgress.capacity() * sizeof(AckProgress);
     return bytes;
 }
 
@@ -244,12 +247,47 @@ MultipathRequester::TotalInflight() const
 bool
 MultipathRequester::ConnectionWindowOpen() const
 {
+    return TotalInflight() < uint32_t(ConnectionWindow());
+}
+
+double
+MultipathRequester::ConnectionWindow() const
+{
     double window = m_cfg.connectionWindow;
     if (!m_anyAck && m_perConnectionStart)
     {
         window = std::min(window, m_cfg.initialConnectionWindow); // the first flight
     }
-    return TotalInflight() < uint32_t(window);
+    return window;
+}
+
+bool
+MultipathRequester::AckRequested(const PathState& path,
+                                 uint32_t slot,
+                                 uint32_t packetIndex,
+                                 bool resend) const
+{
+    // The responder holds ACKs for ackCoalescePackets packets; a packet after which this
+    // requester pauses must not wait for packets that will not come: it asks for the ACK
+    // (IB's AckReq). The requester pauses after a resend or NOP (loss repair wants feedback),
+    // the last packet of a message, the last packet it has, or when every window is full.
+    if (!m_coalescedAcks || slot == NONE || resend ||
+        packetIndex + 1 >= m_messages[slot].numPackets || (!HasNewData() && !HasResendReady()))
+    {
+        return true;
+    }
+    if (path.inflight + 1 < uint32_t(path.cwnd))
+    {
+        return false;
+    }
+    uint32_t total = 1;
+    bool room = false;
+    for (const PathState& p : m_paths)
+    {
+        total += p.inflight;
+        room = room || (&p != &path && p.Usable() && p.inflight < uint32_t(p.cwnd));
+    }
+    return !room || total >= uint32_t(ConnectionWindow());
 }
 
 int
@@ -416,7 +454,7 @@ MultipathRequester::TransmitPacket(Time now,
     const bool retransmission = resend != nullptr;
     ParsedPacket pkt;
     pkt.bth.destQp = RemoteQpn();
-    pkt.bth.ackReq = true;
+    pkt.bth.ackReq = AckRequested(path, slot, packetIndex, retransmission);
     pkt.bth.psn = psn;
     pkt.mdh.pathId = path.id;
     pkt.mdh.pathEpoch = path.epoch;
@@ -550,9 +588,10 @@ MultipathRequester::AckEntry(PathState& path,
     }
     // The latest send time of a delivered packet: evidence across paths. A retransmitted
     // packet acknowledged sooner than a minimum RTT after its last transmission was
-    // acknowledged for an earlier copy: its send time proves nothing.
+    // acknowledged for an earlier copy: its send time proves nothing. (An eighth of the
+    // minimum is tolerance: round trips differ by the size of the ACK that closes them.)
     if (e.sentTime > m_latestDeliveredSent &&
-        (!e.retransmitted || (m_minRtt > 0 && now - e.sentTime >= m_minRtt)))
+        (!e.retransmitted || (m_minRtt > 0 && now - e.sentTime >= m_minRtt - m_minRtt / 8)))
     {
         m_latestDeliveredSent = e.sentTime;
         m_newEvidence = true;
@@ -569,6 +608,83 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
         return;
     }
     Count(Counter::RX_ACK);
+    m_newEvidence = false;
+    AckProgress done;
+    if (!ApplyAck(now, ack, 0, done))
+    {
+        return;
+    }
+    FinishAck(now, done);
+    if (m_newEvidence)
+    {
+        PathSet acked;
+        acked.Insert(done.path->id);
+        DetectLossesElsewhere(now, acked);
+    }
+    if (m_tailProbe && done.newlyAcked > 0)
+    {
+        m_tailProbeOut = false;
+        ArmTailProbe(now);
+    }
+}
+
+void
+MultipathRequester::HandleCoalescedAck(Time now, const ParsedPacket& pkt)
+{
+    // The whole ACK is checked before any record is applied: a malformed one changes nothing.
+    m_ackRecords.resize(pkt.mch.recordCount);
+    size_t at = 0;
+    for (AckRecord& r : m_ackRecords)
+    {
+        size_t n = AckRecord::Read(pkt.payload + at, pkt.payloadLength - at, r);
+        if (n == 0 || r.mah.pathId >= m_paths.size())
+        {
+            Count(Counter::RX_INVALID);
+            return;
+        }
+        r.mah.rateHint = pkt.mch.rateHint;
+        at += n;
+    }
+    if (at != pkt.payloadLength || m_ackRecords.empty())
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    Count(Counter::RX_ACK);
+    // Every record first, then loss detection: a packet acknowledged by a later record of
+    // the same ACK is not declared lost on the evidence of an earlier one.
+    m_newEvidence = false;
+    m_ackProgress.clear();
+    for (const AckRecord& r : m_ackRecords)
+    {
+        AckProgress done;
+        if (ApplyAck(now, r.mah, NanoSeconds(int64_t(r.delay) * AckRecord::DELAY_UNIT_NS), done))
+        {
+            m_ackProgress.push_back(done);
+        }
+    }
+    PathSet acked;
+    uint32_t newlyAcked = 0;
+    for (const AckProgress& done : m_ackProgress)
+    {
+        FinishAck(now, done);
+        acked.Insert(done.path->id);
+        newlyAcked += done.newlyAcked;
+    }
+    if (m_newEvidence)
+    {
+        DetectLossesElsewhere(now, acked);
+    }
+    if (m_tailProbe && newlyAcked > 0)
+    {
+        m_tailProbeOut = false;
+        ArmTailProbe(now);
+    }
+}
+
+bool
+MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& done)
+{
     PathState& path = m_paths[ack.pathId];
     RateHintFollower::Change change = m_rateHint.OnAck(ack.rateHint);
     if (change != RateHintFollower::Change::NONE)
@@ -590,12 +706,12 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
             HandleRetiredAck(now, path, ack);
         }
         Count(Counter::RX_STALE_EPOCH);
-        return;
+        return false;
     }
     if (PsnDiff(ack.cumulativePsn, path.nextPsn) > 0)
     {
         Count(Counter::RX_INVALID); // acknowledges PSNs never sent
-        return;
+        return false;
     }
     if ((ack.flags & Mah::FLAG_DUPLICATE) && m_timeLoss &&
         (m_lastReorderGrowth < 0 || now - m_lastReorderGrowth >= std::max<Time>(FallbackRtt(), 0)))
@@ -634,11 +750,10 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
         {
             UpdateRtt(now, path, now - path.probeSentTime);
         }
-        return;
+        return false;
     }
     uint32_t newlyAcked = 0;
     Time rttSample = -1;
-    m_newEvidence = false;
     if (PsnDiff(ack.cumulativePsn, path.ackedPsn) > 0)
     {
         for (uint32_t psn = path.ackedPsn; psn != ack.cumulativePsn; psn = PsnAdd(psn, 1))
@@ -669,6 +784,13 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     if (rttSample >= 0)
     {
+        // A held ACK's sample loses the holding time if what remains is still at least the
+        // connection's minimum RTT (RFC 9002, 5.3, with the minimum over all paths, so that a
+        // path's first sample is corrected too).
+        if (held > 0 && rttSample - held >= std::max<Time>(m_minRtt, 1))
+        {
+            rttSample -= held;
+        }
         UpdateRtt(now, path, rttSample);
     }
     if (newlyAcked > 0)
@@ -686,13 +808,22 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
         path.ecnEchoes += ack.ceCount;
         Count(Counter::ECN_ECHO_RECEIVED);
     }
-    double before = path.cwnd;
+    done.path = &path;
+    done.newlyAcked = newlyAcked;
+    done.cwndBefore = path.cwnd;
     if (m_cc[path.id]->OnAck(path, ev, m_cfg))
     {
         Count(Counter::WINDOW_DECREASE);
     }
+    return true;
+}
+
+void
+MultipathRequester::FinishAck(Time now, const AckProgress& done)
+{
+    PathState& path = *done.path;
     DetectLosses(now, path);
-    if (path.cwnd != before)
+    if (path.cwnd != done.cwndBefore)
     {
         NotifyPath(now, PathEvent::WINDOW, path);
     }
@@ -704,23 +835,20 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
             ArmRto(path, now);
         }
     }
-    if (m_newEvidence)
+}
+
+void
+MultipathRequester::DetectLossesElsewhere(Time now, const PathSet& acked)
+{
+    // A later-sent packet arrived: overdue packets of the other paths are lost now.
+    for (PathState& other : m_paths)
     {
-        // A later-sent packet arrived: overdue packets of the other paths are lost now.
-        for (PathState& other : m_paths)
+        // (a path with packets out and no deadline sent them before any RTT was known)
+        bool unexamined = other.lossDeadline == TIME_INFINITE && other.inflight > 0;
+        if ((other.lossAwaitsEvidence || unexamined) && !acked.Contains(other.id) && other.Usable())
         {
-            // (a path with packets out and no deadline sent them before any RTT was known)
-            bool unexamined = other.lossDeadline == TIME_INFINITE && other.inflight > 0;
-            if ((other.lossAwaitsEvidence || unexamined) && &other != &path && other.Usable())
-            {
-                DetectLosses(now, other);
-            }
+            DetectLosses(now, other);
         }
-    }
-    if (m_tailProbe && newlyAcked > 0)
-    {
-        m_tailProbeOut = false;
-        ArmTailProbe(now);
     }
 }
 

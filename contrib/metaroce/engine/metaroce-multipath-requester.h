@@ -54,8 +54,10 @@ class MultipathRequester : public MultipathRole
 
     /// Post a send work request (keys already checked by the endpoint).
     PostStatus PostSend(Time now, const SendWr& wr);
-    /// Process an ACK.
+    /// Process an ACK of one path (MR_ACK).
     void HandleAck(Time now, const Mah& ack);
+    /// Process a coalesced ACK (MR_ACK_COALESCED): every record, then loss detection.
+    void HandleCoalescedAck(Time now, const ParsedPacket& pkt);
     /// Process a NAK.
     void HandleNak(Time now, const Mnh& nak);
 
@@ -194,6 +196,30 @@ class MultipathRequester : public MultipathRole
                   uint32_t triggerPsn,
                   uint32_t& newlyAcked,
                   Time& rttSample);
+
+    /// What one path's acknowledgement did, for the steps after every record is applied.
+    struct AckProgress
+    {
+        PathState* path{nullptr}; //!< the path acknowledged
+        uint32_t newlyAcked{0};   //!< packets newly acknowledged
+        double cwndBefore{0};     //!< its window before the ACK
+    };
+
+    /**
+     * Apply one path's acknowledgement (\p heldNs: how long the responder held it).
+     * \return false if nothing follows (invalid, stale, or a probe reply).
+     */
+    bool ApplyAck(Time now, const Mah& ack, Time held, AckProgress& done);
+    /// Loss detection, window event and RTO of the path \p done acknowledged.
+    void FinishAck(Time now, const AckProgress& done);
+    /// After evidence of later-sent packets, detect losses on the paths not in \p acked.
+    void DetectLossesElsewhere(Time now, const PathSet& acked);
+    /// \return true if the packet about to go out should carry AckReq ("coalesced" ACKs).
+    bool AckRequested(const PathState& path,
+                      uint32_t slot,
+                      uint32_t packetIndex,
+                      bool resend) const;
+    double ConnectionWindow() const;
     void CreditPacket(uint32_t slot, uint32_t generation, uint32_t packetIndex);
     void CompleteStreamHead(uint16_t streamId);
     // Timers, path health, RNR waits (metaroce-multipath-recovery.cc)
@@ -251,6 +277,9 @@ class MultipathRequester : public MultipathRole
     bool m_crossPathFailure{false};    //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};         //!< rtoPolicy "adaptive"
     bool m_perConnectionStart{false};  //!< initialWindow "per-connection"
+    bool m_coalescedAcks{false};       //!< ackPolicy "coalesced" (AckReq only when pausing)
+    std::vector<AckRecord> m_ackRecords;    //!< scratch: records of one coalesced ACK
+    std::vector<AckProgress> m_ackProgress; //!< scratch: what they acknowledged
     Time m_minRtt{0};                  //!< smallest RTT sample of any path (0: none yet)
     Time m_lastSrtt{-1};               //!< smoothed RTT of the path sampled last (-1: none)
     Time m_tailProbeAt{TIME_INFINITE}; //!< when the tail probe goes

@@ -64,7 +64,8 @@ LeadingOnes(const std::array<uint64_t, 4>& b)
 
 MultipathResponder::MultipathResponder(MultipathConnection& conn)
     : MultipathRole(conn),
-      m_recvPaths(conn.Config().numPaths)
+      m_recvPaths(conn.Config().numPaths),
+      m_coalesced(conn.Config().ackPolicy == "coalesced")
 {
 }
 
@@ -81,7 +82,7 @@ MultipathResponder::HeapBytes() const
         bytes += sizeof(m) + m.bits.capacity() * sizeof(uint64_t);
     }
     bytes += m_doneAbove.capacity() * sizeof(m_doneAbove[0]) + m_rejected.CapacityBytes() +
-             m_naks.CapacityBytes();
+             m_naks.CapacityBytes() + m_records.capacity();
     return bytes;
 }
 
@@ -98,6 +99,10 @@ MultipathResponder::GetStream(uint16_t id)
 bool
 MultipathResponder::PollTransmit(Time now, TxDatagram& out)
 {
+    if (m_ackDue)
+    {
+        return SendCoalescedAck(now, out);
+    }
     if (m_ackNow.Any())
     {
         uint8_t pid = uint8_t(m_ackNow.PopFirst());
@@ -120,6 +125,10 @@ MultipathResponder::PollTransmit(Time now, TxDatagram& out)
 Time
 MultipathResponder::NextDeadline() const
 {
+    if (m_coalesced)
+    {
+        return m_ackDeadline; // (no per-path deadline is armed)
+    }
     Time t = TIME_INFINITE;
     for (const RecvPath& rp : m_recvPaths)
     {
@@ -131,6 +140,11 @@ MultipathResponder::NextDeadline() const
 void
 MultipathResponder::HandleTimeout(Time now)
 {
+    if (m_ackDeadline <= now)
+    {
+        m_ackDue = true;
+        m_ackDeadline = TIME_INFINITE;
+    }
     for (size_t i = 0; i < m_recvPaths.size(); ++i)
     {
         if (m_recvPaths[i].ackDeadline <= now)
@@ -166,6 +180,9 @@ MultipathResponder::ClearAfterError()
 {
     m_naks.clear();
     m_ackNow.Clear();
+    m_ackPending.Clear();
+    m_ackDue = false;
+    m_ackDeadline = TIME_INFINITE;
     for (RecvPath& rp : m_recvPaths)
     {
         rp.ackDeadline = TIME_INFINITE;
@@ -291,10 +308,22 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
         rp.bits[(d - 1) / 64] |= uint64_t(1) << ((d - 1) % 64);
     }
     rp.triggerPsn = pkt.bth.psn;
+    rp.triggerAt = now;
     ++rp.unacked;
     m_ep.fairShare.NoteDataArrival(now, m_conn);
-    bool immediate =
-        d != 0 || hadGap || meta.ecn == Ecn::CE || duplicate || rp.unacked >= m_cfg.ackEveryPackets;
+    bool immediate = d != 0 || hadGap || meta.ecn == Ecn::CE || duplicate;
+    if (m_coalesced)
+    {
+        // One ACK per ackCoalescePackets packets of the connection, and at once when the
+        // sender asked (it has nothing more to send for now) or a message is complete.
+        immediate = immediate || ++m_unackedPackets >= m_cfg.ackCoalescePackets || pkt.bth.ackReq ||
+                    m_messageDone;
+        m_messageDone = false;
+    }
+    else
+    {
+        immediate = immediate || rp.unacked >= m_cfg.ackEveryPackets;
+    }
     ScheduleAck(now, pkt.mdh.pathId, immediate);
 }
 
@@ -322,6 +351,7 @@ MultipathResponder::MessageDone(uint16_t streamId, uint32_t messageSeq) const
 void
 MultipathResponder::MarkMessageDone(Stream& stream, uint16_t streamId, uint32_t messageSeq)
 {
+    m_messageDone = true;
     if (messageSeq != stream.doneBelow)
     {
         m_doneAbove.emplace_back(streamId, messageSeq);
@@ -578,6 +608,21 @@ void
 MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
 {
     RecvPath& rp = m_recvPaths[pathId];
+    if (m_coalesced)
+    {
+        m_ackPending.Insert(pathId);
+        m_ackSrcPort = rp.srcPort;
+        if (immediate || m_cfg.ackDelay == 0)
+        {
+            m_ackDue = true;
+            m_ackDeadline = TIME_INFINITE;
+        }
+        else if (m_ackDeadline == TIME_INFINITE)
+        {
+            m_ackDeadline = now + m_cfg.ackDelay;
+        }
+        return;
+    }
     if (immediate || m_cfg.ackDelay == 0)
     {
         m_ackNow.Insert(pathId);
@@ -589,28 +634,76 @@ MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
     }
 }
 
-bool
-MultipathResponder::SendAck(Time now, TxDatagram& out, uint8_t pathId)
+Mah
+MultipathResponder::TakeAckState(uint8_t pathId)
 {
     RecvPath& rp = m_recvPaths[pathId];
-    ParsedPacket pkt;
-    pkt.info = &LookupOpcode(MR_ACK);
-    pkt.bth.opcode = MR_ACK;
-    pkt.bth.destQp = RemoteQpn();
-    pkt.mah.pathId = pathId;
-    pkt.mah.pathEpoch = rp.epoch;
-    pkt.mah.flags = rp.flags;
-    pkt.mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
-    pkt.mah.cumulativePsn = rp.cumulativePsn;
-    pkt.mah.triggerPsn = rp.triggerPsn;
-    pkt.mah.rateHint = m_ep.fairShare.HintMbps(now);
-    pkt.mah.sack = rp.bits;
+    Mah mah;
+    mah.pathId = pathId;
+    mah.pathEpoch = rp.epoch;
+    mah.flags = rp.flags;
+    mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
+    mah.cumulativePsn = rp.cumulativePsn;
+    mah.triggerPsn = rp.triggerPsn;
+    mah.sack = rp.bits;
     rp.unacked = 0;
     rp.ceCount = 0;
     rp.flags = 0;
     rp.ackDeadline = TIME_INFINITE;
+    return mah;
+}
+
+bool
+MultipathResponder::SendAck(Time now, TxDatagram& out, uint8_t pathId)
+{
+    ParsedPacket pkt;
+    pkt.info = &LookupOpcode(MR_ACK);
+    pkt.bth.opcode = MR_ACK;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.mah = TakeAckState(pathId);
+    pkt.mah.rateHint = m_ep.fairShare.HintMbps(now);
     Count(Counter::TX_ACK);
-    return EmitDatagram(out, pkt, nullptr, 0, Ecn::NOT_ECT, rp.srcPort);
+    return EmitDatagram(out, pkt, nullptr, 0, Ecn::NOT_ECT, m_recvPaths[pathId].srcPort);
+}
+
+bool
+MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
+{
+    // As many records as fit in one MTU of payload (and in RecordCount); the rest go in the
+    // next ACK, which stays due.
+    const size_t cap = std::min<size_t>(m_cfg.mtu, 255 * (AckRecord::SIZE + Mah::SACK_BYTES));
+    m_records.resize(cap);
+    size_t len = 0;
+    uint32_t count = 0;
+    while (m_ackPending.Any() && count < 255)
+    {
+        uint32_t pid = m_ackPending.First();
+        const RecvPath& rp = m_recvPaths[pid];
+        bool sack = (rp.bits[0] | rp.bits[1] | rp.bits[2] | rp.bits[3]) != 0;
+        if (len + AckRecord::SIZE + (sack ? Mah::SACK_BYTES : 0) > cap)
+        {
+            break;
+        }
+        m_ackPending.PopFirst();
+        int64_t held = (now - rp.triggerAt) / AckRecord::DELAY_UNIT_NS;
+        uint16_t delay = uint16_t(std::clamp<int64_t>(held, 0, AckRecord::DELAY_MAX));
+        len += AckRecord::Write(m_records.data() + len, TakeAckState(uint8_t(pid)), delay);
+        ++count;
+    }
+    m_ackDue = m_ackPending.Any();
+    if (!m_ackDue)
+    {
+        m_unackedPackets = 0;
+        m_ackDeadline = TIME_INFINITE;
+    }
+    ParsedPacket pkt;
+    pkt.info = &LookupOpcode(MR_ACK_COALESCED);
+    pkt.bth.opcode = MR_ACK_COALESCED;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.mch.rateHint = m_ep.fairShare.HintMbps(now);
+    pkt.mch.recordCount = uint8_t(count);
+    Count(Counter::TX_ACK);
+    return EmitDatagram(out, pkt, m_records.data(), uint32_t(len), Ecn::NOT_ECT, m_ackSrcPort);
 }
 
 } // namespace metaroce

@@ -42,7 +42,7 @@ class MultipathResponder : public MultipathRole
     /// \return true if an ACK or NAK is due.
     bool WantsToSend() const
     {
-        return m_ackNow.Any() || !m_naks.empty();
+        return m_ackNow.Any() || m_ackDue || !m_naks.empty();
     }
 
     /// Send the next due ACK, else the next NAK. \return false if none.
@@ -114,7 +114,8 @@ class MultipathResponder : public MultipathRole
         uint32_t triggerPsn{0};          //!< PSN of the latest arrival
         uint8_t flags{0};                //!< Mah flags for the next ACK
         uint16_t srcPort{0};             //!< requester's source port (ACKs go back on it)
-        Time ackDeadline{TIME_INFINITE}; //!< delayed ACK deadline
+        Time ackDeadline{TIME_INFINITE}; //!< delayed ACK deadline ("per-path")
+        Time triggerAt{0};               //!< arrival of triggerPsn ("coalesced": AckDelay)
     };
 
     Stream& GetStream(uint16_t id);
@@ -133,7 +134,11 @@ class MultipathResponder : public MultipathRole
                      uint32_t seq,
                      uint8_t syndrome);
     void QueueNak(const ParsedPacket& pkt, uint8_t syndrome);
+    /// The path's state for an ACK (rate hint left out); resets what the ACK reports.
+    Mah TakeAckState(uint8_t pathId);
     bool SendAck(Time now, TxDatagram& out, uint8_t pathId);
+    /// Send one coalesced ACK with the records of the paths in m_ackPending (as many as fit).
+    bool SendCoalescedAck(Time now, TxDatagram& out);
     void ScheduleAck(Time now, uint8_t pathId, bool immediate);
 
     std::vector<RecvPath> m_recvPaths;                      //!< per-path receive state
@@ -143,6 +148,15 @@ class MultipathResponder : public MultipathRole
     RingQueue<Rejected> m_rejected;                         //!< messages rejected for good
     RingQueue<Mnh> m_naks;                                  //!< NAKs to send
     PathSet m_ackNow;                                       //!< paths with an ACK due now
+    // ackPolicy "coalesced": one ACK for the connection, with a record per pending path.
+    const bool m_coalesced;            //!< ackPolicy "coalesced"
+    bool m_ackDue{false};              //!< a coalesced ACK is due now
+    bool m_messageDone{false};         //!< the packet being handled completed a message
+    uint32_t m_unackedPackets{0};      //!< data packets since the last coalesced ACK
+    uint16_t m_ackSrcPort{0};          //!< source port of the newest arrival (ACK goes back on it)
+    Time m_ackDeadline{TIME_INFINITE}; //!< delayed coalesced ACK deadline
+    PathSet m_ackPending;              //!< paths with state the next coalesced ACK reports
+    std::vector<uint8_t> m_records;    //!< scratch: the records of one coalesced ACK
 };
 
 } // namespace metaroce

@@ -50,13 +50,25 @@ class PathSet
         return (m_bits[0] | m_bits[1]) != 0;
     }
 
+    /// \return the smallest id (the set must not be empty).
+    uint32_t First() const
+    {
+        uint32_t w = m_bits[0] != 0 ? 0 : 1;
+        return w * 64 + uint32_t(__builtin_ctzll(m_bits[w]));
+    }
+
     /// Remove and return the smallest id (the set must not be empty).
     uint32_t PopFirst()
     {
-        uint32_t w = m_bits[0] != 0 ? 0 : 1;
-        uint32_t id = w * 64 + uint32_t(__builtin_ctzll(m_bits[w]));
-        m_bits[w] &= m_bits[w] - 1;
+        uint32_t id = First();
+        m_bits[id >> 6] &= m_bits[id >> 6] - 1;
         return id;
+    }
+
+    /// \return true if path \p id is in the set.
+    bool Contains(uint32_t id) const
+    {
+        return (m_bits[id >> 6] >> (id & 63)) & 1;
     }
 
     /// Empty the set.

@@ -36,6 +36,8 @@ PolicyField(PolicyKind kind)
         return "initialWindow";
     case PolicyKind::ROCE_RATE_CONTROL:
         return "rocev2.dcqcn";
+    case PolicyKind::ACK_POLICY:
+        return "ackPolicy";
     }
     return "?";
 }
@@ -53,6 +55,7 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> rtos{"adaptive", "fixed"};
     static const std::vector<std::string> initialWindows{"per-connection", "per-path"};
     static const std::vector<std::string> rateControls{"dcqcn", "none"};
+    static const std::vector<std::string> ackPolicies{"coalesced", "per-path"};
     switch (kind)
     {
     case PolicyKind::TRANSPORT:
@@ -75,6 +78,8 @@ PolicyNames(PolicyKind kind)
         return initialWindows;
     case PolicyKind::ROCE_RATE_CONTROL:
         return rateControls;
+    case PolicyKind::ACK_POLICY:
+        return ackPolicies;
     }
     return transports;
 }

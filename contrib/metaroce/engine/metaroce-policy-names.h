@@ -35,6 +35,7 @@ enum class PolicyKind : uint8_t
     RTO_POLICY,         //!< ConnectionConfig::rtoPolicy
     INITIAL_WINDOW,     //!< ConnectionConfig::initialWindow
     ROCE_RATE_CONTROL,  //!< ConnectionConfig::rocev2.dcqcn: "dcqcn" if true, else "none"
+    ACK_POLICY,         //!< ConnectionConfig::ackPolicy
 };
 
 /// \return the ConnectionConfig field that \p kind names ("congestionControl", ...).

@@ -168,6 +168,74 @@ Mah::Write(uint8_t* p) const
     }
 }
 
+Mch
+Mch::Read(const uint8_t* p)
+{
+    Mch h;
+    h.rateHint = ReadU32(p + RATE_HINT);
+    h.recordCount = p[RECORD_COUNT];
+    return h;
+}
+
+void
+Mch::Write(uint8_t* p) const
+{
+    WriteU32(p + RATE_HINT, rateHint);
+    p[RECORD_COUNT] = recordCount;
+    std::memset(p + RECORD_COUNT + 1, 0, SIZE - RECORD_COUNT - 1);
+}
+
+size_t
+AckRecord::Length(const Mah& mah)
+{
+    bool sack = (mah.sack[0] | mah.sack[1] | mah.sack[2] | mah.sack[3]) != 0;
+    return SIZE + (sack ? Mah::SACK_BYTES : 0);
+}
+
+size_t
+AckRecord::Write(uint8_t* p, const Mah& mah, uint16_t delay)
+{
+    // The record is the MAH's first 12 bytes (same layout), then AckDelay, then the bitmap.
+    uint8_t head[Mah::SIZE];
+    Mah m = mah;
+    bool sack = Length(mah) > SIZE;
+    m.flags = uint8_t((m.flags & ~FLAG_SACK) | (sack ? FLAG_SACK : 0));
+    m.Write(head);
+    std::memcpy(p, head, Mah::RATE_HINT);
+    WriteU16(p + ACK_DELAY, delay);
+    WriteU16(p + ACK_DELAY + 2, 0);
+    if (sack)
+    {
+        std::memcpy(p + SIZE, head + Mah::SACK, Mah::SACK_BYTES);
+    }
+    return SIZE + (sack ? Mah::SACK_BYTES : 0);
+}
+
+size_t
+AckRecord::Read(const uint8_t* p, size_t len, AckRecord& out)
+{
+    if (len < SIZE)
+    {
+        return 0;
+    }
+    bool sack = (p[Mah::FLAGS] & FLAG_SACK) != 0;
+    size_t total = SIZE + (sack ? Mah::SACK_BYTES : 0);
+    if (len < total)
+    {
+        return 0;
+    }
+    uint8_t head[Mah::SIZE] = {};
+    std::memcpy(head, p, Mah::RATE_HINT);
+    if (sack)
+    {
+        std::memcpy(head + Mah::SACK, p + SIZE, Mah::SACK_BYTES);
+    }
+    out.mah = Mah::Read(head);
+    out.mah.flags &= uint8_t(~FLAG_SACK);
+    out.delay = ReadU16(p + ACK_DELAY);
+    return total;
+}
+
 Mnh
 Mnh::Read(const uint8_t* p)
 {
@@ -304,6 +372,16 @@ struct OpcodeTable
             true,
             true);
         Row(MR_ACK, "MR_ACK", T::METAROCE, K::ACK, P::NONE, HDR_MAH, false, false, false, false);
+        Row(MR_ACK_COALESCED,
+            "MR_ACK_COALESCED",
+            T::METAROCE,
+            K::ACK,
+            P::NONE,
+            HDR_MCH,
+            true,
+            false,
+            false,
+            false);
         Row(MR_NAK, "MR_NAK", T::METAROCE, K::ACK, P::NONE, HDR_MNH, false, false, false, false);
         Row(MR_PROBE,
             "MR_PROBE",
@@ -479,6 +557,7 @@ constexpr struct
     {HDR_AETH, Aeth::SIZE},
     {HDR_ISH, Ish::SIZE},
     {HDR_MAH, Mah::SIZE},
+    {HDR_MCH, Mch::SIZE},
     {HDR_MNH, Mnh::SIZE},
     {HDR_CNP_PAD, CnpPad::SIZE},
 };
@@ -592,6 +671,11 @@ ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
         out.mah = Mah::Read(p);
         p += Mah::SIZE;
     }
+    if (info.headers & HDR_MCH)
+    {
+        out.mch = Mch::Read(p);
+        p += Mch::SIZE;
+    }
     if (info.headers & HDR_MNH)
     {
         out.mnh = Mnh::Read(p);
@@ -678,6 +762,11 @@ WriteDatagram(uint8_t* out,
     {
         pkt.mah.Write(p);
         p += Mah::SIZE;
+    }
+    if (info.headers & HDR_MCH)
+    {
+        pkt.mch.Write(p);
+        p += Mch::SIZE;
     }
     if (info.headers & HDR_MNH)
     {

@@ -307,6 +307,81 @@ struct Mah
 };
 
 /**
+ * MetaRoCE Coalesced ACK Header (8 bytes), on MR_ACK_COALESCED. One coalesced ACK carries
+ * the receive state of every path that received packets since the previous ACK, as a list of
+ * AckRecords in the payload, and the rate hint once. [M] our model: the public description
+ * says ACKs carry per-path state and a rate hint, not how many paths one ACK covers.
+ *
+ * \verbatim
+  0                   1                   2                   3
+  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ +---------------------------------------------------------------+
+ |            RateHint (Mb/s; 0xFFFFFFFF = no limit)             |
+ +---------------+-----------------------------------------------+
+ |  RecordCount  |                    Reserved                   |
+ +---------------+-----------------------------------------------+
+ \endverbatim
+ */
+struct Mch
+{
+    static constexpr size_t SIZE = 8;         //!< header length
+    static constexpr size_t RATE_HINT = 0;    //!< offset of RateHint
+    static constexpr size_t RECORD_COUNT = 4; //!< offset of RecordCount
+
+    uint32_t rateHint{0xFFFFFFFF}; //!< receiver's fair share for this sender, Mb/s
+    uint8_t recordCount{0};        //!< AckRecords in the payload
+
+    /// \return the header parsed from \p p.
+    static Mch Read(const uint8_t* p);
+    /// Write the header to \p p.
+    void Write(uint8_t* p) const;
+};
+
+/**
+ * One path's entry in the payload of a coalesced ACK (16 bytes, plus the 32-byte SACK bitmap
+ * of an MAH when FLAG_SACK is set): the first 12 bytes of an MAH, then how long the responder
+ * held the newest arrival before acknowledging it (AckDelay, in units of 8 ns, saturating),
+ * which the requester takes out of its RTT sample as QUIC does (RFC 9002, 5.3).
+ *
+ * \verbatim
+  0                   1                   2                   3
+  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ +---------------+---------------+---------------+---------------+
+ |    PathId     |   PathEpoch   |     Flags     |   CeCount     |
+ +---------------+---------------+---------------+---------------+
+ |   Reserved    |         CumulativePsn (next expected PSN)     |
+ +---------------+-----------------------------------------------+
+ |   Reserved    |      TriggerPsn (newest PSN on the path)      |
+ +---------------+---------------+-------------------------------+
+ |        AckDelay (8 ns)        |            Reserved           |
+ +-------------------------------+-------------------------------+
+ |     SACK bitmap as in the MAH (32 bytes), if Flags & 0x08     |
+ +---------------------------------------------------------------+
+ \endverbatim
+ */
+struct AckRecord
+{
+    static constexpr size_t SIZE = 16;            //!< record length without the bitmap
+    static constexpr size_t ACK_DELAY = 12;       //!< offset of AckDelay
+    static constexpr uint8_t FLAG_SACK = 0x08;    //!< the SACK bitmap follows
+    static constexpr int64_t DELAY_UNIT_NS = 8;   //!< AckDelay unit
+    static constexpr uint16_t DELAY_MAX = 0xFFFF; //!< AckDelay saturates here
+
+    Mah mah;           //!< the path's state (rateHint: from the Mch; sack: zero if absent)
+    uint16_t delay{0}; //!< AckDelay, units of DELAY_UNIT_NS
+
+    /// \return the bytes the record of \p mah takes on the wire.
+    static size_t Length(const Mah& mah);
+    /// Write the record of \p mah held for \p delay units to \p p. \return its length.
+    static size_t Write(uint8_t* p, const Mah& mah, uint16_t delay);
+    /**
+     * Read the record at \p p, of at most \p len bytes, into \p out.
+     * \return its length, or 0 if \p len is too short.
+     */
+    static size_t Read(const uint8_t* p, size_t len, AckRecord& out);
+};
+
+/**
  * MetaRoCE NAK Header (16 bytes): the responder rejected one packet. The packet is not
  * acknowledged on its path (it was not placed), so a lost NAK is repaired like a lost
  * packet: the sender resends and the responder NAKs again.
@@ -444,6 +519,7 @@ enum HeaderBit : uint32_t
     HDR_CNP_PAD = 1u << 7, //!< the 16 reserved bytes after the BTH of a RoCEv2 CNP
     HDR_IRH = 1u << 8,     //!< IRN request header (after RETH)
     HDR_ISH = 1u << 9,     //!< IRN SACK header (after AETH)
+    HDR_MCH = 1u << 10,    //!< MetaRoCE coalesced ACK header
 };
 
 /// Which transport an opcode belongs to.
@@ -498,6 +574,7 @@ enum MetaRoceOpcode : uint8_t
     MR_NAK = 0xC5,       //!< message-level NAK
     MR_PROBE = 0xC6,     //!< path probe
     MR_NOP = 0xC7,       //!< PSN filler: resends a PSN whose data is no longer needed
+    MR_ACK_COALESCED = 0xC8, //!< several paths' ACK records (Mch + AckRecords) and a rate hint
 };
 
 /// InfiniBand RC opcodes used by the RoCEv2 baseline.
@@ -577,6 +654,7 @@ struct ParsedPacket
     Mnh mnh;                         //!< valid if info->headers & HDR_MNH
     Irh irh;                         //!< valid if info->headers & HDR_IRH
     Ish ish;                         //!< valid if info->headers & HDR_ISH
+    Mch mch;                         //!< valid if info->headers & HDR_MCH
     const uint8_t* payload{nullptr}; //!< payload bytes (not copied)
     uint32_t payloadLength{0};       //!< payload length without pad
 };

@@ -392,6 +392,10 @@ MetaRoceNic::GetTypeId()
                                                               INITIAL_WINDOW_PER_PATH + 1,
                                                               cc.initialWindow,
                                                               METAROCE_CONN(initialWindow));
+    static const PolicyAttribute<AckPolicy> ackPolicy(PolicyKind::ACK_POLICY,
+                                                      ACK_POLICY_PER_PATH + 1,
+                                                      cc.ackPolicy,
+                                                      METAROCE_CONN(ackPolicy));
     static const PolicyAttribute<RoceRecovery> recovery(PolicyKind::ROCE_RECOVERY,
                                                         ROCE_RECOVERY_IRN + 1,
                                                         cc.rocev2.recovery,
@@ -661,8 +665,21 @@ MetaRoceNic::GetTypeId()
                           UintegerValue(cc.rnrRetryLimit),
                           MakeFieldAccessor<UintegerValue>(METAROCE_CONN(rnrRetryLimit)),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("AckPolicy",
+                          "MetaRoCE ACKs: \"coalesced\" (one ACK per connection with a record "
+                          "per path, after AckCoalescePackets packets or at once when due) or "
+                          "\"per-path\" (one ACK per path after AckEveryPackets packets).",
+                          ackPolicy.initialValue,
+                          ackPolicy.accessor,
+                          ackPolicy.checker)
+            .AddAttribute("AckCoalescePackets",
+                          "\"coalesced\": data packets of the connection (any path) per ACK.",
+                          UintegerValue(cc.ackCoalescePackets),
+                          MakeFieldAccessor<UintegerValue>(METAROCE_CONN(ackCoalescePackets)),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("AckEveryPackets",
-                          "MetaRoCE receiver ACKs after this many in-order packets per path.",
+                          "\"per-path\": the receiver ACKs after this many in-order packets "
+                          "per path.",
                           UintegerValue(cc.ackEveryPackets),
                           MakeFieldAccessor<UintegerValue>(METAROCE_CONN(ackEveryPackets)),
                           MakeUintegerChecker<uint32_t>(1))

@@ -175,6 +175,13 @@ class MetaRoceNic : public Object
         INITIAL_WINDOW_PER_PATH,       //!< "per-path"
     };
 
+    /// AckPolicy attribute (metaroce::PolicyKind::ACK_POLICY).
+    enum AckPolicy
+    {
+        ACK_POLICY_COALESCED, //!< "coalesced": one ACK per connection, a record per path
+        ACK_POLICY_PER_PATH,  //!< "per-path": one ACK per path
+    };
+
     /// RoceRecovery attribute (metaroce::PolicyKind::ROCE_RECOVERY).
     enum RoceRecovery
     {

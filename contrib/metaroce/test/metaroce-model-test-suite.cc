@@ -130,6 +130,7 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
             {"FailureDetection", PolicyKind::FAILURE_DETECTION, engine.failureDetection},
             {"RtoPolicy", PolicyKind::RTO_POLICY, engine.rtoPolicy},
             {"InitialWindow", PolicyKind::INITIAL_WINDOW, engine.initialWindow},
+            {"AckPolicy", PolicyKind::ACK_POLICY, engine.ackPolicy},
         };
         Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
         StringValue name;
@@ -192,6 +193,8 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
                 EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_CONNECTION),
                 "per-connection");
         byValue("InitialWindow", EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_PATH), "per-path");
+        byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_COALESCED), "coalesced");
+        byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_PER_PATH), "per-path");
         const metaroce::ConnectionConfig& cfg = nic->GetDefaultConnectionConfig();
         NS_TEST_ASSERT_MSG_EQ(cfg.transport, "rocev2", "Transport reaches the engine");
         NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "dctcp", "CongestionControl reaches it");
