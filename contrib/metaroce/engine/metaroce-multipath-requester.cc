@@ -271,23 +271,31 @@ MultipathRequester::AckRequested(const PathState& path,
     // requester pauses must not wait for packets that will not come: it asks for the ACK
     // (IB's AckReq). The requester pauses after a resend or NOP (loss repair wants feedback),
     // the last packet of a message, the last packet it has, or when every window is full.
+    // A window of fewer than 4 batches of ackCoalescePackets asks for every ACK: the held
+    // packets of a batch would be a large share of what the window lets out per round trip.
     if (!m_coalescedAcks || slot == NONE || resend ||
         packetIndex + 1 >= m_messages[slot].numPackets || (!HasNewData() && !HasResendReady()))
     {
         return true;
     }
-    if (path.inflight + 1 < uint32_t(path.cwnd))
-    {
-        return false;
-    }
     uint32_t total = 1;
+    double windows = 0;
     bool room = false;
     for (const PathState& p : m_paths)
     {
         total += p.inflight;
-        room = room || (&p != &path && p.Usable() && p.inflight < uint32_t(p.cwnd));
+        if (p.Usable())
+        {
+            windows += p.cwnd;
+            room = room || (&p != &path && p.inflight < uint32_t(p.cwnd));
+        }
     }
-    return !room || total >= uint32_t(ConnectionWindow());
+    if (windows < 4.0 * m_cfg.ackCoalescePackets)
+    {
+        return true;
+    }
+    bool pathFull = path.inflight + 1 >= uint32_t(path.cwnd);
+    return pathFull && (!room || total >= uint32_t(ConnectionWindow()));
 }
 
 int

@@ -611,7 +611,6 @@ MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
     if (m_coalesced)
     {
         m_ackPending.Insert(pathId);
-        m_ackSrcPort = rp.srcPort;
         if (immediate || m_cfg.ackDelay == 0)
         {
             m_ackDue = true;
@@ -675,6 +674,7 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
     m_records.resize(cap);
     size_t len = 0;
     uint32_t count = 0;
+    uint8_t paths[255];
     while (m_ackPending.Any() && count < 255)
     {
         uint32_t pid = m_ackPending.First();
@@ -688,7 +688,7 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
         int64_t held = (now - rp.triggerAt) / AckRecord::DELAY_UNIT_NS;
         uint16_t delay = uint16_t(std::clamp<int64_t>(held, 0, AckRecord::DELAY_MAX));
         len += AckRecord::Write(m_records.data() + len, TakeAckState(uint8_t(pid)), delay);
-        ++count;
+        paths[count++] = uint8_t(pid);
     }
     m_ackDue = m_ackPending.Any();
     if (!m_ackDue)
@@ -696,6 +696,13 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
         m_unackedPackets = 0;
         m_ackDeadline = TIME_INFINITE;
     }
+    if (count == 0)
+    {
+        return false; // (nothing pending: ScheduleAck is the only way in, so this is a guard)
+    }
+    // The ACK goes back as one of its paths' own ACK would (that path's source port; on a
+    // multiplane NIC, that path's plane), rotating over them so that ACKs spread like data.
+    const uint8_t ackPath = paths[m_acksSent++ % count];
     ParsedPacket pkt;
     pkt.info = &LookupOpcode(MR_ACK_COALESCED);
     pkt.bth.opcode = MR_ACK_COALESCED;
@@ -703,7 +710,17 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
     pkt.mch.rateHint = m_ep.fairShare.HintMbps(now);
     pkt.mch.recordCount = uint8_t(count);
     Count(Counter::TX_ACK);
-    return EmitDatagram(out, pkt, m_records.data(), uint32_t(len), Ecn::NOT_ECT, m_ackSrcPort);
+    if (!EmitDatagram(out,
+                      pkt,
+                      m_records.data(),
+                      uint32_t(len),
+                      Ecn::NOT_ECT,
+                      m_recvPaths[ackPath].srcPort))
+    {
+        return false;
+    }
+    out.pathId = ackPath;
+    return true;
 }
 
 } // namespace metaroce

@@ -153,7 +153,7 @@ class MultipathResponder : public MultipathRole
     bool m_ackDue{false};              //!< a coalesced ACK is due now
     bool m_messageDone{false};         //!< the packet being handled completed a message
     uint32_t m_unackedPackets{0};      //!< data packets since the last coalesced ACK
-    uint16_t m_ackSrcPort{0};          //!< source port of the newest arrival (ACK goes back on it)
+    uint32_t m_acksSent{0};            //!< coalesced ACKs sent (rotates the ACK's path)
     Time m_ackDeadline{TIME_INFINITE}; //!< delayed coalesced ACK deadline
     PathSet m_ackPending;              //!< paths with state the next coalesced ACK reports
     std::vector<uint8_t> m_records;    //!< scratch: the records of one coalesced ACK

@@ -58,7 +58,10 @@ RunIncast(const std::string& transport, bool pfc)
     MetaRoceStackHelper stack;
     stack.SetNicAttribute("Transport", StringValue(transport));
     std::vector<Ptr<MetaRoceNic>> nics = stack.Install(fabric);
-    MetaRoceStackHelper::AssignStreams(nics, 100);
+    // Every random variable gets a fixed stream, the switch's ECN marking too: an
+    // automatically numbered stream differs in the second run of the same process.
+    int64_t used = MetaRoceStackHelper::AssignStreams(nics, 100);
+    fabric->AssignStreams(100 + used);
     Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
     load->Setup(fabric, nics);
     load->SetStopWhenDone(true);
