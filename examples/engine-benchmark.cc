@@ -87,6 +87,7 @@ class Pair
             cfg.tailProbe = "none";
             cfg.failureDetection = "rto";
             cfg.rtoPolicy = "fixed";
+            cfg.ackPolicy = "per-path";
         }
         cfg.initialPathWindow = 16;
         cfg.initialWindow = "per-path";
