@@ -121,6 +121,50 @@ TEST_F(PairTest, CoalescedAckDoesNotHoldTheLastPacketOfAMessage)
     }
 }
 
+TEST_F(PairTest, HeldAckReportsHowLongItWasHeld)
+{
+    // A 2-packet WRITE whose second (AckReq) packet is lost: the first packet's ACK waits for
+    // ackDelay (2 us), and its record says so in AckDelay (8 ns units); the RTT sample then
+    // leaves the holding time out.
+    ConnectionConfig cfg = WithAcks("coalesced");
+    Build(cfg, 2 * 4096);
+    int dataSeen = 0;
+    for (int path = -1; path < 8; ++path)
+    {
+        m_net->Link(m_a, m_b, path).dropIf = [&dataSeen](const WireInfo& w) {
+            return w.opcode == MR_WRITE && dataSeen++ == 1;
+        };
+    }
+    std::vector<AckRecord> first;
+    for (int path = -1; path < 8; ++path)
+    {
+        m_net->Link(m_b, m_a, path).dropIf = [&first](const WireInfo& w) {
+            if (w.opcode == MR_ACK_COALESCED && first.empty())
+            {
+                size_t at = 0;
+                for (uint8_t k = 0; k < w.pkt->mch.recordCount; ++k)
+                {
+                    AckRecord r;
+                    at += AckRecord::Read(w.pkt->payload + at, w.pkt->payloadLength - at, r);
+                    first.push_back(r);
+                }
+            }
+            return false;
+        };
+    }
+    Write(1, 0, 2 * 4096);
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].mah.pathId, 0);
+    EXPECT_EQ(first[0].delay, MicroSeconds(2) / NanoSeconds(AckRecord::DELAY_UNIT_NS));
+    // The path's RTT sample is the unloaded round trip, not the round trip plus the 2 us.
+    const PathState& p0 = PathOf(0);
+    ASSERT_TRUE(p0.rtt.HasSample());
+    EXPECT_LT(p0.rtt.Min(), MicroSeconds(5));
+}
+
 TEST_F(PairTest, CoalescedAcksRecoverExactlyUnderLossReorderingAndDuplication)
 {
     ConnectionConfig cfg = WithAcks("coalesced");

@@ -685,7 +685,7 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
             break;
         }
         m_ackPending.PopFirst();
-        int64_t held = (now - rp.triggerAt) / AckRecord::DELAY_UNIT_NS;
+        int64_t held = (now - rp.triggerAt) / NanoSeconds(AckRecord::DELAY_UNIT_NS);
         uint16_t delay = uint16_t(std::clamp<int64_t>(held, 0, AckRecord::DELAY_MAX));
         len += AckRecord::Write(m_records.data() + len, TakeAckState(uint8_t(pid)), delay);
         paths[count++] = uint8_t(pid);
