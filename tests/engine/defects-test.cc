@@ -379,6 +379,9 @@ TEST_F(MultipathDefectTest, FailedPathProbesAreJitteredSoAFlappingPathComesBack)
     // phase: the path fails, and probes at a fixed 100 us period would all see it down.
     ConnectionConfig cfg;
     cfg.numPaths = 1;
+    // (The schedule is tuned to the RTO sequence of per-path ACKs: coalesced ACKs add their
+    // ackDelay to the RTO, and the retries then meet an up phase before the path fails.)
+    cfg.ackPolicy = "per-path";
     Build(cfg, 64 * 1024);
     for (Time t = 0; t < MilliSeconds(60); t += MicroSeconds(100))
     {

@@ -59,6 +59,12 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     // seeded from the endpoint seed, the QPN and the path, so that it neither draws from
     // the endpoint's PRNG nor changes any other random choice.
     Time rto = path.rtt.Rto();
+    if (m_coalescedAcks)
+    {
+        // The peer may hold an ACK for up to ackDelay, and the RTT samples leave holding
+        // out: the timer adds it back, as QUIC's PTO adds max_ack_delay (RFC 9002, 6.2.1).
+        rto += m_cfg.ackDelay;
+    }
     if (m_adaptiveRto && path.rtt.HasSample() && PacingRate() > 0)
     {
         // What the receiver knows: with N active senders its hint is its line rate / N, so

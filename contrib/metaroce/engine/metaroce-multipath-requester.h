@@ -268,27 +268,27 @@ class MultipathRequester : public MultipathRole
     std::vector<uint32_t> m_lostScratch; //!< reused by loss detection
     RateHintFollower m_rateHint;         //!< pacing rate from the receiver's hints
     Pacer m_pacer;                       //!< spaces data packets at that rate
-    Time m_progressTime{0};            //!< last acknowledged data or RNR NAK, or start of the work
-    uint32_t m_progressCount{0};       //!< bumped whenever data is acknowledged (retry budget)
-    double m_initialPathWindow;        //!< a path's window at start and when it comes back
-    bool m_anyAck{false};              //!< an ACK arrived ("per-connection" caps the first flight)
-    bool m_timeLoss{false};            //!< the loss detection sets deadlines ("rack")
-    bool m_tailProbe{false};           //!< tailProbe "tlp"
-    bool m_crossPathFailure{false};    //!< failureDetection "cross-path"
-    bool m_adaptiveRto{false};         //!< rtoPolicy "adaptive"
-    bool m_perConnectionStart{false};  //!< initialWindow "per-connection"
-    bool m_coalescedAcks{false};       //!< ackPolicy "coalesced" (AckReq only when pausing)
+    Time m_progressTime{0};           //!< last acknowledged data or RNR NAK, or start of the work
+    uint32_t m_progressCount{0};      //!< bumped whenever data is acknowledged (retry budget)
+    double m_initialPathWindow;       //!< a path's window at start and when it comes back
+    bool m_anyAck{false};             //!< an ACK arrived ("per-connection" caps the first flight)
+    bool m_timeLoss{false};           //!< the loss detection sets deadlines ("rack")
+    bool m_tailProbe{false};          //!< tailProbe "tlp"
+    bool m_crossPathFailure{false};   //!< failureDetection "cross-path"
+    bool m_adaptiveRto{false};        //!< rtoPolicy "adaptive"
+    bool m_perConnectionStart{false}; //!< initialWindow "per-connection"
+    bool m_coalescedAcks{false};      //!< ackPolicy "coalesced" (AckReq only when pausing)
     std::vector<AckRecord> m_ackRecords;    //!< scratch: records of one coalesced ACK
     std::vector<AckProgress> m_ackProgress; //!< scratch: what they acknowledged
-    Time m_minRtt{0};                  //!< smallest RTT sample of any path (0: none yet)
-    Time m_lastSrtt{-1};               //!< smoothed RTT of the path sampled last (-1: none)
-    Time m_tailProbeAt{TIME_INFINITE}; //!< when the tail probe goes
-    bool m_tailProbeOut{false};        //!< a tail probe is out, no progress since
-    bool m_newEvidence{false};         //!< the ACK being processed delivered a later-sent packet
-    Time m_latestDeliveredSent{-1};    //!< latest send time of any packet acknowledged
-    uint32_t m_reorderMultiplier{1};   //!< "rack" window multiplier (grown by duplicates)
-    uint32_t m_lossEpisodes{0};        //!< loss detections since the multiplier last grew
-    Time m_lastReorderGrowth{-1};      //!< when the multiplier last grew
+    Time m_minRtt{0};                       //!< smallest RTT sample of any path (0: none yet)
+    Time m_lastSrtt{-1};                    //!< smoothed RTT of the path sampled last (-1: none)
+    Time m_tailProbeAt{TIME_INFINITE};      //!< when the tail probe goes
+    bool m_tailProbeOut{false};             //!< a tail probe is out, no progress since
+    bool m_newEvidence{false};       //!< the ACK being processed delivered a later-sent packet
+    Time m_latestDeliveredSent{-1};  //!< latest send time of any packet acknowledged
+    uint32_t m_reorderMultiplier{1}; //!< "rack" window multiplier (grown by duplicates)
+    uint32_t m_lossEpisodes{0};      //!< loss detections since the multiplier last grew
+    Time m_lastReorderGrowth{-1};    //!< when the multiplier last grew
 };
 
 } // namespace metaroce

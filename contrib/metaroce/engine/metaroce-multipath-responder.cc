@@ -232,6 +232,7 @@ MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const Parsed
     Count(Counter::RX_PROBE);
     rp.srcPort = meta.srcPort; // the reply goes back on the probe's (new) source port
     rp.flags |= Mah::FLAG_PROBE_REPLY;
+    rp.triggerAt = now; // (a coalesced reply's AckDelay counts from the probe)
     ScheduleAck(now, pkt.mdh.pathId, true);
 }
 
