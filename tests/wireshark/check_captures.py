@@ -72,7 +72,7 @@ MR_OPCODES = {0xC0: "MR_WRITE", 0xC1: "MR_WRITE_IMM", 0xC2: "MR_SEND", 0xC3: "MR
 MR_DATA = {0xC0, 0xC1, 0xC2, 0xC3}
 MR_ACK, MR_NAK, MR_ACK_COALESCED = 0xC4, 0xC5, 0xC8
 BTH, MCH, ACK_RECORD, SACK_BYTES, ICRC = 12, 8, 16, 32, 4
-FLAG_SACK = 0x08  # ACK record: the SACK bitmap follows
+FLAG_PROBE_REPLY, FLAG_SACK = 0x02, 0x08  # ACK flags; SACK: the record's bitmap follows
 ACK_DELAY_UNIT_NS = 8
 
 # IRN mode of the RoCEv2 baseline: IRN_x = 0xE0 | RC_x (data), IRN_NACK = 0xF1.
@@ -343,8 +343,11 @@ def check_path_state(c, w, fields, prefix, s, bitmap_present=True):
     c.eq(f"{w} {prefix}.sack_count", num(fields, f"{prefix}.sack_count"), len(s["sack_psns"]))
 
 
-def check_cack(c, w, pkt, s, stats):
-    """An MR_ACK_COALESCED: the MCH and every ACK record against the sidecar."""
+def check_cack(c, w, pkt, s, stats, first_sent):
+    """An MR_ACK_COALESCED: the MCH and every ACK record against the sidecar. A record's
+    AckDelay (how long the responder held the arrival of its trigger PSN) is at most the time
+    since that PSN was first sent on its path and epoch (first_sent: (ip src, ip dst, path,
+    epoch, PSN) -> time_ns of the first MDH frame with them)."""
     c.eq(f"{w} ACK records (engine parser)", s["records_parse"], "OK")
     c.eq(f"{w} metaroce.cack.rate_hint_mbps", num(pkt, "metaroce.cack.rate_hint_mbps"),
          s["rate_hint"])
@@ -363,6 +366,19 @@ def check_cack(c, w, pkt, s, stats):
              r["ack_delay"])
         c.eq(f"{rw} metaroce.cack.ack_delay_ns", num(fields, "metaroce.cack.ack_delay_ns"),
              r["ack_delay"] * ACK_DELAY_UNIT_NS)
+        sent = first_sent.get((s["ip_dst"], s["ip_src"], r["path_id"], r["path_epoch"],
+                               r["trigger_psn"]))
+        c.true(sent is not None, f"{rw}: trigger PSN {r['trigger_psn']} of path {r['path_id']} "
+               f"epoch {r['path_epoch']} was never sent")
+        if r["ack_flags"] & FLAG_PROBE_REPLY:
+            # The engine measures a probe reply's AckDelay from the path's reset (its
+            # triggerAt is not set by the probe), so it is not bounded here; counted.
+            stats["probe_reply_delay_unchecked"] = stats.get("probe_reply_delay_unchecked", 0) + 1
+        elif sent is not None:
+            c.true(r["ack_delay"] * ACK_DELAY_UNIT_NS <= s["time_ns"] - sent,
+                   f"{rw}: AckDelay {r['ack_delay'] * ACK_DELAY_UNIT_NS} ns, but its trigger PSN "
+                   f"was first sent {s['time_ns'] - sent} ns before the ACK")
+            stats["ack_delay_bounded"] += 1
         stats["record_sack"] += has_sack
         stats["record_no_sack"] += not has_sack
         stats["sacked"] += bool(r["sack_psns"])
@@ -384,7 +400,9 @@ def check_metaroce_capture(c, args, ts, stem):
     stats = {"retransmissions": 0, "sacked": 0, "ece": 0, "probe_reply": 0, "padded": 0,
              "dropped": 0}
     if stem == "metaroce":
-        stats.update({"multi_record": 0, "record_sack": 0, "record_no_sack": 0, "ack_delay": 0})
+        stats.update({"multi_record": 0, "record_sack": 0, "record_no_sack": 0, "ack_delay": 0,
+                      "ack_delay_bounded": 0})
+    first_sent = {}  # (ip src, ip dst, path, epoch, PSN) -> time_ns of the first MDH frame
     for i, (pkt, s, fr) in enumerate(zip(pkts, side, frames), start=1):
         w = f"{stem} frame {i}"
         check_clean(c, i, pkt)
@@ -426,8 +444,11 @@ def check_metaroce_capture(c, args, ts, stem):
             stats["sacked"] += bool(s["sack_psns"])
             stats["ece"] += s["ack_flags"] & 1
             stats["probe_reply"] += (s["ack_flags"] >> 1) & 1
+        if "stream" in s:
+            first_sent.setdefault((s["ip_src"], s["ip_dst"], s["path_id"], s["path_epoch"],
+                                   s["psn"]), s["time_ns"])
         if op == MR_ACK_COALESCED:
-            check_cack(c, w, pkt, s, stats)
+            check_cack(c, w, pkt, s, stats, first_sent)
         else:
             c.true("metaroce.cack" not in pkt, f"{w}: coalesced ACK fields on {s['opcode_name']}")
         if op == MR_NAK:
