@@ -8,13 +8,13 @@
  * \file
  * Capture generator for the Wireshark dissector (tools/wireshark/metaroce.lua) and its tests.
  *
- * Runs a short MetaRoCE transfer and two short RoCEv2 transfers (go-back-N, and IRN selective
- * repeat) between two endpoints on the fake-clock engine testbed, with targeted and random
- * loss, ECN marking, a receive that is posted late (RNR NAKs) and, for MetaRoCE, a path that
- * is black-holed for a while (path failure, probes). Every datagram an endpoint transmits is
- * captured at the sender's NIC, before the link's faults act on it, encapsulated with
- * metaroce::EncapsulateFrame() and written to a pcap file (DLT_EN10MB, nanosecond
- * timestamps). A JSON sidecar lists, per frame, what the engine sent as the engine's own
+ * Runs two short MetaRoCE transfers (coalesced ACKs, the default, and per-path ACKs) and two
+ * short RoCEv2 transfers (go-back-N, and IRN selective repeat) between two endpoints on the
+ * fake-clock engine testbed, with targeted and random loss, ECN marking, a receive that is posted
+ * late (RNR NAKs) and, for MetaRoCE, a path that is black-holed for a while (path failure, probes).
+ * Every datagram an endpoint transmits is captured at the sender's NIC, before the link's faults
+ * act on it, encapsulated with metaroce::EncapsulateFrame() and written to a pcap file (DLT_EN10MB,
+ * nanosecond timestamps). A JSON sidecar lists, per frame, what the engine sent as the engine's own
  * parser (metaroce::ParseDatagram) reads it, so tests can compare Wireshark's view with the
  * engine's.
  *
@@ -23,7 +23,8 @@
  * datagram); a larger value creates unused connections first.
  *
  * Output, in --out=DIR (default "."):
- *   metaroce.pcap, metaroce.json   the MetaRoCE run
+ *   metaroce.pcap, metaroce.json   the MetaRoCE run (ackPolicy "coalesced": MR_ACK_COALESCED)
+ *   metaroce-per-path.{pcap,json}  the same with ackPolicy "per-path" (one MR_ACK per path)
  *   rocev2.pcap,   rocev2.json     the RoCEv2 baseline run (go-back-N)
  *   irn.pcap,      irn.json        the RoCEv2 baseline with rocev2.recovery = "irn" (IRN_*
  *                                  opcodes with IRH, IRN NACKs with ISH, selective repeats)
@@ -153,6 +154,78 @@ IpString(uint32_t ip)
                   (ip >> 8) & 0xff,
                   ip & 0xff);
     return s;
+}
+
+/**
+ * \return the JSON keys of one path's receive state (an MAH, or an ACK record of a coalesced
+ * ACK): path, epoch, \p flags (as on the wire), CE count, PSNs and the SACKed PSNs, each
+ * after a ", ".
+ */
+std::string
+PathStateJson(const Mah& m, uint8_t flags)
+{
+    char b[256];
+    std::snprintf(b,
+                  sizeof(b),
+                  ", \"path_id\": %u, \"path_epoch\": %u, \"ack_flags\": %u, \"ce_count\": %u, "
+                  "\"cum_psn\": %u, \"trigger_psn\": %u, \"sack_psns\": [",
+                  m.pathId,
+                  m.pathEpoch,
+                  flags,
+                  m.ceCount,
+                  m.cumulativePsn,
+                  m.triggerPsn);
+    std::string s = b;
+    const char* sep = "";
+    for (uint32_t i = 0; i < SACK_BITS; ++i)
+    {
+        if (m.SackBit(i))
+        {
+            std::snprintf(b, sizeof(b), "%s%u", sep, PsnAdd(m.cumulativePsn, 1 + i));
+            s += b;
+            sep = ", ";
+        }
+    }
+    return s + "]";
+}
+
+/**
+ * \return the JSON keys "records" (the ACK records of coalesced ACK \p p as the engine's
+ * AckRecord::Read() reads them from the payload, each with its AckDelay and its flags as on
+ * the wire, FLAG_SACK included) and "records_parse": "OK" if the payload is exactly
+ * RecordCount records, else what is wrong.
+ */
+std::string
+RecordsJson(const ParsedPacket& p)
+{
+    std::string s = ", \"records\": [";
+    size_t off = 0;
+    uint32_t n = 0;
+    while (off < p.payloadLength)
+    {
+        AckRecord r;
+        size_t used = AckRecord::Read(p.payload + off, p.payloadLength - off, r);
+        if (used == 0)
+        {
+            break;
+        }
+        uint8_t wireFlags =
+            uint8_t(r.mah.flags | (used > AckRecord::SIZE ? AckRecord::FLAG_SACK : 0));
+        s += std::string(n == 0 ? "" : ", ") + "{\"ack_delay\": " + std::to_string(r.delay) +
+             PathStateJson(r.mah, wireFlags) + "}";
+        off += used;
+        ++n;
+    }
+    std::string status = "OK";
+    if (off != p.payloadLength)
+    {
+        status = std::to_string(p.payloadLength - off) + " bytes after the last record";
+    }
+    else if (n != p.mch.recordCount)
+    {
+        status = std::to_string(n) + " records, RecordCount " + std::to_string(p.mch.recordCount);
+    }
+    return s + "], \"records_parse\": \"" + status + "\"";
 }
 
 /// Writes the pcap and the JSON sidecar of one run from the testbed's transmit tap.
@@ -298,29 +371,14 @@ class CaptureSink
             }
             if (h & HDR_MAH)
             {
-                add("path_id", p.mah.pathId);
-                add("path_epoch", p.mah.pathEpoch);
-                add("ack_flags", p.mah.flags);
-                add("ce_count", p.mah.ceCount);
-                add("cum_psn", p.mah.cumulativePsn);
-                add("trigger_psn", p.mah.triggerPsn);
+                s += PathStateJson(p.mah, p.mah.flags);
                 add("rate_hint", p.mah.rateHint);
-                s += ", \"sack_psns\": [";
-                bool first = true;
-                for (uint32_t i = 0; i < SACK_BITS; ++i)
-                {
-                    if (p.mah.SackBit(i))
-                    {
-                        std::snprintf(b,
-                                      sizeof(b),
-                                      "%s%u",
-                                      first ? "" : ", ",
-                                      PsnAdd(p.mah.cumulativePsn, 1 + i));
-                        s += b;
-                        first = false;
-                    }
-                }
-                s += "]";
+            }
+            if (h & HDR_MCH)
+            {
+                add("rate_hint", p.mch.rateHint);
+                add("record_count", p.mch.recordCount);
+                s += RecordsJson(p);
             }
             if (h & HDR_MNH)
             {
@@ -499,11 +557,19 @@ FinishRun(EngineNetwork& n,
            r.completionsB == expectB;
 }
 
+/**
+ * The MetaRoCE run with ACK policy \p ackPolicy: "coalesced" (the default; metaroce.pcap:
+ * MR_ACK_COALESCED with a record per path) or "per-path" (metaroce-per-path.pcap: MR_ACK).
+ */
 RunResult
-RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+RunMetaRoceMode(const std::string& dir,
+                uint64_t seed,
+                uint32_t firstQpn,
+                const std::string& ackPolicy)
 {
     RunResult r;
-    CaptureSink sink(dir + "/metaroce", "metaroce");
+    const std::string stem = ackPolicy == "per-path" ? "metaroce-per-path" : "metaroce";
+    CaptureSink sink(dir + "/" + stem, "metaroce");
     NetworkConfig net;
     net.seed = seed;
     EngineNetwork n(net);
@@ -515,6 +581,7 @@ RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
     cfg.numPaths = 4;
     cfg.sourcePortBase = 49152;
     cfg.initialPathWindow = 4;
+    cfg.ackPolicy = ackPolicy;
     SkipQpns(n, a, b, cfg, firstQpn);
     auto [qa, qb] = n.Connect(a, b, cfg);
     n.onTransmit = [&sink](Time t, uint32_t s, const TxDatagram& tx, bool d) {
@@ -620,6 +687,18 @@ RunRoceV2Mode(const std::string& dir, uint64_t seed, uint32_t firstQpn, bool irn
 }
 
 RunResult
+RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    return RunMetaRoceMode(dir, seed, firstQpn, "coalesced");
+}
+
+RunResult
+RunMetaRocePerPath(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    return RunMetaRoceMode(dir, seed, firstQpn, "per-path");
+}
+
+RunResult
 RunRoceV2(const std::string& dir, uint64_t seed, uint32_t firstQpn)
 {
     return RunRoceV2Mode(dir, seed, firstQpn, false);
@@ -659,8 +738,9 @@ main(int argc, char** argv)
         {
             std::fprintf(stderr,
                          "usage: %s [--out=DIR] [--seed=N] [--first-qpn=N (2-64, default 2)]\n"
-                         "writes DIR/metaroce.pcap, DIR/metaroce.json, DIR/rocev2.pcap, "
-                         "DIR/rocev2.json, DIR/irn.pcap and DIR/irn.json\n",
+                         "writes DIR/metaroce.pcap, DIR/metaroce.json, "
+                         "DIR/metaroce-per-path.pcap, DIR/metaroce-per-path.json, "
+                         "DIR/rocev2.pcap, DIR/rocev2.json, DIR/irn.pcap and DIR/irn.json\n",
                          argv[0]);
             return arg == "--help" ? 0 : 2;
         }
@@ -673,11 +753,12 @@ main(int argc, char** argv)
     }
     bool ok = true;
     for (auto run : {std::make_pair("metaroce", &RunMetaRoce),
+                     std::make_pair("metaroce-per-path", &RunMetaRocePerPath),
                      std::make_pair("rocev2", &RunRoceV2),
                      std::make_pair("irn", &RunIrn)})
     {
         RunResult r = run.second(out, seed, firstQpn);
-        std::printf("%-8s %4" PRIu64 " frames (%" PRIu64 " dropped by faults), %" PRIu64
+        std::printf("%-17s %4" PRIu64 " frames (%" PRIu64 " dropped by faults), %" PRIu64
                     " + %" PRIu64 " completions, %" PRIu64 " failed: %s/%s.pcap%s\n",
                     run.first,
                     r.frames,

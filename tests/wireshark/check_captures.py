@@ -6,9 +6,10 @@
 One script, several checks (--check):
 
   generate        run metaroce-wireshark-capture; check the pcap headers
-  metaroce        tshark + tools/wireshark/metaroce.lua over metaroce.pcap: every frame decodes
-                  as MetaRoCE, no malformed packets or expert errors, every field equals the
-                  generator's sidecar (what the engine sent), ICRC good (Lua and Python agree)
+  metaroce        tshark + tools/wireshark/metaroce.lua over metaroce.pcap (coalesced ACKs,
+                  every ACK record) and metaroce-per-path.pcap (per-path MR_ACKs): every frame
+                  decodes as MetaRoCE, no malformed packets or expert errors, every field equals
+                  the generator's sidecar (what the engine sent), ICRC good (Lua and Python agree)
   rocev2          tshark WITHOUT our Lua over rocev2.pcap: Wireshark's own InfiniBand dissector
                   decodes every frame (opcode names, PSN, RETH, AETH, ImmDt) without malformed
                   packets or expert info; ICRC recomputed here with zlib is valid
@@ -20,7 +21,8 @@ One script, several checks (--check):
                   AETH/ISH fields, payload, retransmission marks and info column equal the
                   sidecar; ICRC good; the other frames (ACKs, CNPs) still go to InfiniBand
   negative        corrupted copies: a flipped payload bit is reported as a bad ICRC (expert
-                  error); rewriting TTL and ECN (fields the ICRC masks) keeps it good
+                  error); rewriting TTL and ECN (fields the ICRC masks) keeps it good; a
+                  coalesced ACK whose RecordCount disagrees with its payload is malformed
 
 Standard library only. Exits 77 (CTest SKIP_RETURN_CODE) if tshark is not installed.
 """
@@ -65,9 +67,13 @@ RETH_OPCODES = {0x06, 0x0A, 0x0B}
 IMM_OPCODES = {0x03, 0x05, 0x09, 0x0B}
 
 MR_OPCODES = {0xC0: "MR_WRITE", 0xC1: "MR_WRITE_IMM", 0xC2: "MR_SEND", 0xC3: "MR_SEND_IMM",
-              0xC4: "MR_ACK", 0xC5: "MR_NAK", 0xC6: "MR_PROBE", 0xC7: "MR_NOP"}
+              0xC4: "MR_ACK", 0xC5: "MR_NAK", 0xC6: "MR_PROBE", 0xC7: "MR_NOP",
+              0xC8: "MR_ACK_COALESCED"}
 MR_DATA = {0xC0, 0xC1, 0xC2, 0xC3}
-MR_ACK, MR_NAK = 0xC4, 0xC5
+MR_ACK, MR_NAK, MR_ACK_COALESCED = 0xC4, 0xC5, 0xC8
+BTH, MCH, ACK_RECORD, SACK_BYTES, ICRC = 12, 8, 16, 32, 4
+FLAG_PROBE_REPLY, FLAG_SACK = 0x02, 0x08  # ACK flags; SACK: the record's bitmap follows
+ACK_DELAY_UNIT_NS = 8
 
 # IRN mode of the RoCEv2 baseline: IRN_x = 0xE0 | RC_x (data), IRN_NACK = 0xF1.
 IRN_NACK = 0xF1
@@ -144,6 +150,13 @@ def write_pcap(path, frames, template):
         for i, fr in enumerate(frames):
             f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
             f.write(fr)
+
+
+def refresh_icrc(frame):
+    """Store the recomputed ICRC in the trailer of frame (a bytearray edited on purpose)."""
+    udp_len = struct.unpack(">H", frame[ETH + IP4 + 4:ETH + IP4 + 6])[0]
+    end = ETH + IP4 + udp_len
+    frame[end - 4:end] = icrc_of_frame(frame)[0].to_bytes(4, "little")
 
 
 def ipv4_checksum(hdr):
@@ -244,6 +257,28 @@ def nums(pkt, name):
     return [int(v, 0) for v in shows(pkt, name)]
 
 
+def subfields(el):
+    """The fields below PDML element el, as a packet dict (name -> [element])."""
+    fields = {}
+    for sub in el.iter():
+        name = sub.get("name")
+        if sub is not el and name:
+            fields.setdefault(name, []).append(sub)
+    return fields
+
+
+def cack_records(pkt):
+    """The ACK records of an MR_ACK_COALESCED, each as a packet dict of its own fields."""
+    return [subfields(el) for el in pkt.get("metaroce.cack.record", [])]
+
+
+def cack_datagram_length(records):
+    """Datagram length of a coalesced ACK with these records (dicts with "ack_flags"):
+    BTH + MCH + 16 per record (+ 32 with a SACK bitmap) + ICRC."""
+    return BTH + MCH + sum(ACK_RECORD + (SACK_BYTES if r["ack_flags"] & FLAG_SACK else 0)
+                           for r in records) + ICRC
+
+
 def hexbytes(pkt, name):
     vals = shows(pkt, name)
     if len(vals) != 1:
@@ -276,7 +311,7 @@ def check_generate(args, ts):
     sys.stdout.write(p.stdout.decode(errors="replace"))
     if p.returncode != 0:
         raise Failure(f"generator failed ({p.returncode})")
-    for stem in ("metaroce", "rocev2", "irn"):
+    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn"):
         frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
         side = load_sidecar(args.workdir, stem)
         if len(frames) != len(side["frames"]) or not frames:
@@ -285,18 +320,91 @@ def check_generate(args, ts):
     print("generate: OK")
 
 
-def check_metaroce(args, ts):
-    c = Checker("metaroce")
-    pcap = os.path.join(args.workdir, "metaroce.pcap")
-    side = load_sidecar(args.workdir, "metaroce")["frames"]
+def check_path_state(c, w, fields, prefix, s, bitmap_present=True):
+    """One path's receive state, as the MAH (prefix metaroce.ack) or an ACK record (prefix
+    metaroce.cack) shows it in fields, against sidecar keys s: path, epoch, flags and their
+    bits, CE count, cumulative and trigger PSNs, and the SACK bitmap with its SACKed PSNs (a
+    record without a bitmap must show none and a SACK count of 0)."""
+    for f, k in (("path_id", "path_id"), ("path_epoch", "path_epoch"), ("flags", "ack_flags"),
+                 ("ce_count", "ce_count"), ("cum_psn", "cum_psn"), ("trigger_psn", "trigger_psn")):
+        c.eq(f"{w} {prefix}.{f}", num(fields, f"{prefix}.{f}"), s[k])
+    for bit, f in enumerate(("ece", "probe_reply", "duplicate")):
+        c.eq(f"{w} {prefix}.{f}", num(fields, f"{prefix}.{f}"), (s["ack_flags"] >> bit) & 1)
+    if bitmap_present:
+        bitmap = bytearray(SACK_BYTES)
+        for psn in s["sack_psns"]:
+            bit = (psn - s["cum_psn"] - 1) & 0xFFFFFF
+            bitmap[bit // 8] |= 0x80 >> (bit % 8)
+        c.eq(f"{w} {prefix}.sack", hexbytes(fields, f"{prefix}.sack"), bytes(bitmap))
+    else:
+        c.eq(f"{w} {prefix}.sack (no bitmap)", shows(fields, f"{prefix}.sack"), [])
+        c.eq(f"{w} engine SACK PSNs without a bitmap", s["sack_psns"], [])
+    c.eq(f"{w} {prefix}.sacked_psn", nums(fields, f"{prefix}.sacked_psn"), s["sack_psns"])
+    c.eq(f"{w} {prefix}.sack_count", num(fields, f"{prefix}.sack_count"), len(s["sack_psns"]))
+
+
+def check_cack(c, w, pkt, s, stats, first_sent):
+    """An MR_ACK_COALESCED: the MCH and every ACK record against the sidecar. A record's
+    AckDelay (how long the responder held the arrival of its trigger PSN) is at most the time
+    since that PSN was first sent on its path and epoch (first_sent: (ip src, ip dst, path,
+    epoch, PSN) -> time_ns of the first MDH frame with them)."""
+    c.eq(f"{w} ACK records (engine parser)", s["records_parse"], "OK")
+    c.eq(f"{w} metaroce.cack.rate_hint_mbps", num(pkt, "metaroce.cack.rate_hint_mbps"),
+         s["rate_hint"])
+    c.eq(f"{w} metaroce.cack.record_count", num(pkt, "metaroce.cack.record_count"),
+         s["record_count"])
+    recs = cack_records(pkt)
+    c.eq(f"{w} ACK records shown", len(recs), len(s["records"]))
+    c.eq(f"{w} datagram length = 12 + 8 + 16 n (+ 32 per SACK) + 4",
+         cack_datagram_length(s["records"]), s["length"])
+    for j, (fields, r) in enumerate(zip(recs, s["records"]), start=1):
+        rw = f"{w} record {j}"
+        has_sack = (r["ack_flags"] & FLAG_SACK) != 0
+        check_path_state(c, rw, fields, "metaroce.cack", r, has_sack)
+        c.eq(f"{rw} metaroce.cack.has_sack", num(fields, "metaroce.cack.has_sack"), int(has_sack))
+        c.eq(f"{rw} metaroce.cack.ack_delay", num(fields, "metaroce.cack.ack_delay"),
+             r["ack_delay"])
+        c.eq(f"{rw} metaroce.cack.ack_delay_ns", num(fields, "metaroce.cack.ack_delay_ns"),
+             r["ack_delay"] * ACK_DELAY_UNIT_NS)
+        sent = first_sent.get((s["ip_dst"], s["ip_src"], r["path_id"], r["path_epoch"],
+                               r["trigger_psn"]))
+        c.true(sent is not None, f"{rw}: trigger PSN {r['trigger_psn']} of path {r['path_id']} "
+               f"epoch {r['path_epoch']} was never sent")
+        if r["ack_flags"] & FLAG_PROBE_REPLY:
+            # The engine measures a probe reply's AckDelay from the path's reset (its
+            # triggerAt is not set by the probe), so it is not bounded here; counted.
+            stats["probe_reply_delay_unchecked"] = stats.get("probe_reply_delay_unchecked", 0) + 1
+        elif sent is not None:
+            c.true(r["ack_delay"] * ACK_DELAY_UNIT_NS <= s["time_ns"] - sent,
+                   f"{rw}: AckDelay {r['ack_delay'] * ACK_DELAY_UNIT_NS} ns, but its trigger PSN "
+                   f"was first sent {s['time_ns'] - sent} ns before the ACK")
+            stats["ack_delay_bounded"] += 1
+        stats["record_sack"] += has_sack
+        stats["record_no_sack"] += not has_sack
+        stats["sacked"] += bool(r["sack_psns"])
+        stats["ack_delay"] += r["ack_delay"] > 0
+        stats["ece"] += r["ack_flags"] & 1
+        stats["probe_reply"] += (r["ack_flags"] >> 1) & 1
+    stats["multi_record"] += len(s["records"]) > 1
+
+
+def check_metaroce_capture(c, args, ts, stem):
+    """One MetaRoCE capture against its sidecar. Returns the opcodes seen and the counts of what
+    the scenario must exercise."""
+    pcap = os.path.join(args.workdir, stem + ".pcap")
+    side = load_sidecar(args.workdir, stem)["frames"]
     frames = read_pcap(pcap)
     pkts = ts.pdml(pcap, args.lua)
-    c.eq("frame count", len(pkts), len(side))
+    c.eq(f"{stem} frame count", len(pkts), len(side))
     seen = {}
     stats = {"retransmissions": 0, "sacked": 0, "ece": 0, "probe_reply": 0, "padded": 0,
              "dropped": 0}
+    if stem == "metaroce":
+        stats.update({"multi_record": 0, "record_sack": 0, "record_no_sack": 0, "ack_delay": 0,
+                      "ack_delay_bounded": 0})
+    first_sent = {}  # (ip src, ip dst, path, epoch, PSN) -> time_ns of the first MDH frame
     for i, (pkt, s, fr) in enumerate(zip(pkts, side, frames), start=1):
-        w = f"frame {i}"
+        w = f"{stem} frame {i}"
         check_clean(c, i, pkt)
         c.true("metaroce" in pkt, f"{w}: not decoded as MetaRoCE")
         if "metaroce" not in pkt:
@@ -311,43 +419,38 @@ def check_metaroce(args, ts):
         for f, k in (("psn", "psn"), ("dest_qp", "dest_qp"), ("pad", "pad"), ("pkey", "pkey"),
                      ("ack_req", "ack_req"), ("se", "solicited"), ("becn", "becn")):
             c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[k])
-        # metaroce.path_id is on every frame: MDH field, or hidden copy from the MAH/MNH.
-        c.eq(f"{w} metaroce.path_id", nums(pkt, "metaroce.path_id"), [s["path_id"]])
-        if op not in (MR_ACK, MR_NAK):
+        # metaroce.path_id is on every frame: MDH field, or hidden copies from the MAH/MNH and
+        # from each ACK record of a coalesced ACK.
+        want_paths = ([r["path_id"] for r in s["records"]] if op == MR_ACK_COALESCED
+                      else [s["path_id"]])
+        c.eq(f"{w} metaroce.path_id", nums(pkt, "metaroce.path_id"), want_paths)
+        if op not in (MR_ACK, MR_NAK, MR_ACK_COALESCED):
             for f in ("path_epoch", "stream", "msg_seq", "offset"):
                 c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[f])
         for f in ("va", "rkey", "dma_len", "recv_slot", "msg_len", "imm"):
             c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s.get(f))
-        # On every frame: 0 on ACK, NAK, probe and NOP.
+        # On every frame: 0 on ACK, NAK, probe and NOP; the records' length on a coalesced ACK.
         c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"),
-             s["payload_len"] if op in MR_DATA else 0)
+             s["payload_len"] if op in MR_DATA or op == MR_ACK_COALESCED else 0)
         if op in MR_DATA:
             pb = hexbytes(pkt, "metaroce.payload") if s["payload_len"] else b""
             c.eq(f"{w} payload bytes", pb, fr[HDRS + s["length"] - 4 - s["pad"] -
                                               s["payload_len"]:HDRS + s["length"] - 4 - s["pad"]])
             stats["padded"] += s["pad"] != 0
         if op == MR_ACK:
-            for f, k in (("path_id", "path_id"), ("path_epoch", "path_epoch"), ("flags", "ack_flags"),
-                         ("ce_count", "ce_count"), ("cum_psn", "cum_psn"),
-                         ("trigger_psn", "trigger_psn"), ("rate_hint_mbps", "rate_hint")):
-                c.eq(f"{w} metaroce.ack.{f}", num(pkt, "metaroce.ack." + f), s[k])
-            c.eq(f"{w} metaroce.ack.ece", num(pkt, "metaroce.ack.ece"), s["ack_flags"] & 1)
-            c.eq(f"{w} metaroce.ack.probe_reply", num(pkt, "metaroce.ack.probe_reply"),
-                 (s["ack_flags"] >> 1) & 1)
-            c.eq(f"{w} metaroce.ack.duplicate", num(pkt, "metaroce.ack.duplicate"),
-                 (s["ack_flags"] >> 2) & 1)
-            bitmap = bytearray(32)
-            for psn in s["sack_psns"]:
-                bit = (psn - s["cum_psn"] - 1) & 0xFFFFFF
-                bitmap[bit // 8] |= 0x80 >> (bit % 8)
-            c.eq(f"{w} metaroce.ack.sack", hexbytes(pkt, "metaroce.ack.sack"), bytes(bitmap))
-            c.eq(f"{w} metaroce.ack.sacked_psn", nums(pkt, "metaroce.ack.sacked_psn"),
-                 s["sack_psns"])
-            c.eq(f"{w} metaroce.ack.sack_count", num(pkt, "metaroce.ack.sack_count"),
-                 len(s["sack_psns"]))
+            check_path_state(c, w, pkt, "metaroce.ack", s)
+            c.eq(f"{w} metaroce.ack.rate_hint_mbps", num(pkt, "metaroce.ack.rate_hint_mbps"),
+                 s["rate_hint"])
             stats["sacked"] += bool(s["sack_psns"])
             stats["ece"] += s["ack_flags"] & 1
             stats["probe_reply"] += (s["ack_flags"] >> 1) & 1
+        if "stream" in s:
+            first_sent.setdefault((s["ip_src"], s["ip_dst"], s["path_id"], s["path_epoch"],
+                                   s["psn"]), s["time_ns"])
+        if op == MR_ACK_COALESCED:
+            check_cack(c, w, pkt, s, stats, first_sent)
+        else:
+            c.true("metaroce.cack" not in pkt, f"{w}: coalesced ACK fields on {s['opcode_name']}")
         if op == MR_NAK:
             for f, k in (("stream", "stream"), ("syndrome", "nak_syndrome"), ("path_id", "path_id"),
                          ("msg_seq", "msg_seq"), ("offset", "offset"), ("path_epoch", "path_epoch"),
@@ -373,15 +476,29 @@ def check_metaroce(args, ts):
         c.eq(f"{w} metaroce.icrc.computed", num(pkt, "metaroce.icrc.computed"), s["icrc"])
         c.eq(f"{w} metaroce.icrc.status", num(pkt, "metaroce.icrc.status"), 1)
         stats["dropped"] += s["dropped"]
-    # The scenario must exercise what the dissector decodes.
+    # The scenario must exercise what the dissector decodes: MR_ACK_COALESCED under the
+    # default ACK policy, MR_ACK (and no coalesced ACK) under "per-path".
     kinds = {s["opcode"] for s in side}
-    for op in (0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xC5, 0xC6):
-        c.true(op in kinds, f"capture has no {MR_OPCODES[op]} frame")
+    ack = MR_ACK_COALESCED if stem == "metaroce" else MR_ACK
+    for op in (0xC0, 0xC1, 0xC2, 0xC3, ack, 0xC5, 0xC6, 0xC7):
+        c.true(op in kinds, f"{stem}: capture has no {MR_OPCODES[op]} frame")
+    other = MR_ACK if ack == MR_ACK_COALESCED else MR_ACK_COALESCED
+    c.true(other not in kinds, f"{stem}: capture has {MR_OPCODES[other]} frames")
     for k, v in stats.items():
-        c.true(v > 0, f"capture has no frame with {k}")
+        c.true(v > 0, f"{stem}: capture has no frame with {k}")
     err = ts.expert_errors(pcap, args.lua)
-    c.true(not err, f"-z expert,error lists errors:\n{err}")
-    c.finish(f"{len(pkts)} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, {stats}")
+    c.true(not err, f"{stem}: -z expert,error lists errors:\n{err}")
+    return kinds, len(pkts), stats
+
+
+def check_metaroce(args, ts):
+    c = Checker("metaroce")
+    summary = []
+    for stem in ("metaroce", "metaroce-per-path"):
+        kinds, n, stats = check_metaroce_capture(c, args, ts, stem)
+        summary.append(f"{stem}: {n} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, "
+                       f"{stats}")
+    c.finish("; ".join(summary))
 
 
 def check_rocev2(args, ts, lua=None):
@@ -606,7 +723,40 @@ def check_negative(args, ts):
         c.true(SEVERITY_ERROR in nums(pkts[0], "_ws.expert.severity"),
                f"{stem}: bad ICRC raises no expert error")
         c.eq(f"{stem} frame 2 {field} (TTL/ECN rewritten)", num(pkts[1], field), 1)
-    c.finish("bad ICRCs flagged, masked fields ignored")
+    check_negative_record_count(c, args, ts, tmp)
+    c.finish("bad ICRCs flagged, masked fields ignored, bad RecordCounts flagged")
+
+
+def check_negative_record_count(c, args, ts, tmp):
+    """Copies of the first coalesced ACK with one record more and one record fewer in
+    RecordCount than its payload holds (ICRC recomputed, so only the count is wrong): both are
+    malformed, with the expert error metaroce.cack.bad_record_count. The unchanged frame is
+    not."""
+    src = os.path.join(args.workdir, "metaroce.pcap")
+    frames = read_pcap(src)
+    count_at = HDRS + BTH + 4  # the MCH's RecordCount
+    cack = next((bytearray(f) for f in frames if f[HDRS] == MR_ACK_COALESCED), None)
+    c.true(cack is not None, "metaroce: no MR_ACK_COALESCED frame to corrupt")
+    if cack is None:
+        return
+    count = cack[count_at]
+    edited = [bytes(cack)]
+    for delta in (1, -1):
+        f = bytearray(cack)
+        f[count_at] = (count + delta) & 0xFF
+        refresh_icrc(f)
+        edited.append(bytes(f))
+    bad = os.path.join(tmp, "metaroce-record-count.pcap")
+    write_pcap(bad, edited, src)
+    pkts = ts.pdml(bad, args.lua)
+    for pkt, what in zip(pkts, ("unchanged", f"RecordCount {count + 1}",
+                                f"RecordCount {count - 1}")):
+        w = f"coalesced ACK with {count} records, {what}"
+        c.eq(f"{w}: metaroce.icrc.status", num(pkt, "metaroce.icrc.status"), 1)
+        flagged = "metaroce.cack.bad_record_count" in pkt
+        c.eq(f"{w}: metaroce.cack.bad_record_count", flagged, what != "unchanged")
+        c.eq(f"{w}: expert error", SEVERITY_ERROR in nums(pkt, "_ws.expert.severity"),
+             what != "unchanged")
 
 
 def main():

@@ -16,7 +16,9 @@ and then, for MetaRoCE (tshark + tools/wireshark/metaroce.lua): every frame deco
 MetaRoCE, no malformed packets or expert errors, opcodes in the MetaRoCE set, path ids below
 the configured path count, the UDP source port of a data frame is its connection's base + path
 id, ICRC good (Lua) and equal to a zlib recomputation, retransmissions flagged when frames were
-lost, ACKs and data present. For RoCEv2 (tshark WITHOUT the Lua): every frame decodes with
+lost, ACKs and data present; every coalesced ACK shows as many ACK records as its RecordCount
+says, each with its PSNs, AckDelay and a SACK bitmap exactly when its flags say so, and its
+datagram is 12 + 8 + 16 per record (+ 32 per bitmap) + 4 bytes long. For RoCEv2 (tshark WITHOUT the Lua): every frame decodes with
 Wireshark's own InfiniBand dissector, RC opcodes with names, no malformed packets or expert
 info, ICRC valid (zlib), go-back-N retransmissions visible when frames were lost; then the same
 capture with the Lua loaded: still Wireshark's dissector, Lua RoCEv2 ICRC check Good.
@@ -36,8 +38,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_captures import (  # noqa: E402  (same directory)
-    HDRS, IB_OPCODE_NAMES, MR_ACK, MR_DATA, MR_NAK, MR_OPCODES, ROCE_CNP, SKIP, Checker, Failure,
-    Tshark, check_clean, icrc_of_frame, num, nums, read_pcap, shows)
+    ACK_DELAY_UNIT_NS, ETH, FLAG_SACK, HDRS, IB_OPCODE_NAMES, IP4, MR_ACK, MR_ACK_COALESCED,
+    MR_DATA, MR_NAK, MR_OPCODES, ROCE_CNP, SKIP, UDP, Checker, Failure, Tshark,
+    cack_datagram_length, cack_records, check_clean, icrc_of_frame, num, nums, read_pcap, shows)
 
 ROCE_PORT = 4791
 
@@ -174,7 +177,7 @@ def check_metaroce(args, ts, pcaps, info):
     paths = info["paths"]
     total = 0
     stats = {"data": 0, "ack": 0, "nak": 0, "retransmissions": 0, "resent_data": 0,
-             "sacked": 0}
+             "sacked": 0, "coalesced_acks": 0, "ack_records": 0}
     path_ids = set()
     for pcap in pcaps:
         frames = read_pcap(pcap)
@@ -221,6 +224,10 @@ def check_metaroce(args, ts, pcaps, info):
                 stats["ack"] += 1
                 c.true(num(pkt, "metaroce.ack.cum_psn") is not None, f"{w}: ACK without cum PSN")
                 stats["sacked"] += (num(pkt, "metaroce.ack.sack_count") or 0) > 0
+            elif op == MR_ACK_COALESCED:
+                stats["ack"] += 1
+                stats["coalesced_acks"] += 1
+                check_cack_invariants(c, w, pkt, fr, stats)
             elif op == MR_NAK:
                 stats["nak"] += 1
             stats["retransmissions"] += num(pkt, "metaroce.retransmission") == 1
@@ -228,12 +235,43 @@ def check_metaroce(args, ts, pcaps, info):
         c.true(not err, f"{pcap}: -z expert,error lists errors:\n{err}")
     c.true(stats["data"] > 0, "no data frames")
     c.true(stats["ack"] > 0, "no ACK frames")
+    # The engine's default ACK policy ("coalesced") sends MR_ACK_COALESCED only.
+    c.true(stats["coalesced_acks"] > 0 and stats["ack_records"] >= stats["coalesced_acks"],
+           "no MR_ACK_COALESCED frames with ACK records (the default ackPolicy is \"coalesced\")")
     if paths > 1:
         c.true(len(path_ids) > 1, f"only path ids {sorted(path_ids)} of {paths} used")
     if info.get("lost_sent"):
         c.true(stats["resent_data"] > 0,
                f"{info['lost_sent']} frames sent were lost but no data is sent twice")
     c.finish(f"{total} frames, path ids {sorted(path_ids)} of {paths}, {stats}")
+
+
+def check_cack_invariants(c, w, pkt, fr, stats):
+    """An MR_ACK_COALESCED of a real run: RecordCount records, each complete (cumulative and
+    trigger PSN, AckDelay in units of 8 ns), with a SACK bitmap iff its flags have FLAG_SACK,
+    and a datagram of exactly the length those records make."""
+    recs = cack_records(pkt)
+    c.eq(f"{w} ACK records shown = metaroce.cack.record_count", len(recs),
+         num(pkt, "metaroce.cack.record_count"))
+    c.true(num(pkt, "metaroce.cack.rate_hint_mbps") is not None, f"{w}: no rate hint")
+    flags = []
+    for j, fields in enumerate(recs, start=1):
+        rw = f"{w} record {j}"
+        for f in ("path_id", "cum_psn", "trigger_psn", "ack_delay"):
+            c.true(num(fields, "metaroce.cack." + f) is not None, f"{rw}: no metaroce.cack.{f}")
+        f = num(fields, "metaroce.cack.flags") or 0
+        flags.append({"ack_flags": f})
+        has_sack = (f & FLAG_SACK) != 0
+        c.eq(f"{rw} metaroce.cack.has_sack", num(fields, "metaroce.cack.has_sack"), int(has_sack))
+        c.eq(f"{rw} SACK bitmap shown", len(shows(fields, "metaroce.cack.sack")), int(has_sack))
+        delay = num(fields, "metaroce.cack.ack_delay")
+        c.eq(f"{rw} metaroce.cack.ack_delay_ns", num(fields, "metaroce.cack.ack_delay_ns"),
+             None if delay is None else delay * ACK_DELAY_UNIT_NS)
+        stats["ack_records"] += 1
+        stats["sacked"] += (num(fields, "metaroce.cack.sack_count") or 0) > 0
+    udp_len = int.from_bytes(fr[ETH + IP4 + 4:ETH + IP4 + 6], "big")
+    c.eq(f"{w} datagram length = 12 + 8 + 16 n (+ 32 per SACK) + 4",
+         cack_datagram_length(flags), udp_len - UDP)
 
 
 def check_rocev2(args, ts, pcaps, info, lua=None):

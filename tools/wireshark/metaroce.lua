@@ -4,7 +4,7 @@
 -- SPDX-License-Identifier: GPL-2.0-only
 --
 -- MetaRoCE datagrams are RoCEv2 datagrams (UDP port 4791) whose BTH opcode is in the
--- manufacturer-specific range 0xC0-0xC7. This script takes over UDP port 4791 and chains to
+-- manufacturer-specific range 0xC0-0xC8. This script takes over UDP port 4791 and chains to
 -- Wireshark's own RoCEv2 dissector ("infiniband") for every other opcode, so plain RoCEv2
 -- traffic decodes exactly as before. For those frames it adds a small "RoCEv2 ICRC" tree
 -- (roce_icrc.*), because Wireshark 4.0 does not verify the ICRC itself.
@@ -13,8 +13,8 @@
 -- 0xE0 | RC data opcode, with an IRH; 0xF1 = IRN NACK with AETH + ISH), which Wireshark's
 -- InfiniBand dissector does not know.
 --
--- Layouts: contrib/metaroce/engine/metaroce-wire.h (BTH, RETH, MDH, RSH, MAH, MNH, IRH,
--- ISH) and metaroce-icrc.h (ICRC). Usage and field list: docs/wireshark.md.
+-- Layouts: contrib/metaroce/engine/metaroce-wire.h (BTH, RETH, MDH, RSH, MAH, MCH and its
+-- ACK records, MNH, IRH, ISH) and metaroce-icrc.h (ICRC). Usage and field list: docs/wireshark.md.
 --
 --   tshark -X lua_script:tools/wireshark/metaroce.lua -r capture.pcap -Y metaroce
 
@@ -22,15 +22,20 @@ local bit = bit32 or bit
 
 local ROCE_PORT = 4791
 local BTH_SIZE, MDH_SIZE, RETH_SIZE, RSH_SIZE, IMM_SIZE, MAH_SIZE, MNH_SIZE = 12, 12, 16, 8, 4, 48, 16
+local MCH_SIZE, RECORD_SIZE = 8, 16 -- coalesced ACK header; one ACK record without its bitmap
 local ICRC_SIZE = 4
 local AETH_SIZE, IRH_SIZE, ISH_SIZE = 4, 8, 4
 local SACK_BITS = 256
+local SACK_BYTES = SACK_BITS / 8
+local FLAG_ECE, FLAG_PROBE_REPLY, FLAG_DUPLICATE, FLAG_SACK = 0x01, 0x02, 0x04, 0x08
+local DELAY_UNIT_NS = 8 -- AckDelay unit of an ACK record
 local PSN_MASK = 0xFFFFFF
 
 -- Header bits, in wire order (as HeaderBit in metaroce-wire.h).
-local H_MDH, H_RETH, H_RSH, H_IMM, H_MAH, H_MNH = 1, 2, 4, 8, 32, 64
+local H_MDH, H_RETH, H_RSH, H_IMM, H_MAH, H_MNH, H_MCH = 1, 2, 4, 8, 32, 64, 1024
 
--- The opcode table (metaroce-wire.cc): name, headers after the BTH, may carry payload.
+-- The opcode table (metaroce-wire.cc): name, headers after the BTH, may carry payload
+-- (records: the payload is a list of ACK records).
 local OPCODES = {
     [0xC0] = { name = "MR_WRITE", headers = H_MDH + H_RETH, payload = true },
     [0xC1] = { name = "MR_WRITE_IMM", headers = H_MDH + H_RETH + H_RSH + H_IMM, payload = true },
@@ -40,6 +45,7 @@ local OPCODES = {
     [0xC5] = { name = "MR_NAK", headers = H_MNH, payload = false },
     [0xC6] = { name = "MR_PROBE", headers = H_MDH, payload = false },
     [0xC7] = { name = "MR_NOP", headers = H_MDH, payload = false },
+    [0xC8] = { name = "MR_ACK_COALESCED", headers = H_MCH, payload = true, records = true },
 }
 
 -- IRN mode of the RoCEv2 baseline (metaroce-wire.cc, OpcodeTable::Irn): IRN_x = 0xE0 | RC_x
@@ -93,6 +99,33 @@ local checksum_status = { [CK_BAD] = "Bad", [CK_GOOD] = "Good", [CK_UNVERIFIED] 
 local metaroce = Proto("metaroce", "MetaRoCE")
 local roce_icrc = Proto("roce_icrc", "RoCEv2 ICRC")
 
+-- The fields of one path's receive state: the MAH (prefix "metaroce.ack") and each record of a
+-- coalesced ACK (prefix "metaroce.cack") share the first 12 bytes and the SACK bitmap.
+local function path_state_fields(prefix)
+    return {
+        path_id = ProtoField.uint8(prefix .. ".path_id", "Path Id", base.DEC),
+        path_epoch = ProtoField.uint8(prefix .. ".path_epoch", "Path Epoch", base.DEC),
+        flags = ProtoField.uint8(prefix .. ".flags", "Flags", base.HEX),
+        ece = ProtoField.bool(prefix .. ".ece", "ECN Echo (CE seen)", 8, nil, FLAG_ECE),
+        probe_reply = ProtoField.bool(prefix .. ".probe_reply", "Probe Reply", 8, nil,
+            FLAG_PROBE_REPLY),
+        duplicate = ProtoField.bool(prefix .. ".duplicate", "Duplicate", 8, nil, FLAG_DUPLICATE),
+        ce_count = ProtoField.uint8(prefix .. ".ce_count", "CE Count", base.DEC),
+        cum_psn = ProtoField.uint24(prefix .. ".cum_psn", "Cumulative PSN (next expected)",
+            base.DEC),
+        trigger_psn = ProtoField.uint24(prefix .. ".trigger_psn", "Trigger PSN", base.DEC),
+        sack = ProtoField.bytes(prefix .. ".sack", "SACK Bitmap"),
+        sack_count = ProtoField.uint16(prefix .. ".sack_count", "SACKed PSNs", base.DEC),
+        sacked_psn = ProtoField.uint24(prefix .. ".sacked_psn", "SACKed PSN", base.DEC),
+        sack_list = ProtoField.string(prefix .. ".sack_list", "SACKed PSN list"),
+    }
+end
+local AF = path_state_fields("metaroce.ack")
+local CF = path_state_fields("metaroce.cack")
+CF.has_sack = ProtoField.bool("metaroce.cack.has_sack", "SACK bitmap follows", 8, nil, FLAG_SACK)
+CF.ack_delay = ProtoField.uint16("metaroce.cack.ack_delay", "AckDelay (units of 8 ns)", base.DEC)
+CF.ack_delay_ns = ProtoField.uint32("metaroce.cack.ack_delay_ns", "AckDelay (ns)", base.DEC)
+
 local F = {
     -- BTH
     bth = ProtoField.bytes("metaroce.bth", "Base Transport Header"),
@@ -125,23 +158,15 @@ local F = {
     msg_len = ProtoField.uint32("metaroce.msg_len", "Message Length", base.DEC),
     -- ImmDt
     imm = ProtoField.uint32("metaroce.imm", "Immediate Data", base.HEX),
-    -- MAH
+    -- MAH (its path-state fields: AF)
     mah = ProtoField.bytes("metaroce.ack", "MetaRoCE ACK Header"),
-    ack_path_id = ProtoField.uint8("metaroce.ack.path_id", "Path Id", base.DEC),
-    ack_path_epoch = ProtoField.uint8("metaroce.ack.path_epoch", "Path Epoch", base.DEC),
-    ack_flags = ProtoField.uint8("metaroce.ack.flags", "Flags", base.HEX),
-    ack_ece = ProtoField.bool("metaroce.ack.ece", "ECN Echo (CE seen)", 8, nil, 0x01),
-    ack_probe_reply = ProtoField.bool("metaroce.ack.probe_reply", "Probe Reply", 8, nil, 0x02),
-    ack_duplicate = ProtoField.bool("metaroce.ack.duplicate", "Duplicate", 8, nil, 0x04),
-    ack_ce_count = ProtoField.uint8("metaroce.ack.ce_count", "CE Count", base.DEC),
-    ack_cum_psn = ProtoField.uint24("metaroce.ack.cum_psn", "Cumulative PSN (next expected)",
-        base.DEC),
-    ack_trigger_psn = ProtoField.uint24("metaroce.ack.trigger_psn", "Trigger PSN", base.DEC),
     ack_rate_hint = ProtoField.uint32("metaroce.ack.rate_hint_mbps", "Rate Hint (Mb/s)", base.DEC),
-    ack_sack = ProtoField.bytes("metaroce.ack.sack", "SACK Bitmap"),
-    ack_sack_count = ProtoField.uint16("metaroce.ack.sack_count", "SACKed PSNs", base.DEC),
-    ack_sacked_psn = ProtoField.uint24("metaroce.ack.sacked_psn", "SACKed PSN", base.DEC),
-    ack_sack_list = ProtoField.string("metaroce.ack.sack_list", "SACKed PSN list"),
+    -- MCH and the ACK records of MR_ACK_COALESCED (each record's fields: CF)
+    mch = ProtoField.bytes("metaroce.cack", "MetaRoCE Coalesced ACK Header"),
+    cack_rate_hint = ProtoField.uint32("metaroce.cack.rate_hint_mbps", "Rate Hint (Mb/s)",
+        base.DEC),
+    cack_record_count = ProtoField.uint8("metaroce.cack.record_count", "Record Count", base.DEC),
+    cack_record = ProtoField.bytes("metaroce.cack.record", "ACK Record"),
     -- MNH
     mnh = ProtoField.bytes("metaroce.nak", "MetaRoCE NAK Header"),
     nak_stream = ProtoField.uint16("metaroce.nak.stream", "Stream Id", base.DEC),
@@ -190,6 +215,12 @@ local function sorted_values(t)
     end
     return out
 end
+for k, v in pairs(AF) do
+    F["ack_" .. k] = v
+end
+for k, v in pairs(CF) do
+    F["cack_" .. k] = v
+end
 metaroce.fields = sorted_values(F)
 
 local E = {
@@ -215,6 +246,9 @@ local E = {
         expert.group.SEQUENCE, expert.severity.NOTE),
     ece = ProtoExpert.new("metaroce.ack.ece.expert", "ACK echoes a CE mark",
         expert.group.SEQUENCE, expert.severity.CHAT),
+    record_count = ProtoExpert.new("metaroce.cack.bad_record_count",
+        "RecordCount disagrees with the payload length", expert.group.MALFORMED,
+        expert.severity.ERROR),
 }
 metaroce.experts = sorted_values(E)
 
@@ -454,6 +488,136 @@ local function add_own_icrc(tree, tvb)
     return CK_UNVERIFIED
 end
 
+-- One path's receive state (the MAH's first 12 bytes, also the start of an ACK record) at off,
+-- with the fields of FS (AF or CF), plus a hidden metaroce.path_id so that
+-- `metaroce.path_id == n` finds ACKs too. Returns path id, flags, cumulative PSN, trigger PSN
+-- and the flags item.
+local function add_path_state(t, tvb, off, FS)
+    local path_id = tvb(off, 1):uint()
+    t:add(FS.path_id, tvb(off, 1))
+    t:add(FS.path_epoch, tvb(off + 1, 1))
+    local ft = t:add(FS.flags, tvb(off + 2, 1))
+    ft:add(FS.ece, tvb(off + 2, 1))
+    ft:add(FS.probe_reply, tvb(off + 2, 1))
+    ft:add(FS.duplicate, tvb(off + 2, 1))
+    if FS.has_sack ~= nil then
+        ft:add(FS.has_sack, tvb(off + 2, 1))
+    end
+    t:add(FS.ce_count, tvb(off + 3, 1))
+    t:add(FS.cum_psn, tvb(off + 5, 3))
+    t:add(FS.trigger_psn, tvb(off + 9, 3))
+    local hidden = t:add(F.path_id, path_id)
+    hidden:set_generated()
+    hidden:set_hidden()
+    return path_id, tvb(off + 2, 1):uint(), tvb(off + 5, 3):uint(), tvb(off + 9, 3):uint(), ft
+end
+
+-- The 32-byte SACK bitmap at off of a path whose cumulative PSN is cum, with the fields of FS:
+-- bit i (byte i/8, MSB first) = PSN cum + 1 + i. Returns the SACKed PSNs, in order.
+local function add_sack(t, tvb, off, cum, FS)
+    local sack_item = t:add(FS.sack, tvb(off, SACK_BYTES))
+    local sacked = {}
+    local raw = tvb:raw(off, SACK_BYTES)
+    for byte_i = 0, SACK_BYTES - 1 do
+        local b = raw:byte(byte_i + 1)
+        if b ~= 0 then
+            for bit_i = 0, 7 do
+                if bit.band(b, bit.rshift(0x80, bit_i)) ~= 0 then
+                    sacked[#sacked + 1] = psn_add(cum, 1 + byte_i * 8 + bit_i)
+                end
+            end
+        end
+    end
+    sack_item:add(FS.sack_count, #sacked):set_generated()
+    if #sacked > 0 then
+        sack_item:add(FS.sack_list, ranges(sacked)):set_generated()
+    end
+    for _, p in ipairs(sacked) do
+        sack_item:add(FS.sacked_psn, p):set_generated()
+    end
+    return sacked
+end
+
+-- The 4-byte RateHint at off, as field. Returns its value.
+local function add_rate_hint(t, field, tvb, off)
+    local item = t:add(field, tvb(off, 4))
+    local rate = tvb(off, 4):uint()
+    if rate == 0xFFFFFFFF then
+        item:append_text(" (no limit)")
+    end
+    return rate
+end
+
+-- Info column text of one path's state.
+local function path_state_info(path_id, cum, trigger, sacked)
+    local text = string.format("path=%d cum=%d trigger=%d", path_id, cum, trigger)
+    if #sacked > 0 then
+        text = text .. " sack=[" .. ranges(sacked) .. "]"
+    end
+    return text
+end
+
+-- Info column text of an ACK's flags (ECE, PROBE_REPLY, DUP); marks ECE on the flags item.
+local function flag_info(flags, ft)
+    local out = {}
+    if bit.band(flags, FLAG_ECE) ~= 0 then
+        out[#out + 1] = "ECE"
+        ft:add_proto_expert_info(E.ece)
+    end
+    if bit.band(flags, FLAG_PROBE_REPLY) ~= 0 then out[#out + 1] = "PROBE_REPLY" end
+    if bit.band(flags, FLAG_DUPLICATE) ~= 0 then out[#out + 1] = "DUP" end
+    return table.concat(out, " ")
+end
+
+-- The ACK records of an MR_ACK_COALESCED: count records (the MCH's RecordCount, item
+-- count_item) in the len payload bytes at off. Each is 16 bytes (path state, AckDelay,
+-- reserved), plus the 32-byte SACK bitmap when its flags have FLAG_SACK. A count that
+-- disagrees with the payload (a record cut short, or bytes after the last record) is marked
+-- malformed on the RecordCount item.
+local function add_ack_records(tree, tvb, off, len, count, count_item, info)
+    local stop = off + len
+    local n = 0
+    while n < count and stop - off >= RECORD_SIZE do
+        local has_sack = bit.band(tvb(off + 2, 1):uint(), FLAG_SACK) ~= 0
+        local rlen = RECORD_SIZE + (has_sack and SACK_BYTES or 0)
+        if stop - off < rlen then
+            break
+        end
+        n = n + 1
+        local t = tree:add(F.cack_record, tvb(off, rlen))
+        local path_id, flags, cum, trigger, ft = add_path_state(t, tvb, off, CF)
+        local units = tvb(off + 12, 2):uint()
+        local ns = units * DELAY_UNIT_NS
+        local d = t:add(CF.ack_delay, tvb(off + 12, 2))
+        d:append_text(string.format(" (%d ns%s)", ns, units == 0xFFFF and ", saturated" or ""))
+        t:add(CF.ack_delay_ns, ns):set_generated()
+        local sacked = {}
+        if has_sack then
+            sacked = add_sack(t, tvb, off + RECORD_SIZE, cum, CF)
+        else
+            -- On every record, so that `metaroce.cack.sack_count > 0` never sees it missing.
+            t:add(CF.sack_count, 0):set_generated()
+        end
+        local text = path_state_info(path_id, cum, trigger, sacked)
+        local flag_text = flag_info(flags, ft)
+        t:set_text(string.format("ACK Record %d: %s delay=%dns%s", n, text, ns,
+            flag_text ~= "" and (" " .. flag_text) or ""))
+        info[#info + 1] = string.format("[%s delay=%dns%s]", text, ns,
+            flag_text ~= "" and (" " .. flag_text) or "")
+        off = off + rlen
+    end
+    if n < count then
+        count_item:add_proto_expert_info(E.record_count, string.format(
+            "RecordCount is %d, but the payload (%d bytes) holds %d complete record(s)", count,
+            len, n))
+        info[#info + 1] = "[bad RecordCount]"
+    elseif off < stop then
+        count_item:add_proto_expert_info(E.record_count, string.format(
+            "RecordCount is %d, but %d byte(s) follow the last record", count, stop - off))
+        info[#info + 1] = "[bad RecordCount]"
+    end
+end
+
 local function dissect_metaroce(tvb, pinfo, root)
     local len = tvb:len()
     local op = tvb(0, 1):uint()
@@ -474,6 +638,7 @@ local function dissect_metaroce(tvb, pinfo, root)
     if bit.band(h, H_IMM) ~= 0 then need = need + IMM_SIZE end
     if bit.band(h, H_MAH) ~= 0 then need = need + MAH_SIZE end
     if bit.band(h, H_MNH) ~= 0 then need = need + MNH_SIZE end
+    if bit.band(h, H_MCH) ~= 0 then need = need + MCH_SIZE end
     if len < need then
         tree:add_proto_expert_info(E.truncated)
         pinfo.cols.info = table.concat(info, " ") .. " [truncated]"
@@ -482,6 +647,7 @@ local function dissect_metaroce(tvb, pinfo, root)
 
     local off = BTH_SIZE
     local path_id, path_epoch
+    local mch_item, mch_rate
     if bit.band(h, H_MDH) ~= 0 then
         local t = tree:add(F.mdh, tvb(off, MDH_SIZE))
         t:set_text("MetaRoCE Data Header (MDH)")
@@ -520,63 +686,30 @@ local function dissect_metaroce(tvb, pinfo, root)
     if bit.band(h, H_MAH) ~= 0 then
         local t = tree:add(F.mah, tvb(off, MAH_SIZE))
         t:set_text("MetaRoCE ACK Header (MAH)")
-        t:add(F.ack_path_id, tvb(off, 1))
-        t:add(F.ack_path_epoch, tvb(off + 1, 1))
-        local ft = t:add(F.ack_flags, tvb(off + 2, 1))
-        ft:add(F.ack_ece, tvb(off + 2, 1))
-        ft:add(F.ack_probe_reply, tvb(off + 2, 1))
-        ft:add(F.ack_duplicate, tvb(off + 2, 1))
-        t:add(F.ack_ce_count, tvb(off + 3, 1))
-        t:add(F.ack_cum_psn, tvb(off + 5, 3))
-        t:add(F.ack_trigger_psn, tvb(off + 9, 3))
-        local rate_item = t:add(F.ack_rate_hint, tvb(off + 12, 4))
-        local flags = tvb(off + 2, 1):uint()
-        local cum = tvb(off + 5, 3):uint()
-        local rate = tvb(off + 12, 4):uint()
-        if rate == 0xFFFFFFFF then
-            rate_item:append_text(" (no limit)")
-        end
-        path_id = tvb(off, 1):uint()
+        local flags, cum, trigger, ft
+        path_id, flags, cum, trigger, ft = add_path_state(t, tvb, off, AF)
+        local rate = add_rate_hint(t, F.ack_rate_hint, tvb, off + 12)
         path_epoch = tvb(off + 1, 1):uint()
-        -- SACK bitmap: bit i (byte i/8, MSB first) = PSN cum + 1 + i.
-        local sack_item = t:add(F.ack_sack, tvb(off + 16, SACK_BITS / 8))
-        local sacked = {}
-        local raw = tvb:raw(off + 16, SACK_BITS / 8)
-        for byte_i = 0, SACK_BITS / 8 - 1 do
-            local b = raw:byte(byte_i + 1)
-            if b ~= 0 then
-                for bit_i = 0, 7 do
-                    if bit.band(b, bit.rshift(0x80, bit_i)) ~= 0 then
-                        sacked[#sacked + 1] = psn_add(cum, 1 + byte_i * 8 + bit_i)
-                    end
-                end
-            end
-        end
-        sack_item:add(F.ack_sack_count, #sacked):set_generated()
-        if #sacked > 0 then
-            sack_item:add(F.ack_sack_list, ranges(sacked)):set_generated()
-        end
-        for _, p in ipairs(sacked) do
-            sack_item:add(F.ack_sacked_psn, p):set_generated()
-        end
-        local hidden = t:add(F.path_id, path_id)
-        hidden:set_generated()
-        hidden:set_hidden()
-        info[#info + 1] = string.format("path=%d cum=%d trigger=%d", path_id, cum,
-            tvb(off + 9, 3):uint())
-        if #sacked > 0 then
-            info[#info + 1] = "sack=[" .. ranges(sacked) .. "]"
-        end
+        local sacked = add_sack(t, tvb, off + 16, cum, AF)
+        info[#info + 1] = path_state_info(path_id, cum, trigger, sacked)
         if rate ~= 0xFFFFFFFF then
             info[#info + 1] = string.format("rate=%dMb/s", rate)
         end
-        if bit.band(flags, 0x01) ~= 0 then
-            info[#info + 1] = "ECE"
-            ft:add_proto_expert_info(E.ece)
+        local flag_text = flag_info(flags, ft)
+        if flag_text ~= "" then
+            info[#info + 1] = flag_text
         end
-        if bit.band(flags, 0x02) ~= 0 then info[#info + 1] = "PROBE_REPLY" end
-        if bit.band(flags, 0x04) ~= 0 then info[#info + 1] = "DUP" end
         off = off + MAH_SIZE
+    end
+    local record_count
+    if bit.band(h, H_MCH) ~= 0 then
+        local t = tree:add(F.mch, tvb(off, MCH_SIZE))
+        t:set_text("MetaRoCE Coalesced ACK Header (MCH)")
+        mch_rate = add_rate_hint(t, F.cack_rate_hint, tvb, off)
+        mch_item = t:add(F.cack_record_count, tvb(off + 4, 1))
+        record_count = tvb(off + 4, 1):uint()
+        info[#info + 1] = string.format("records=%d", record_count)
+        off = off + MCH_SIZE
     end
     if bit.band(h, H_MNH) ~= 0 then
         local t = tree:add(F.mnh, tvb(off, MNH_SIZE))
@@ -609,7 +742,12 @@ local function dissect_metaroce(tvb, pinfo, root)
         tree:add_proto_expert_info(E.bad_pad)
     end
     if payload_len < 0 then payload_len = 0 end
-    if payload_len > 0 then
+    if row.records then
+        add_ack_records(tree, tvb, off, payload_len, record_count, mch_item, info)
+        if mch_rate ~= 0xFFFFFFFF then
+            info[#info + 1] = string.format("rate=%dMb/s", mch_rate)
+        end
+    elseif payload_len > 0 then
         tree:add(F.payload, tvb(off, payload_len))
     end
     -- On every frame (0 without payload), so that a filter or a column never sees it missing.
@@ -617,7 +755,7 @@ local function dissect_metaroce(tvb, pinfo, root)
     if padded - payload_len > 0 then
         tree:add(F.pad_bytes, tvb(off + payload_len, padded - payload_len))
     end
-    if row.payload then
+    if row.payload and not row.records then
         info[#info + 1] = string.format("len=%d", payload_len)
     end
 
