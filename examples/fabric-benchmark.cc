@@ -313,6 +313,26 @@ main(int argc, char** argv)
         collectivesDone += c.done ? 1 : 0;
     }
     const size_t collectives = load->GetCollectives().size();
+    // What the transport did (issue 16's targets on this shape): engine retransmissions and
+    // timeouts over all NICs, and the flows' slowdowns (this rank's flows).
+    uint64_t retx = 0;
+    uint64_t rtos = 0;
+    for (const Ptr<MetaRoceNic>& nic : nics)
+    {
+        retx += nic->GetEngineCounters().Get(metaroce::Counter::TX_RETRANSMIT);
+        rtos += nic->GetEngineCounters().Get(metaroce::Counter::RTO);
+    }
+    retx = MetaRoceSumOverRanks(retx);
+    rtos = MetaRoceSumOverRanks(rtos);
+    std::vector<double> slowdowns;
+    for (const MetaRoceFlow& f : load->GetFlows())
+    {
+        if (f.done && f.idealFct.IsStrictlyPositive())
+        {
+            slowdowns.push_back(f.Slowdown());
+        }
+    }
+    std::sort(slowdowns.begin(), slowdowns.end());
 
     if (!root)
     {
@@ -327,6 +347,28 @@ main(int argc, char** argv)
                 collectives,
                 static_cast<unsigned long>(drops),
                 static_cast<unsigned long>(pfc));
+    std::printf("retransmissions %lu; timeouts %lu",
+                static_cast<unsigned long>(retx),
+                static_cast<unsigned long>(rtos));
+    if (ranks == 1 && !slowdowns.empty())
+    {
+        double sum = 0;
+        for (double x : slowdowns)
+        {
+            sum += x;
+        }
+        const size_t p99 = std::min(slowdowns.size() - 1, (slowdowns.size() * 99 + 99) / 100 - 1);
+        std::printf("; flow slowdown mean %.3f p50 %.3f p99 %.3f max %.3f\n",
+                    sum / slowdowns.size(),
+                    slowdowns[slowdowns.size() / 2],
+                    slowdowns[p99],
+                    slowdowns.back());
+    }
+    else
+    {
+        std::printf("; flow slowdown %s\n",
+                    ranks == 1 ? "(no flows)" : "(per rank, not gathered under MPI)");
+    }
     std::printf("build %.2f s; wall %.2f s; cpu %.2f s; simulated %.1f us; packet-hops %lu; "
                 "packet-hops/wall-s %.0f; packet-hops/cpu-s %.0f; events %lu; events/wall-s "
                 "%.0f; peak RSS %.0f MiB\n",

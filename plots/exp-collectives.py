@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Experiment 2: 64-host ring all-reduce and all-to-all, MetaRoCE vs RoCEv2 (+PFC +DCQCN) vs
-RoCEv2 without PFC, loss-free and at 1% loss: completion time and bus bandwidth.
+RoCEv2 without PFC (go-back-N, and IRN), loss-free and at 1% loss: completion time and bus
+bandwidth.
 
 Reads the run folders examples/experiments/collectives.sh writes (<coll>-<arm>-loss<p>):
 all-reduce from collectives.csv (duration_us, busbw_gbps); all-to-all from flows.csv
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exp_common import read_csv, read_summary  # noqa: E402
 
 ARMS = [("metaroce", "MetaRoCE"), ("rocev2-pfc", "RoCEv2+PFC+DCQCN"),
-        ("rocev2-nopfc", "RoCEv2 no PFC")]
+        ("rocev2-nopfc", "RoCEv2 no PFC"), ("rocev2-irn", "RoCEv2 IRN, no PFC")]
 COLLS = [("allreduce", "ring all-reduce"), ("alltoall", "all-to-all")]
 LOSSES = ["0", "0.01"]
 
@@ -49,7 +50,7 @@ def measure(run, coll):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", help="the folder holding the 12 run folders")
+    ap.add_argument("folder", help="the folder holding the 16 run folders")
     ap.add_argument("-o", "--output", default=None, help="figure file (PNG/PDF)")
     args = ap.parse_args()
 
@@ -97,12 +98,12 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    width = 0.27
+    width = 0.8 / len(ARMS)
     for ax, (coll, cname) in zip(axes, COLLS):
         groups = [f"{cname}\nloss {float(l):.0%}" for l in LOSSES]
         for i, (arm, aname) in enumerate(ARMS):
             vals = [res.get((coll, l, arm), (None, 0.0, False, {}))[1] for l in LOSSES]
-            xs = [g + (i - 1) * width for g in range(len(LOSSES))]
+            xs = [g + (i - (len(ARMS) - 1) / 2) * width for g in range(len(LOSSES))]
             bars = ax.bar(xs, vals, width, label=aname)
             for x, v in zip(xs, vals):
                 label = "DNF" if v <= 0 else (f"{v:.1f}" if v < 10 else f"{v:.0f}")

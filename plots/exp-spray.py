@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exp_common import read_csv, read_summary  # noqa: E402
 
 ARMS = [("spray", "MetaRoCE spray (8 paths)"), ("spray32", "MetaRoCE spray (32 paths)"),
-        ("single", "MetaRoCE single path"), ("rocev2", "RoCEv2 ECMP (PFC+DCQCN)")]
+        ("single", "MetaRoCE single path"), ("rocev2", "RoCEv2 ECMP (PFC+DCQCN)"),
+        ("rocev2-nopfc", "RoCEv2 ECMP, no PFC"), ("rocev2-nodcqcn", "RoCEv2 ECMP, no DCQCN")]
 
 
 def nearest_rank(sorted_values, q):
@@ -83,13 +84,13 @@ def main():
         ax.set_title(f"permutation, k = {k} fat tree ({k ** 3 // 4} hosts)", fontsize=10)
         ax.legend(fontsize=7, loc="lower right")
         stats = ["mean", "p99", "max"]
-        width = 0.2
+        width = 0.8 / len(ARMS)
         for i, (arm, name) in enumerate(ARMS):
             if (k, arm) not in res:
                 continue
             sd = res[(k, arm)][0]
             vals = [sum(sd) / len(sd), nearest_rank(sd, 0.99), sd[-1]]
-            xs = [j + (i - 1.5) * width for j in range(len(stats))]
+            xs = [j + (i - (len(ARMS) - 1) / 2) * width for j in range(len(stats))]
             bx.bar(xs, vals, width, label=name)
             for x, v in zip(xs, vals):
                 bx.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=7)
