@@ -159,6 +159,47 @@ FlowGoodputSampler::Record()
     m_lastTime = now;
 }
 
+RunSamplers
+StartSamplers(const pb::Output& output,
+              Ptr<MetaRoceFabric> fabric,
+              const std::vector<Ptr<MetaRoceNic>>& nics,
+              Ptr<MetaRoceWorkloadHelper> load,
+              const std::vector<uint32_t>& receiving)
+{
+    RunSamplers samplers;
+    const Time interval = FromUs(output.goodput_interval_us());
+    samplers.goodput = std::make_unique<GoodputSampler>(
+        nics,
+        output.per_host_goodput() ? receiving : std::vector<uint32_t>{},
+        interval);
+    if (output.flow_goodput())
+    {
+        samplers.flowGoodput = std::make_unique<FlowGoodputSampler>(nics, load, interval);
+    }
+    for (uint32_t j = 0; j < fabric->GetSwitchCount() && output.queue_peaks(); ++j)
+    {
+        auto peaks = std::make_unique<QueuePeaks>();
+        peaks->sw = fabric->GetSwitch(j);
+        peaks->portPeak.assign(peaks->sw->GetNPorts(), 0);
+        peaks->portPeakTime.assign(peaks->sw->GetNPorts(), Seconds(0));
+        peaks->sw->TraceConnectWithoutContext(
+            "Forward",
+            MakeBoundCallback(&QueuePeaks::OnForward, peaks.get()));
+        samplers.queuePeaks.push_back(std::move(peaks));
+    }
+    return samplers;
+}
+
+void
+FinishSamplers(RunSamplers& samplers)
+{
+    samplers.goodput->Finish();
+    if (samplers.flowGoodput)
+    {
+        samplers.flowGoodput->Finish();
+    }
+}
+
 void
 QueuePeaks::OnForward(QueuePeaks* peaks,
                       Ptr<const Packet> frame,

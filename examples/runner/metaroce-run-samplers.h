@@ -9,6 +9,7 @@
 
 #include "metaroce-results.pb.h"
 
+#include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-workload-helper.h"
@@ -16,6 +17,7 @@
 #include "ns3/packet.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 /**
@@ -137,6 +139,37 @@ struct QueuePeaks
                           uint32_t outPort,
                           uint8_t /* priority */);
 };
+
+/// Every sampler a scenario asks for (its output section), started before the run.
+struct RunSamplers
+{
+    std::unique_ptr<GoodputSampler> goodput;             //!< goodput.csv (always)
+    std::unique_ptr<FlowGoodputSampler> flowGoodput;     //!< output.flow_goodput
+    std::vector<std::unique_ptr<QueuePeaks>> queuePeaks; //!< output.queue_peaks, by switch
+};
+
+/**
+ * Start the samplers of the scenario's output section: goodput (per host for \p receiving
+ * when output.per_host_goodput), per flow (output.flow_goodput) and the switches' peak queues
+ * (output.queue_peaks).
+ * \param output the completed output section
+ * \param fabric the fabric
+ * \param nics the NICs by host
+ * \param load the workload
+ * \param receiving the hosts that receive (ReceivingHosts)
+ * \return the samplers
+ */
+RunSamplers StartSamplers(const metaroce::results::Output& output,
+                          Ptr<ns3::MetaRoceFabric> fabric,
+                          const std::vector<Ptr<MetaRoceNic>>& nics,
+                          Ptr<MetaRoceWorkloadHelper> load,
+                          const std::vector<uint32_t>& receiving);
+
+/**
+ * Take the last (possibly partial) samples at the end of the run.
+ * \param samplers the samplers
+ */
+void FinishSamplers(RunSamplers& samplers);
 
 } // namespace metaroce_run
 
