@@ -199,11 +199,20 @@ RunScenario(int argc, char* argv[])
 
     // ---- Run
     Simulator::Stop(MicroSeconds(static_cast<int64_t>(std::llround(sc.stop_time_ms() * 1e3))));
+    const auto runStart = std::chrono::steady_clock::now();
+    const std::clock_t cpuStart = std::clock();
     Simulator::Run();
+    const double runCpuS = double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
+    const double runWallS =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
     FinishSamplers(samplers);
 
     // ---- Collect (in a distributed run, rank 0 gathers every rank's results)
     RunResults results = CollectResults(fabric, nics, load, samplers, names, distributed);
+    if (distributed)
+    {
+        results.ranks = GatherRankStats(LocalRankStats(fabric, results.events, runWallS, runCpuS));
+    }
     if (distributed && !GatherResults(results, fabric, load))
     {
         Simulator::Destroy();

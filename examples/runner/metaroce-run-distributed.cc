@@ -6,11 +6,13 @@
 
 #include "metaroce-run-distributed.h"
 
+#include "ns3/metaroce-channel.h"
 #include "ns3/metaroce-partition.h"
 
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <type_traits>
 
 namespace metaroce_run
 {
@@ -231,6 +233,57 @@ MergeCollectives(std::vector<pb::CollectiveRecord>& records,
         r.set_algbw_gbps(algbw);
         r.set_busbw_gbps(algbw * 2 * (n - 1) / n);
     }
+}
+
+RankStats
+LocalRankStats(Ptr<MetaRoceFabric> fabric, uint64_t events, double runWallS, double runCpuS)
+{
+    RankStats r;
+    r.rank = MetaRoceGetRank();
+    for (uint32_t h = 0; h < fabric->GetHostCount(); ++h)
+    {
+        r.hosts += MetaRoceIsLocal(fabric->GetHost(h));
+    }
+    for (uint32_t j = 0; j < fabric->GetSwitchCount(); ++j)
+    {
+        r.switches += MetaRoceIsLocal(fabric->GetSwitchNode(j));
+    }
+    Time lookahead = Time::Max();
+    for (const MetaRoceLink& link : fabric->GetLinks())
+    {
+        const bool a = MetaRoceIsLocal(link.nodeA);
+        const bool b = MetaRoceIsLocal(link.nodeB);
+        if (a != b)
+        {
+            ++r.crossLinks;
+            lookahead = std::min(lookahead, link.channel->GetDelay());
+        }
+        r.framesSent += MetaRoceRemoteFramesSent(link.channel);
+    }
+    r.lookaheadUs = r.crossLinks ? lookahead.GetPicoSeconds() / 1e6 : 0;
+    r.events = events;
+    r.runWallS = runWallS;
+    r.runCpuS = runCpuS;
+    return r;
+}
+
+std::vector<RankStats>
+GatherRankStats(const RankStats& mine)
+{
+    static_assert(std::is_trivially_copyable_v<RankStats>, "RankStats travels as bytes");
+    const std::vector<std::string> parts =
+        MetaRoceGatherToRoot(std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)));
+    std::vector<RankStats> all;
+    for (const std::string& part : parts)
+    {
+        if (part.size() == sizeof(RankStats))
+        {
+            RankStats r;
+            std::memcpy(&r, part.data(), sizeof(r));
+            all.push_back(r);
+        }
+    }
+    return all;
 }
 
 bool

@@ -97,6 +97,28 @@ void MergeCollectives(std::vector<metaroce::results::CollectiveRecord>& records,
                       const std::vector<ns3::MetaRoceCollective>& local);
 
 /**
+ * This rank's share of the run: the nodes it simulates, its links to other ranks and their
+ * smallest delay (the lookahead of ns-3's granted-time-window synchronization), its events and
+ * the frames it sent to other ranks.
+ * \param fabric the fabric
+ * \param events the events this rank executed
+ * \param runWallS wall time of Simulator::Run
+ * \param runCpuS CPU time during Simulator::Run
+ * \return the row
+ */
+RankStats LocalRankStats(ns3::Ptr<ns3::MetaRoceFabric> fabric,
+                         uint64_t events,
+                         double runWallS,
+                         double runCpuS);
+
+/**
+ * Gather every rank's row on rank 0 (a collective call: every rank makes it).
+ * \param mine this rank's row
+ * \return on rank 0 the rows of ranks 0..N-1; empty on the other ranks
+ */
+std::vector<RankStats> GatherRankStats(const RankStats& mine);
+
+/**
  * Merge every rank's results on rank 0 (a collective call: every rank makes it): flows by
  * source host, switches, host ports, paths, goodput samples, collectives, and the counters
  * summed over the ranks.

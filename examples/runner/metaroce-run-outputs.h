@@ -56,6 +56,10 @@ const char* const HOSTS_HEADER = "host,plane,peer,tx_frames,tx_bytes,rx_frames,r
                                  "pfc_pause_received,drops_channel_loss,drops_link_down,"
                                  "drops_other";
 
+/// ranks.csv header (distributed runs).
+const char* const RANKS_HEADER = "rank,hosts,switches,cross_links,lookahead_us,events,"
+                                 "frames_sent_remote,run_wall_s,run_cpu_s";
+
 /// Names fabric nodes "h<i>" and "s<j>" and back.
 class NodeNames
 {

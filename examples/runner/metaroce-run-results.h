@@ -30,6 +30,20 @@
 namespace metaroce_run
 {
 
+/// One rank's share of a distributed run (ranks.csv; docs/distributed.md).
+struct RankStats
+{
+    uint32_t rank{0};       //!< MPI rank
+    uint32_t hosts{0};      //!< hosts it simulates
+    uint32_t switches{0};   //!< switches it simulates
+    uint32_t crossLinks{0}; //!< links with one end on this rank and the other on another
+    double lookaheadUs{0};  //!< the smallest delay of those links (0 if none)
+    uint64_t events{0};     //!< simulator events it executed
+    uint64_t framesSent{0}; //!< frames it sent to other ranks (one MPI message each)
+    double runWallS{0};     //!< wall time of its Simulator::Run
+    double runCpuS{0};      //!< CPU time of its process during Simulator::Run
+};
+
 /// The rows and counters of a finished run, before they are written.
 struct RunResults
 {
@@ -41,12 +55,13 @@ struct RunResults
     std::vector<metaroce::results::GoodputSample> goodput;         //!< goodput.csv
     std::vector<metaroce::results::FlowGoodputSample> flowGoodput; //!< flow_goodput.csv
     bool hasFlowGoodput{false};                                    //!< output.flow_goodput
-    uint64_t events{0};                                            //!< simulator events
-    uint64_t channelDrops{0};    //!< frames lost on links (random loss)
-    uint64_t bytesPlaced{0};     //!< payload bytes placed by all NICs
-    uint64_t retransmissions{0}; //!< packets retransmitted by all NICs
-    uint64_t timeouts{0};        //!< retransmission timeouts of all NICs
-    double simTimeUs{0};         //!< simulated time at the end
+    std::vector<RankStats> ranks; //!< ranks.csv: one row per rank (distributed runs only)
+    uint64_t events{0};           //!< simulator events
+    uint64_t channelDrops{0};     //!< frames lost on links (random loss)
+    uint64_t bytesPlaced{0};      //!< payload bytes placed by all NICs
+    uint64_t retransmissions{0};  //!< packets retransmitted by all NICs
+    uint64_t timeouts{0};         //!< retransmission timeouts of all NICs
+    double simTimeUs{0};          //!< simulated time at the end
 };
 
 /**

@@ -135,6 +135,18 @@ WriteQueues(std::ostream& out, const std::vector<pb::SwitchCounters>& switches)
 }
 
 void
+WriteRanks(std::ostream& out, const std::vector<RankStats>& ranks)
+{
+    out << RANKS_HEADER << "\n";
+    for (const RankStats& r : ranks)
+    {
+        out << r.rank << "," << r.hosts << "," << r.switches << "," << r.crossLinks << ","
+            << Fixed(r.lookaheadUs, 3) << "," << r.events << "," << r.framesSent << ","
+            << Fixed(r.runWallS, 3) << "," << Fixed(r.runCpuS, 3) << "\n";
+    }
+}
+
+void
 WriteResultRecords(std::ostream& out,
                    const pb::Scenario& sc,
                    const RunResults& results,
@@ -253,6 +265,11 @@ WriteRunFolder(const std::filesystem::path& dir,
     {
         std::ofstream out = OpenOutput(dir, "queues.csv");
         WriteQueues(out, results.switches);
+    }
+    if (!results.ranks.empty())
+    {
+        std::ofstream out = OpenOutput(dir, "ranks.csv");
+        WriteRanks(out, results.ranks);
     }
     std::string text;
     gp::TextFormat::PrintToString(sc, &text);

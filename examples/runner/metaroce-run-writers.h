@@ -99,6 +99,13 @@ void WriteHosts(std::ostream& out,
 void WriteQueues(std::ostream& out, const std::vector<metaroce::results::SwitchCounters>& switches);
 
 /**
+ * Write ranks.csv (distributed runs).
+ * \param out the stream
+ * \param ranks one row per rank
+ */
+void WriteRanks(std::ostream& out, const std::vector<RankStats>& ranks);
+
+/**
  * Write results.pb: length-delimited ResultRecords, the scenario first, then every row, the
  * summary last.
  * \param out the stream

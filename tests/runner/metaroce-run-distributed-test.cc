@@ -13,7 +13,9 @@
 
 #include "metaroce-run-distributed.h"
 
+#include "ns3/metaroce-topology-helper.h"
 #include "ns3/nstime.h"
+#include "ns3/simulator.h"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +129,25 @@ TEST(RunDistributedTest, ACollectiveIsDoneWhenEveryPairFinished)
     EXPECT_DOUBLE_EQ(records[0].busbw_gbps(), 80 * 2 * 3 / 4.0);
     EXPECT_FALSE(records[1].completed());
     EXPECT_FALSE(records[2].completed());
+}
+
+TEST(RunDistributedTest, OneProcessOwnsEveryNodeAndNoCrossRankLink)
+{
+    ns3::MetaRoceTopologyHelper topo;
+    ns3::Ptr<ns3::MetaRoceFabric> fabric = topo.BuildFatTree(4, 3);
+    const metaroce_run::RankStats mine = metaroce_run::LocalRankStats(fabric, 42, 1.5, 1.25);
+    EXPECT_EQ(mine.rank, 0U);
+    EXPECT_EQ(mine.hosts, 16U);
+    EXPECT_EQ(mine.switches, 20U);
+    EXPECT_EQ(mine.crossLinks, 0U);
+    EXPECT_EQ(mine.lookaheadUs, 0);
+    EXPECT_EQ(mine.framesSent, 0U);
+    EXPECT_EQ(mine.events, 42U);
+    const std::vector<metaroce_run::RankStats> all = metaroce_run::GatherRankStats(mine);
+    ASSERT_EQ(all.size(), 1U);
+    EXPECT_EQ(all[0].hosts, 16U);
+    EXPECT_DOUBLE_EQ(all[0].runCpuS, 1.25);
+    ns3::Simulator::Destroy();
 }
 
 } // namespace

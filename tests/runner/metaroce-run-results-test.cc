@@ -135,6 +135,20 @@ TEST(RunWritersTest, CsvRowsFollowTheirHeaders)
     auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
     EXPECT_EQ(lines(switches.str()), 3);  // header + 2 totals
     EXPECT_EQ(lines(withPorts.str()), 5); // and one port each
+    metaroce_run::RankStats rank;
+    rank.rank = 1;
+    rank.hosts = 32;
+    rank.switches = 20;
+    rank.crossLinks = 16;
+    rank.lookaheadUs = 1;
+    rank.events = 1000;
+    rank.framesSent = 77;
+    rank.runWallS = 2.5;
+    rank.runCpuS = 2;
+    std::ostringstream ranks;
+    metaroce_run::WriteRanks(ranks, {rank});
+    EXPECT_EQ(ranks.str(),
+              std::string(metaroce_run::RANKS_HEADER) + "\n1,32,20,16,1.000,1000,77,2.500,2.000\n");
     std::ostringstream queues;
     metaroce_run::WriteQueues(queues, r.switches);
     EXPECT_EQ(lines(queues.str()), 5);

@@ -182,6 +182,13 @@ MetaRoceConnectRemote(Ptr<MetaRoceChannel> channel)
     remote->ConnectReceivers();
 }
 
+uint64_t
+MetaRoceRemoteFramesSent(Ptr<const MetaRoceChannel> channel)
+{
+    Ptr<const MetaRoceRemoteChannel> remote = DynamicCast<const MetaRoceRemoteChannel>(channel);
+    return remote ? remote->GetRemoteSent() : 0;
+}
+
 #else // no MPI
 
 void
@@ -231,6 +238,12 @@ void
 MetaRoceConnectRemote(Ptr<MetaRoceChannel>)
 {
     NS_ABORT_MSG("links across ranks need the module built with MPI (docs/distributed.md)");
+}
+
+uint64_t
+MetaRoceRemoteFramesSent(Ptr<const MetaRoceChannel>)
+{
+    return 0;
 }
 
 #endif

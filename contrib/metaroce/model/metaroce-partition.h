@@ -95,6 +95,13 @@ uint64_t MetaRoceSumOverRanks(uint64_t value);
  */
 void MetaRoceConnectRemote(Ptr<MetaRoceChannel> channel);
 
+/**
+ * \param channel a link
+ * \return the frames this rank sent to another rank over \p channel: 0 for a link within one
+ * rank, or in a build without MPI
+ */
+uint64_t MetaRoceRemoteFramesSent(Ptr<const MetaRoceChannel> channel);
+
 } // namespace ns3
 
 #endif // METAROCE_PARTITION_H
