@@ -62,7 +62,50 @@ DataPortFilter(uint16_t port)
     };
 }
 
+/// Room for one VLAN tag beyond the MTU and the Ethernet header.
+constexpr uint32_t VLAN_TAG_BYTES = 4;
+
+/// \return a non-blocking AF_PACKET socket that receives nothing yet, or -1 with \p error.
+int
+OpenPacketSocket(std::string& error)
+{
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        int err = errno;
+        error = std::string("socket(AF_PACKET): ") + std::strerror(err);
+        if (err == EPERM || err == EACCES)
+        {
+            error += ". Raw mode needs CAP_NET_RAW: run as root, or `sudo setcap cap_net_raw+ep "
+                     "<program>`; --port-mode udp needs no privileges";
+        }
+    }
+    return fd;
+}
+
 } // namespace
+
+bool
+ParseRawIoMode(const std::string& text, RawIoMode& mode)
+{
+    if (text == "auto")
+    {
+        mode = RawIoMode::AUTO;
+    }
+    else if (text == "ring")
+    {
+        mode = RawIoMode::RING;
+    }
+    else if (text == "socket")
+    {
+        mode = RawIoMode::SOCKET;
+    }
+    else
+    {
+        return false;
+    }
+    return true;
+}
 
 bool
 LookupNeighbour(const std::string& device, uint32_t ip, MacAddress& mac)
@@ -100,18 +143,11 @@ RawFramePort::Open(boost::asio::io_context& io,
                    const RawPortConfig& cfg,
                    std::string& error)
 {
-    // Protocol 0 receives nothing until bind(): the filter is attached before any frame can
-    // queue up unfiltered.
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    // Protocol 0 receives nothing until bind(): the rings and the filter are in place before
+    // any frame can queue up unfiltered.
+    int fd = OpenPacketSocket(error);
     if (fd < 0)
     {
-        int err = errno;
-        error = std::string("socket(AF_PACKET): ") + std::strerror(err);
-        if (err == EPERM || err == EACCES)
-        {
-            error += ". Raw mode needs CAP_NET_RAW: run as root, or `sudo setcap cap_net_raw+ep "
-                     "<program>`; --port-mode udp needs no privileges";
-        }
         return nullptr;
     }
     auto fail = [&](const std::string& what) {
@@ -150,6 +186,36 @@ RawFramePort::Open(boost::asio::io_context& io,
             return fail("interface " + cfg.device + " has no IPv4 address (give --local-ip)");
         }
         c.localIp = ntohl(reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr)->sin_addr.s_addr);
+    }
+    std::unique_ptr<PacketRing> ring;
+    if (cfg.io != RawIoMode::SOCKET)
+    {
+        PacketRingConfig rc;
+        rc.maxFrameBytes = mtu + ETHERNET_HEADER_SIZE + VLAN_TAG_BYTES;
+        rc.retireTimeoutMs = cfg.ringRetireMs;
+        // As much as the socket's queue holds: the kernel doubles SO_RCVBUF for its overhead.
+        rc.rxBytes = uint32_t(std::max(cfg.socketBufferBytes, 1 << 20)) * 2;
+        std::string why;
+        ring = PacketRing::Map(fd, rc, why);
+        if (!ring && cfg.io == RawIoMode::RING)
+        {
+            return fail("PACKET_MMAP rings on " + cfg.device + ": " + why +
+                        " (--raw-io socket uses recvmmsg/sendmmsg instead)");
+        }
+        if (!ring)
+        {
+            // The socket may hold half a ring set-up: start again with a fresh one.
+            spdlog::warn("raw port: PACKET_MMAP rings on {} unavailable ({}): falling back to "
+                         "recvmmsg/sendmmsg (--raw-io socket says so without this warning)",
+                         cfg.device,
+                         why);
+            close(fd);
+            fd = OpenPacketSocket(error);
+            if (fd < 0)
+            {
+                return nullptr;
+            }
+        }
     }
     std::vector<sock_filter> filter = DataPortFilter(cfg.dataPort);
     sock_fprog prog{uint16_t(filter.size()), filter.data()};
@@ -195,7 +261,7 @@ RawFramePort::Open(boost::asio::io_context& io,
         }
     }
     return std::unique_ptr<RawFramePort>(
-        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu));
+        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu, std::move(ring)));
 }
 
 RawFramePort::RawFramePort(boost::asio::io_context& io,
@@ -205,17 +271,20 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
                            int guardFd,
                            int ifindex,
                            const MacAddress& mac,
-                           uint32_t mtu)
+                           uint32_t mtu,
+                           std::unique_ptr<PacketRing> ring)
     : m_clock(clock),
       m_cfg(cfg),
       m_sock(io, fd),
+      m_fd(fd),
       m_guardFd(guardFd),
       m_ifindex(ifindex),
       m_mac(mac),
       m_mtu(mtu),
-      m_rxBuffer(RX_BATCH * RX_FRAME_MAX),
+      m_rxBuffer(ring ? 0 : RX_BATCH * RX_FRAME_MAX),
       m_txBuffer(RX_FRAME_MAX),
-      m_batch(std::max<uint32_t>(cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE)
+      m_batch(std::max<uint32_t>(ring ? 1 : cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE),
+      m_ring(std::move(ring))
 {
     if (cfg.busyPollUs > 0)
     {
@@ -323,6 +392,57 @@ void
 RawFramePort::ReceiveNow(int maxRounds)
 {
     bool any = false;
+    if (m_ring)
+    {
+        // A block holds a few large frames or many small ones: about as many frames per
+        // wake-up as the socket path reads (RX_BATCH per round), then let timers run.
+        m_ring->Receive(size_t(maxRounds) * 4, [this, &any](const RingFrame& f) {
+            if (f.packetType != PACKET_OUTGOING &&
+                HandleFrame(f.data, f.length, f.length < f.wireLength))
+            {
+                any = true;
+            }
+        });
+    }
+    else
+    {
+        any = ReceiveBatches(maxRounds);
+    }
+    if (any && m_onBatch)
+    {
+        m_onBatch();
+    }
+}
+
+bool
+RawFramePort::HandleFrame(const uint8_t* data, size_t len, bool truncated)
+{
+    if (truncated)
+    {
+        ++m_counters.rxMalformed;
+        return false;
+    }
+    ParsedFrame frame;
+    if (!AcceptEngineFrame(data,
+                           len,
+                           m_cfg.localIp,
+                           m_cfg.dataPort,
+                           "raw port",
+                           m_clock.Now(),
+                           m_malformedLog,
+                           m_counters,
+                           frame))
+    {
+        return false;
+    }
+    m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
+    return true;
+}
+
+bool
+RawFramePort::ReceiveBatches(int maxRounds)
+{
+    bool any = false;
     mmsghdr msgs[RX_BATCH];
     iovec iov[RX_BATCH];
     sockaddr_ll from[RX_BATCH];
@@ -349,36 +469,19 @@ RawFramePort::ReceiveNow(int maxRounds)
             {
                 continue; // our own frames on kernels without PACKET_IGNORE_OUTGOING
             }
-            if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+            if (HandleFrame(static_cast<const uint8_t*>(iov[i].iov_base),
+                            msgs[i].msg_len,
+                            (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0))
             {
-                ++m_counters.rxMalformed;
-                continue;
+                any = true;
             }
-            ParsedFrame frame;
-            if (!AcceptEngineFrame(static_cast<const uint8_t*>(iov[i].iov_base),
-                                   msgs[i].msg_len,
-                                   m_cfg.localIp,
-                                   m_cfg.dataPort,
-                                   "raw port",
-                                   m_clock.Now(),
-                                   m_malformedLog,
-                                   m_counters,
-                                   frame))
-            {
-                continue;
-            }
-            any = true;
-            m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
         }
         if (unsigned(got) < RX_BATCH)
         {
             break;
         }
     }
-    if (any && m_onBatch)
-    {
-        m_onBatch();
-    }
+    return any;
 }
 
 SendStatus
@@ -419,6 +522,10 @@ RawFramePort::Send(const TxDatagram& tx)
     if (len == 0)
     {
         return SendStatus::FAILED;
+    }
+    if (m_ring)
+    {
+        return SendToRing(len, tx.length);
     }
     sockaddr_ll to{};
     to.sll_family = AF_PACKET;
@@ -464,8 +571,61 @@ RawFramePort::Send(const TxDatagram& tx)
 }
 
 SendStatus
+RawFramePort::SendToRing(size_t len, uint64_t datagramLen)
+{
+    if (len > m_ring->TxSlotBytes())
+    {
+        ++m_counters.txFailed; // cannot happen: slots hold MTU-sized frames
+        return SendStatus::FAILED;
+    }
+    uint8_t* slot = m_ring->TxSlot();
+    if (!slot && Flush() == SendStatus::SENT)
+    {
+        slot = m_ring->TxSlot();
+    }
+    if (!slot)
+    {
+        return SendStatus::WOULD_BLOCK; // every slot is the kernel's until it has sent them
+    }
+    std::memcpy(slot, m_txBuffer.data(), len);
+    m_ring->TxCommit(uint32_t(len));
+    m_ringPendingBytes += datagramLen;
+    if (m_ring->TxPending() >= m_cfg.txBatch)
+    {
+        Flush(); // --tx-batch bounds the frames one send() hands over
+    }
+    return SendStatus::SENT;
+}
+
+SendStatus
 RawFramePort::Flush()
 {
+    if (m_ring && !m_closed)
+    {
+        const uint32_t pending = m_ring->TxPending();
+        const int err = m_ring->Flush(m_sock.native_handle());
+        if (err == 0)
+        {
+            m_counters.txFrames += pending;
+            m_counters.txBytes += m_ringPendingBytes;
+            m_ringPendingBytes = 0;
+            return SendStatus::SENT;
+        }
+        if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS)
+        {
+            return SendStatus::WOULD_BLOCK;
+        }
+        // The ready slots stay ready and go with the next flush (a link that went down).
+        uint64_t suppressed = 0;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: transmit ring on {}: {} ({} more suppressed)",
+                          m_cfg.device,
+                          std::strerror(err),
+                          suppressed);
+        }
+        return SendStatus::SENT;
+    }
     if (m_batch.Size() == 0 || m_closed)
     {
         return SendStatus::SENT;
@@ -512,9 +672,26 @@ RawFramePort::Close()
     }
 }
 
+void
+RawFramePort::ReadKernelDrops() const
+{
+    if (m_closed)
+    {
+        return;
+    }
+    // Both layouts start with tp_packets and tp_drops; reading resets the kernel's counts.
+    tpacket_stats_v3 stats{};
+    socklen_t len = sizeof(stats);
+    if (getsockopt(m_fd, SOL_PACKET, PACKET_STATISTICS, &stats, &len) == 0)
+    {
+        m_counters.rxKernelDrops += stats.tp_drops;
+    }
+}
+
 PortCounters
 RawFramePort::Counters() const
 {
+    ReadKernelDrops();
     return m_counters;
 }
 
@@ -522,7 +699,8 @@ std::string
 RawFramePort::Describe() const
 {
     return "raw " + m_cfg.device + " " + Ipv4ToString(m_cfg.localIp) + " " + MacToString(m_mac) +
-           " mtu " + std::to_string(m_mtu);
+           " mtu " + std::to_string(m_mtu) + ", " +
+           (m_ring ? m_ring->Describe() : std::string("recvmmsg/sendmmsg"));
 }
 
 } // namespace hil

@@ -15,11 +15,15 @@
 #include "metaroce-encap.h"
 #include "metaroce-hil-control.h"
 #include "metaroce-hil-fault-port.h"
+#include "metaroce-hil-packet-ring.h"
 #include "metaroce-hil-pcap.h"
+#include "metaroce-hil-perf.h"
+#include "metaroce-hil-raw-port.h"
 
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace metaroce
@@ -181,6 +185,47 @@ TEST(HilFramePort, MacHelpers)
 
 // The unprivileged mode end to end: two processes on 127.0.0.1, distinct data and control
 // ports, no namespaces, no root.
+TEST(HilPacketRing, RefusesASocketThatIsNotAPacketSocket)
+{
+    // The rings belong to AF_PACKET sockets: anything else fails with the call that refused.
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    ASSERT_GE(fd, 0);
+    std::string error;
+    EXPECT_EQ(PacketRing::Map(fd, PacketRingConfig(), error), nullptr);
+    EXPECT_NE(error.find("PACKET_VERSION"), std::string::npos) << error;
+    close(fd);
+    PacketRingConfig zero;
+    zero.retireTimeoutMs = 0;
+    EXPECT_EQ(PacketRing::Map(-1, zero, error), nullptr);
+    EXPECT_NE(error.find("bad sizes"), std::string::npos) << error;
+}
+
+TEST(HilPacketRing, RawIoOptions)
+{
+    RawIoMode mode = RawIoMode::SOCKET;
+    EXPECT_TRUE(ParseRawIoMode("ring", mode));
+    EXPECT_EQ(mode, RawIoMode::RING);
+    EXPECT_TRUE(ParseRawIoMode("auto", mode));
+    EXPECT_EQ(mode, RawIoMode::AUTO);
+    EXPECT_TRUE(ParseRawIoMode("socket", mode));
+    EXPECT_EQ(mode, RawIoMode::SOCKET);
+    EXPECT_FALSE(ParseRawIoMode("mmap", mode));
+    PerfOptions opts;
+    std::string error;
+    EXPECT_TRUE(ParsePerfOptions({"--raw-io", "ring", "--ring-retire-ms", "4"}, false, opts, error))
+        << error;
+    EXPECT_EQ(opts.rawIo, "ring");
+    EXPECT_EQ(opts.ringRetireMs, 4u);
+    for (const auto& bad : std::vector<std::vector<std::string>>{{"--raw-io", "mmap"},
+                                                                 {"--ring-retire-ms", "0"},
+                                                                 {"--ring-retire-ms", "101"}})
+    {
+        PerfOptions o;
+        EXPECT_FALSE(ParsePerfOptions(bad, false, o, error)) << bad[0] << " " << bad[1];
+        EXPECT_NE(error.find(bad[1]), std::string::npos) << error;
+    }
+}
+
 TEST(HilLoopback, UdpModeNeedsNoPrivileges)
 {
     std::string control = std::to_string(20000 + getpid() % 20000);
