@@ -15,6 +15,7 @@
 #include "metaroce-encap.h"
 #include "metaroce-hil-control.h"
 #include "metaroce-hil-fault-port.h"
+#include "metaroce-hil-lag.h"
 #include "metaroce-hil-packet-ring.h"
 #include "metaroce-hil-pcap.h"
 #include "metaroce-hil-perf.h"
@@ -224,6 +225,48 @@ TEST(HilPacketRing, RawIoOptions)
         EXPECT_FALSE(ParsePerfOptions(bad, false, o, error)) << bad[0] << " " << bad[1];
         EXPECT_NE(error.find(bad[1]), std::string::npos) << error;
     }
+}
+
+TEST(HilLagMonitor, KeepsUpWithinTheBound)
+{
+    LagMonitor lag(10000, 1000);
+    lag.Record(0.01, 100, 0);
+    lag.Record(0.02, 9000, 12);
+    lag.Record(0.03, 500, 3);
+    EXPECT_FALSE(lag.FellBehind());
+    const LagMonitor::Report r = lag.GetReport();
+    EXPECT_EQ(r.observations, 3u);
+    EXPECT_DOUBLE_EQ(r.maxLagUs, 9000);
+    EXPECT_DOUBLE_EQ(r.meanLagUs, 3200);
+    EXPECT_EQ(r.maxQueued, 12u);
+    EXPECT_EQ(r.overBound, 0u);
+    EXPECT_DOUBLE_EQ(r.firstOverS, -1);
+    const std::string verdict = lag.Verdict(1);
+    EXPECT_EQ(verdict.rfind("kept up: largest lag 9.000 ms (bound 10.000 ms)", 0), 0u) << verdict;
+    EXPECT_NE(verdict.find("at most 12 frames queued of 1000"), std::string::npos) << verdict;
+}
+
+TEST(HilLagMonitor, SaysWhenAndHowFarTheRunFellBehind)
+{
+    LagMonitor lag(1000, 1000);
+    lag.Record(0.5, 200, 0);
+    lag.Record(1.25, 45000, 300);
+    lag.Record(1.5, 2000, 10);
+    EXPECT_TRUE(lag.FellBehind());
+    EXPECT_FALSE(lag.QueueFilled());
+    EXPECT_EQ(lag.GetReport().overBound, 2u);
+    EXPECT_DOUBLE_EQ(lag.GetReport().firstOverS, 1.25);
+    const std::string verdict = lag.Verdict(4);
+    EXPECT_EQ(verdict.rfind("FELL BEHIND: the simulation ran up to 45.000 ms", 0), 0u) << verdict;
+    EXPECT_NE(verdict.find("in 2 of 3 events, first at 1.250 s simulated"), std::string::npos)
+        << verdict;
+    EXPECT_NE(verdict.find("--slowdown=8"), std::string::npos) << verdict;
+    // A full TAP queue is falling behind even when every event was on time.
+    LagMonitor full(1000, 100);
+    full.Record(0.1, 10, 100);
+    EXPECT_TRUE(full.FellBehind());
+    EXPECT_TRUE(full.QueueFilled());
+    EXPECT_NE(full.Verdict(1).find("the TAP device dropped frames"), std::string::npos);
 }
 
 TEST(HilLoopback, UdpModeNeedsNoPrivileges)
