@@ -23,8 +23,10 @@ namespace
 
 /// Receive-ring frame size: only checked by the kernel against the block size in V3.
 constexpr uint32_t RX_FRAME_UNIT = 2048;
-/// Transmit slots per transmit block (slots never span blocks).
-constexpr uint32_t TX_SLOTS_PER_BLOCK = 8;
+/// Fixed-size slots per block (slots never span blocks).
+constexpr uint32_t SLOTS_PER_BLOCK = 8;
+/// Room the kernel may leave between a received frame's header and its Ethernet header.
+constexpr uint32_t RX_MAC_ROOM = 64;
 
 /// \return \p value rounded up to a multiple of \p unit.
 uint32_t
@@ -54,21 +56,37 @@ Failure(const char* what)
 
 } // namespace
 
+tpacket_req3
+PacketRing::LayOut(SlotRing& ring, uint32_t slotBytes, uint32_t count)
+{
+    const uint32_t page = uint32_t(sysconf(_SC_PAGESIZE));
+    ring.slotBytes = slotBytes;
+    ring.blockBytes = RoundUp(slotBytes * SLOTS_PER_BLOCK, page);
+    ring.perBlock = ring.blockBytes / slotBytes;
+    const uint32_t blocks = (count + ring.perBlock - 1) / ring.perBlock;
+    ring.slots = blocks * ring.perBlock;
+    tpacket_req3 req{};
+    req.tp_block_size = ring.blockBytes;
+    req.tp_block_nr = blocks;
+    req.tp_frame_size = slotBytes;
+    req.tp_frame_nr = ring.slots;
+    return req;
+}
+
 std::unique_ptr<PacketRing>
 PacketRing::Map(int fd, const PacketRingConfig& cfg, std::string& error)
 {
     const uint32_t page = uint32_t(sysconf(_SC_PAGESIZE));
-    const uint32_t rxHeader = TPACKET_ALIGN(sizeof(tpacket3_hdr)) + sizeof(sockaddr_ll);
     if (cfg.maxFrameBytes == 0 || cfg.maxFrameBytes > (1u << 20) || cfg.rxBytes == 0 ||
         cfg.txFrames == 0 || cfg.retireTimeoutMs == 0)
     {
         error = "packet ring: bad sizes (frame, blocks, slots and retire timeout must be > 0)";
         return nullptr;
     }
-    int version = TPACKET_V3;
+    int version = cfg.blocks ? TPACKET_V3 : TPACKET_V2;
     if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) != 0)
     {
-        error = Failure("PACKET_VERSION TPACKET_V3");
+        error = Failure(cfg.blocks ? "PACKET_VERSION TPACKET_V3" : "PACKET_VERSION TPACKET_V2");
         return nullptr;
     }
     // A frame the kernel cannot build from a slot is skipped instead of stopping the ring
@@ -81,58 +99,71 @@ PacketRing::Map(int fd, const PacketRingConfig& cfg, std::string& error)
     }
 
     std::unique_ptr<PacketRing> ring(new PacketRing());
-    // Receive: blocks of at least two of the largest frames, a power of two of pages.
-    uint32_t block = cfg.rxBlockBytes;
-    if (block == 0)
-    {
-        block = PowerOfTwoAtLeast(2 * (cfg.maxFrameBytes + rxHeader + 64));
-    }
-    block = RoundUp(std::max(block, page), page);
-    if (block < cfg.maxFrameBytes + rxHeader + 64)
-    {
-        error = "packet ring: a receive block of " + std::to_string(block) +
-                " bytes cannot hold a frame of " + std::to_string(cfg.maxFrameBytes);
-        return nullptr;
-    }
-    const uint32_t blocks = std::max<uint32_t>(8, (cfg.rxBytes + block - 1) / block);
+    ring->m_v3 = cfg.blocks;
+    // Received frames start after the header, the address and some alignment room.
+    const uint32_t rxHeader = (cfg.blocks ? TPACKET3_HDRLEN : TPACKET2_HDRLEN) + RX_MAC_ROOM;
     tpacket_req3 rx{};
-    rx.tp_block_size = block;
-    rx.tp_block_nr = blocks;
-    rx.tp_frame_size = RX_FRAME_UNIT;
-    rx.tp_frame_nr = block / RX_FRAME_UNIT * blocks;
-    rx.tp_retire_blk_tov = cfg.retireTimeoutMs;
-    if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof(rx)) != 0)
+    if (cfg.blocks)
     {
-        error = Failure("PACKET_RX_RING") + " (" + std::to_string(blocks) + " blocks of " +
-                std::to_string(block) + " bytes)";
+        // Blocks of at least two of the largest frames, a power of two of pages.
+        uint32_t block = cfg.rxBlockBytes;
+        if (block == 0)
+        {
+            block = PowerOfTwoAtLeast(2 * (cfg.maxFrameBytes + rxHeader));
+        }
+        block = RoundUp(std::max(block, page), page);
+        if (block < cfg.maxFrameBytes + rxHeader)
+        {
+            error = "packet ring: a receive block of " + std::to_string(block) +
+                    " bytes cannot hold a frame of " + std::to_string(cfg.maxFrameBytes);
+            return nullptr;
+        }
+        const uint32_t blocks = std::max<uint32_t>(8, (cfg.rxBytes + block - 1) / block);
+        rx.tp_block_size = block;
+        rx.tp_block_nr = blocks;
+        rx.tp_frame_size = RX_FRAME_UNIT;
+        rx.tp_frame_nr = block / RX_FRAME_UNIT * blocks;
+        rx.tp_retire_blk_tov = cfg.retireTimeoutMs;
+        ring->m_blockBytes = block;
+        ring->m_blocks = blocks;
+        ring->m_retireMs = cfg.retireTimeoutMs;
+    }
+    else
+    {
+        // As many slots as 4 KiB frames fit in rxBytes, the count V3 blocks hold of them: a
+        // slot fits the largest frame, so the ring takes more memory than rxBytes.
+        const uint32_t slot = TPACKET_ALIGN(rxHeader + cfg.maxFrameBytes);
+        rx = LayOut(ring->m_rxSlots, slot, std::max<uint32_t>(64, cfg.rxBytes / 4096));
+    }
+    const size_t rxBytes = size_t(rx.tp_block_size) * rx.tp_block_nr;
+    // V2 takes the first fields of the V3 request, which are the same.
+    if (setsockopt(fd,
+                   SOL_PACKET,
+                   PACKET_RX_RING,
+                   &rx,
+                   cfg.blocks ? sizeof(tpacket_req3) : sizeof(tpacket_req)) != 0)
+    {
+        error = Failure("PACKET_RX_RING") + " (" + std::to_string(rx.tp_block_nr) + " blocks of " +
+                std::to_string(rx.tp_block_size) + " bytes)";
         return nullptr;
     }
-    ring->m_blockBytes = block;
-    ring->m_blocks = blocks;
-    ring->m_retireMs = cfg.retireTimeoutMs;
 
-    // Transmit: fixed slots (V3 transmits slot by slot, as V2 does), a few per block.
-    ring->m_txDataOffset = TPACKET_ALIGN(sizeof(tpacket3_hdr));
-    ring->m_txFrameBytes = TPACKET_ALIGN(ring->m_txDataOffset + cfg.maxFrameBytes);
-    ring->m_txBlockBytes = RoundUp(ring->m_txFrameBytes * TX_SLOTS_PER_BLOCK, page);
-    ring->m_txFramesPerBlock = ring->m_txBlockBytes / ring->m_txFrameBytes;
-    const uint32_t txBlocks =
-        (cfg.txFrames + ring->m_txFramesPerBlock - 1) / ring->m_txFramesPerBlock;
-    ring->m_txFrames = txBlocks * ring->m_txFramesPerBlock;
-    ring->m_txSlotData = ring->m_txFrameBytes - ring->m_txDataOffset;
-    tpacket_req3 tx{};
-    tx.tp_block_size = ring->m_txBlockBytes;
-    tx.tp_block_nr = txBlocks;
-    tx.tp_frame_size = ring->m_txFrameBytes;
-    tx.tp_frame_nr = ring->m_txFrames;
-    if (setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof(tx)) != 0)
+    // Transmit: fixed slots in both versions (V3 transmits slot by slot, as V2 does).
+    ring->m_txDataOffset =
+        cfg.blocks ? TPACKET_ALIGN(sizeof(tpacket3_hdr)) : TPACKET_ALIGN(sizeof(tpacket2_hdr));
+    tpacket_req3 tx =
+        LayOut(ring->m_tx, TPACKET_ALIGN(ring->m_txDataOffset + cfg.maxFrameBytes), cfg.txFrames);
+    if (setsockopt(fd,
+                   SOL_PACKET,
+                   PACKET_TX_RING,
+                   &tx,
+                   cfg.blocks ? sizeof(tpacket_req3) : sizeof(tpacket_req)) != 0)
     {
-        error = Failure("PACKET_TX_RING") + " (" + std::to_string(ring->m_txFrames) + " slots of " +
-                std::to_string(ring->m_txFrameBytes) + " bytes)";
+        error = Failure("PACKET_TX_RING") + " (" + std::to_string(ring->m_tx.slots) + " slots of " +
+                std::to_string(ring->m_tx.slotBytes) + " bytes)";
         return nullptr; // the receive ring goes with the socket
     }
-    const size_t rxBytes = size_t(block) * blocks;
-    ring->m_mapBytes = rxBytes + size_t(ring->m_txBlockBytes) * txBlocks;
+    ring->m_mapBytes = rxBytes + size_t(tx.tp_block_size) * tx.tp_block_nr;
     void* map = mmap(nullptr, ring->m_mapBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
     {
@@ -141,7 +172,8 @@ PacketRing::Map(int fd, const PacketRingConfig& cfg, std::string& error)
         return nullptr;
     }
     ring->m_map = static_cast<uint8_t*>(map);
-    ring->m_tx = ring->m_map + rxBytes;
+    ring->m_rxSlots.base = ring->m_map;
+    ring->m_tx.base = ring->m_map + rxBytes;
     return ring;
 }
 
@@ -154,7 +186,39 @@ PacketRing::~PacketRing()
 }
 
 size_t
-PacketRing::Receive(size_t maxBlocks, const FrameVisitor& visit)
+PacketRing::Receive(size_t maxFrames, const FrameVisitor& visit)
+{
+    return m_v3 ? ReceiveBlocks(std::max<size_t>(1, maxFrames / 8), visit)
+                : ReceiveSlots(maxFrames, visit);
+}
+
+size_t
+PacketRing::ReceiveSlots(size_t maxFrames, const FrameVisitor& visit)
+{
+    size_t frames = 0;
+    for (; frames < maxFrames; ++frames)
+    {
+        uint8_t* at = m_rxSlots.Next();
+        auto* h = reinterpret_cast<tpacket2_hdr*>(at);
+        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER))
+        {
+            break;
+        }
+        const auto* sll = reinterpret_cast<const sockaddr_ll*>(at + TPACKET_ALIGN(sizeof(*h)));
+        RingFrame f;
+        f.data = at + h->tp_mac;
+        f.length = h->tp_snaplen;
+        f.wireLength = h->tp_len;
+        f.packetType = sll->sll_pkttype;
+        visit(f);
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        m_rxSlots.Advance();
+    }
+    return frames;
+}
+
+size_t
+PacketRing::ReceiveBlocks(size_t maxBlocks, const FrameVisitor& visit)
 {
     size_t frames = 0;
     for (size_t b = 0; b < maxBlocks; ++b)
@@ -171,8 +235,7 @@ PacketRing::Receive(size_t maxBlocks, const FrameVisitor& visit)
         for (uint32_t i = 0; i < count; ++i)
         {
             const auto* h = reinterpret_cast<const tpacket3_hdr*>(at);
-            const auto* sll =
-                reinterpret_cast<const sockaddr_ll*>(at + TPACKET_ALIGN(sizeof(tpacket3_hdr)));
+            const auto* sll = reinterpret_cast<const sockaddr_ll*>(at + TPACKET_ALIGN(sizeof(*h)));
             RingFrame f;
             f.data = at + h->tp_mac;
             f.length = h->tp_snaplen;
@@ -183,18 +246,23 @@ PacketRing::Receive(size_t maxBlocks, const FrameVisitor& visit)
             at += h->tp_next_offset;
         }
         __atomic_store_n(&desc->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-        m_nextBlock = (m_nextBlock + 1) % m_blocks;
+        m_nextBlock = m_nextBlock + 1 == m_blocks ? 0 : m_nextBlock + 1;
     }
     return frames;
+}
+
+uint32_t*
+PacketRing::TxStatus(uint8_t* slot) const
+{
+    return m_v3 ? &reinterpret_cast<tpacket3_hdr*>(slot)->tp_status
+                : &reinterpret_cast<tpacket2_hdr*>(slot)->tp_status;
 }
 
 uint8_t*
 PacketRing::TxSlot()
 {
-    uint8_t* slot = m_tx + size_t(m_nextTx / m_txFramesPerBlock) * m_txBlockBytes +
-                    size_t(m_nextTx % m_txFramesPerBlock) * m_txFrameBytes;
-    auto* h = reinterpret_cast<tpacket3_hdr*>(slot);
-    const uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    uint8_t* slot = m_tx.Next();
+    const uint32_t status = __atomic_load_n(TxStatus(slot), __ATOMIC_ACQUIRE);
     if (status != TP_STATUS_AVAILABLE && status != TP_STATUS_WRONG_FORMAT)
     {
         return nullptr; // ready and not yet taken, or taken and not yet sent
@@ -205,14 +273,22 @@ PacketRing::TxSlot()
 void
 PacketRing::TxCommit(uint32_t length)
 {
-    uint8_t* slot = m_tx + size_t(m_nextTx / m_txFramesPerBlock) * m_txBlockBytes +
-                    size_t(m_nextTx % m_txFramesPerBlock) * m_txFrameBytes;
-    auto* h = reinterpret_cast<tpacket3_hdr*>(slot);
-    h->tp_len = length;
-    h->tp_snaplen = length;
-    h->tp_next_offset = 0; // the kernel refuses variable-sized transmit slots
-    __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-    m_nextTx = (m_nextTx + 1) % m_txFrames;
+    uint8_t* slot = m_tx.Next();
+    if (m_v3)
+    {
+        auto* h = reinterpret_cast<tpacket3_hdr*>(slot);
+        h->tp_len = length;
+        h->tp_snaplen = length;
+        h->tp_next_offset = 0; // the kernel refuses variable-sized transmit slots
+    }
+    else
+    {
+        auto* h = reinterpret_cast<tpacket2_hdr*>(slot);
+        h->tp_len = length;
+        h->tp_snaplen = length;
+    }
+    __atomic_store_n(TxStatus(slot), TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+    m_tx.Advance();
     ++m_txPending;
 }
 
@@ -234,9 +310,13 @@ PacketRing::Flush(int fd)
 std::string
 PacketRing::Describe() const
 {
+    const std::string tx = ", tx " + std::to_string(m_tx.slots) + " slots";
+    if (!m_v3)
+    {
+        return "TPACKET_V2 rx " + std::to_string(m_rxSlots.slots) + " slots" + tx;
+    }
     return "TPACKET_V3 rx " + std::to_string(m_blocks) + "x" + std::to_string(m_blockBytes / 1024) +
-           " KiB (retire " + std::to_string(m_retireMs) + " ms), tx " + std::to_string(m_txFrames) +
-           " slots";
+           " KiB (retire " + std::to_string(m_retireMs) + " ms)" + tx;
 }
 
 } // namespace hil

@@ -10,19 +10,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <linux/if_packet.h>
 #include <memory>
 #include <string>
 
 /**
  * \file
- * PACKET_MMAP rings of an AF_PACKET socket: a TPACKET_V3 receive ring (the kernel writes
- * frames into blocks of memory shared with the process and hands over a whole block at once,
- * so reading costs no system call and no copy) and a transmit ring (the process writes frames
- * into shared slots and one send() asks the kernel to take every slot marked ready).
+ * PACKET_MMAP rings of an AF_PACKET socket: a receive ring (the kernel writes frames into
+ * memory shared with the process, so reading costs no system call and no copy) and a transmit
+ * ring (the process writes frames into shared slots and one send() asks the kernel to take
+ * every slot marked ready).
  *
- * A receive block goes to the process when it is full or when it has waited
- * \c retireTimeoutMs (the kernel's block-retire timer), so a lone frame can wait that long:
- * the price of handing over frames in blocks (docs/hil.md, "Raw port I/O").
+ * Two receive layouts. TPACKET_V2 hands over frame by frame, in fixed slots. TPACKET_V3 packs
+ * frames into blocks and hands over a whole block when it is full or when it has waited
+ * \c retireTimeoutMs (the kernel's block-retire timer, in jiffies: 4 ms at HZ=250), so a lone
+ * frame can wait that long: fewer wake-ups under load, a round trip of milliseconds when
+ * frames are few (docs/hil.md, "Raw port I/O").
  */
 
 namespace metaroce
@@ -33,6 +36,7 @@ namespace hil
 /// Sizes of a PacketRing.
 struct PacketRingConfig
 {
+    bool blocks{false};           //!< TPACKET_V3 receive blocks (else TPACKET_V2 slots)
     uint32_t maxFrameBytes{9216}; //!< largest frame to receive or send (with the Ethernet header)
     uint32_t rxBlockBytes{0};     //!< bytes per receive block (0: fit 4 largest frames)
     uint32_t rxBytes{8 << 20};    //!< receive ring size (rounded up to whole blocks)
@@ -57,8 +61,8 @@ class PacketRing
     using FrameVisitor = std::function<void(const RingFrame&)>;
 
     /**
-     * Switch \p fd to TPACKET_V3 and map a receive and a transmit ring. Must come before
-     * bind(), so that no frame is queued outside the ring.
+     * Switch \p fd to TPACKET_V3 (cfg.blocks) or TPACKET_V2 and map a receive and a transmit
+     * ring. Must come before bind(), so that no frame is queued outside the ring.
      * \param[out] error why it failed (the setsockopt or mmap, with errno's text)
      * \return the rings, or nullptr
      */
@@ -69,15 +73,16 @@ class PacketRing
     PacketRing& operator=(const PacketRing&) = delete;
 
     /**
-     * Visit the frames of up to \p maxBlocks blocks that the kernel has handed over, and give
-     * the blocks back. \return frames visited
+     * Visit up to \p maxFrames frames (V2) or the frames of up to \p maxFrames / 8 blocks (V3,
+     * at least one) that the kernel has handed over, and give their memory back.
+     * \return frames visited
      */
-    size_t Receive(size_t maxBlocks, const FrameVisitor& visit);
+    size_t Receive(size_t maxFrames, const FrameVisitor& visit);
 
     /// \return the largest frame a transmit slot holds.
     uint32_t TxSlotBytes() const
     {
-        return m_txSlotData;
+        return m_tx.slotBytes - m_txDataOffset;
     }
 
     /**
@@ -108,21 +113,53 @@ class PacketRing
   private:
     PacketRing() = default;
 
-    uint8_t* m_map{nullptr};        //!< both rings, receive first
-    size_t m_mapBytes{0};           //!< mapped bytes
-    uint32_t m_blockBytes{0};       //!< receive block size
-    uint32_t m_blocks{0};           //!< receive blocks
-    uint32_t m_nextBlock{0};        //!< next receive block to look at
-    uint8_t* m_tx{nullptr};         //!< first transmit slot
-    uint32_t m_txFrameBytes{0};     //!< transmit slot size (header included)
-    uint32_t m_txSlotData{0};       //!< frame bytes per transmit slot
-    uint32_t m_txDataOffset{0};     //!< where a slot's frame starts
-    uint32_t m_txFrames{0};         //!< transmit slots
-    uint32_t m_txFramesPerBlock{0}; //!< transmit slots per transmit block
-    uint32_t m_txBlockBytes{0};     //!< transmit block size
-    uint32_t m_nextTx{0};           //!< next transmit slot to fill
-    uint32_t m_txPending{0};        //!< slots marked ready, not yet flushed
-    uint32_t m_retireMs{0};         //!< block-retire timeout
+    /// Slots of fixed size in blocks (V2 receive ring, either transmit ring).
+    struct SlotRing
+    {
+        uint8_t* base{nullptr}; //!< first slot
+        uint32_t slotBytes{0};  //!< slot size
+        uint32_t perBlock{0};   //!< slots per block
+        uint32_t blockBytes{0}; //!< block size
+        uint32_t slots{0};      //!< slots
+        uint32_t next{0};       //!< next slot to use
+
+        /// \return the next slot.
+        uint8_t* Next() const
+        {
+            return base + size_t(next / perBlock) * blockBytes +
+                   size_t(next % perBlock) * slotBytes;
+        }
+
+        /// Move to the following slot.
+        void Advance()
+        {
+            next = next + 1 == slots ? 0 : next + 1;
+        }
+    };
+
+    /**
+     * Lay out \p ring: slots of \p slotBytes, about \p count of them, a few per block.
+     * \return the request for the kernel
+     */
+    static tpacket_req3 LayOut(SlotRing& ring, uint32_t slotBytes, uint32_t count);
+    /// V2: visit up to \p maxFrames ready slots.
+    size_t ReceiveSlots(size_t maxFrames, const FrameVisitor& visit);
+    /// V3: visit the frames of up to \p maxBlocks ready blocks.
+    size_t ReceiveBlocks(size_t maxBlocks, const FrameVisitor& visit);
+    /// \return the status word of the transmit slot at \p slot.
+    uint32_t* TxStatus(uint8_t* slot) const;
+
+    bool m_v3{false};           //!< TPACKET_V3 (else V2)
+    uint8_t* m_map{nullptr};    //!< both rings, receive first
+    size_t m_mapBytes{0};       //!< mapped bytes
+    uint32_t m_blockBytes{0};   //!< V3 receive block size
+    uint32_t m_blocks{0};       //!< V3 receive blocks
+    uint32_t m_nextBlock{0};    //!< V3: next receive block to look at
+    uint32_t m_retireMs{0};     //!< V3 block-retire timeout
+    SlotRing m_rxSlots;         //!< V2 receive slots
+    SlotRing m_tx;              //!< transmit slots
+    uint32_t m_txDataOffset{0}; //!< where a transmit slot's frame starts
+    uint32_t m_txPending{0};    //!< slots marked ready, not yet flushed
 };
 
 } // namespace hil

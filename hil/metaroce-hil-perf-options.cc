@@ -128,11 +128,12 @@ Frames:
   --local-ip A.B.C.D     engine address (default: the control connection's / interface's);
                          in udp and raw mode the server's control listener binds it too
   --peer-mac MAC         raw mode: destination MAC (default: kernel neighbour table)
-  --raw-io auto|ring|socket  raw mode: PACKET_MMAP rings (TPACKET_V3 receive ring, transmit
-                         ring) or recvmmsg/sendmmsg; auto tries the rings and falls back with
-                         a warning, ring fails without them (default auto)
-  --ring-retire-ms MS    raw mode, rings: hand a partly filled receive block over after MS
-                         (1-100, default 1; the wait a lone frame can see)
+  --raw-io auto|ring|ring-v3|socket  raw mode: PACKET_MMAP rings (ring: TPACKET_V2, frame
+                         by frame; ring-v3: TPACKET_V3 receive blocks, fewer wake-ups but a
+                         lone frame waits up to the block-retire timer) or recvmmsg/sendmmsg;
+                         auto is ring, falling back to socket with a warning (default auto)
+  --ring-retire-ms MS    raw mode, ring-v3: hand a partly filled receive block over after MS
+                         (1-100, default 1; the kernel rounds up to a timer tick)
   --data-port N          UDP port datagrams are received on (default 4791)
   --sport-base N         UDP source port of path 0 (default client 50000, server 56000)
   --rate GBPS            pacing ceiling per connection (default: unpaced)

@@ -96,6 +96,10 @@ ParseRawIoMode(const std::string& text, RawIoMode& mode)
     {
         mode = RawIoMode::RING;
     }
+    else if (text == "ring-v3")
+    {
+        mode = RawIoMode::RING_V3;
+    }
     else if (text == "socket")
     {
         mode = RawIoMode::SOCKET;
@@ -192,12 +196,13 @@ RawFramePort::Open(boost::asio::io_context& io,
     {
         PacketRingConfig rc;
         rc.maxFrameBytes = mtu + ETHERNET_HEADER_SIZE + VLAN_TAG_BYTES;
+        rc.blocks = cfg.io == RawIoMode::RING_V3;
         rc.retireTimeoutMs = cfg.ringRetireMs;
         // As much as the socket's queue holds: the kernel doubles SO_RCVBUF for its overhead.
         rc.rxBytes = uint32_t(std::max(cfg.socketBufferBytes, 1 << 20)) * 2;
         std::string why;
         ring = PacketRing::Map(fd, rc, why);
-        if (!ring && cfg.io == RawIoMode::RING)
+        if (!ring && cfg.io != RawIoMode::AUTO)
         {
             return fail("PACKET_MMAP rings on " + cfg.device + ": " + why +
                         " (--raw-io socket uses recvmmsg/sendmmsg instead)");
@@ -394,9 +399,8 @@ RawFramePort::ReceiveNow(int maxRounds)
     bool any = false;
     if (m_ring)
     {
-        // A block holds a few large frames or many small ones: about as many frames per
-        // wake-up as the socket path reads (RX_BATCH per round), then let timers run.
-        m_ring->Receive(size_t(maxRounds) * 4, [this, &any](const RingFrame& f) {
+        // As many frames per wake-up as the socket path reads, then let timers run.
+        m_ring->Receive(size_t(maxRounds) * RX_BATCH, [this, &any](const RingFrame& f) {
             if (f.packetType != PACKET_OUTGOING &&
                 HandleFrame(f.data, f.length, f.length < f.wireLength))
             {

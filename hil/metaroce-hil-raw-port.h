@@ -42,12 +42,13 @@ namespace hil
 /// How a RawFramePort moves frames.
 enum class RawIoMode : uint8_t
 {
-    AUTO,   //!< PACKET_MMAP rings, else recvmmsg()/sendmmsg() with a warning
-    RING,   //!< PACKET_MMAP rings or an error
-    SOCKET, //!< recvmmsg()/sendmmsg()
+    AUTO,    //!< PACKET_MMAP rings (TPACKET_V2), else recvmmsg()/sendmmsg() with a warning
+    RING,    //!< TPACKET_V2 rings (frame by frame) or an error
+    RING_V3, //!< TPACKET_V3 rings (receive blocks) or an error
+    SOCKET,  //!< recvmmsg()/sendmmsg()
 };
 
-/// Parse "auto", "ring" or "socket". \return false if it is none of them.
+/// Parse "auto", "ring", "ring-v3" or "socket". \return false if it is none of them.
 bool ParseRawIoMode(const std::string& text, RawIoMode& mode);
 
 /// Settings of a RawFramePort.
@@ -64,7 +65,7 @@ struct RawPortConfig
     /// SO_BUSY_POLL on the packet socket, microseconds (0: off; see docs/hil.md).
     uint32_t busyPollUs{0};
     RawIoMode io{RawIoMode::AUTO}; //!< rings or socket calls
-    uint32_t ringRetireMs{1};      //!< receive ring: hand over a partly filled block after this
+    uint32_t ringRetireMs{1};      //!< TPACKET_V3: hand over a partly filled block after this
 };
 
 /// Transport datagrams in Ethernet frames on an AF_PACKET socket.

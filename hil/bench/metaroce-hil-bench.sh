@@ -81,13 +81,17 @@ blast() {
     rm -f /tmp/bench-sink.$$ /tmp/bench-send.$$
 }
 
-# metaroce-perf: $1 transport, $2 port mode (udp, raw: PACKET_MMAP rings, raw-socket: raw with
-# recvmmsg/sendmmsg)
+# metaroce-perf: $1 transport, $2 port mode (udp; raw: TPACKET_V2 rings; raw-ring-v3: TPACKET_V3
+# receive blocks; raw-socket: raw with recvmmsg/sendmmsg)
 perf_run() {
-    local extra_a=() extra_b=() mode=$2
-    if [[ $2 == raw ]]; then extra_a=(--dev va --raw-io ring); extra_b=(--dev vb --raw-io ring); fi
-    if [[ $2 == raw-socket ]]; then
-        mode=raw; extra_a=(--dev va --raw-io socket); extra_b=(--dev vb --raw-io socket)
+    local extra_a=() extra_b=() mode=$2 io=""
+    case $2 in
+        raw) io=ring ;;
+        raw-ring-v3) io=ring-v3 ;;
+        raw-socket) io=socket ;;
+    esac
+    if [[ -n $io ]]; then
+        mode=raw; extra_a=(--dev va --raw-io $io); extra_b=(--dev vb --raw-io $io)
     fi
     ip netns exec "$NS_A" "$BIN/metaroce-perf" --transport "$1" --mtu $MTU --port-mode "$mode" \
         "${extra_a[@]}" "${PERF_EXTRA[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
@@ -167,11 +171,12 @@ for round in $(seq 1 "$ROUNDS"); do
     ROWS+="| $round | plain UDP blast (sender side) | $BLAST_SENT | - | - | - | - | - |"$'\n'
     ROWS+="| $round | plain UDP blast (received) | $BLAST_RECV | 1.00 | - | - | - | - |"$'\n'
     for transport in metaroce rocev2; do
-        for mode in udp raw raw-socket; do
+        for mode in udp raw raw-ring-v3 raw-socket; do
             echo "round $round: metaroce-perf $transport $mode..."
             perf_run "$transport" "$mode"
             label="$mode port"
-            [[ $mode == raw ]] && label="raw port (PACKET_MMAP rings)"
+            [[ $mode == raw ]] && label="raw port (TPACKET_V2 rings)"
+            [[ $mode == raw-ring-v3 ]] && label="raw port (TPACKET_V3 rings)"
             [[ $mode == raw-socket ]] && label="raw port (recvmmsg/sendmmsg)"
             ROWS+="| $round | metaroce-perf, $transport, $label | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_MSGS | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
         done

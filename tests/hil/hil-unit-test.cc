@@ -206,6 +206,8 @@ TEST(HilPacketRing, RawIoOptions)
     RawIoMode mode = RawIoMode::SOCKET;
     EXPECT_TRUE(ParseRawIoMode("ring", mode));
     EXPECT_EQ(mode, RawIoMode::RING);
+    EXPECT_TRUE(ParseRawIoMode("ring-v3", mode));
+    EXPECT_EQ(mode, RawIoMode::RING_V3);
     EXPECT_TRUE(ParseRawIoMode("auto", mode));
     EXPECT_EQ(mode, RawIoMode::AUTO);
     EXPECT_TRUE(ParseRawIoMode("socket", mode));
@@ -213,9 +215,10 @@ TEST(HilPacketRing, RawIoOptions)
     EXPECT_FALSE(ParseRawIoMode("mmap", mode));
     PerfOptions opts;
     std::string error;
-    EXPECT_TRUE(ParsePerfOptions({"--raw-io", "ring", "--ring-retire-ms", "4"}, false, opts, error))
+    EXPECT_TRUE(
+        ParsePerfOptions({"--raw-io", "ring-v3", "--ring-retire-ms", "4"}, false, opts, error))
         << error;
-    EXPECT_EQ(opts.rawIo, "ring");
+    EXPECT_EQ(opts.rawIo, "ring-v3");
     EXPECT_EQ(opts.ringRetireMs, 4u);
     for (const auto& bad : std::vector<std::vector<std::string>>{{"--raw-io", "mmap"},
                                                                  {"--ring-retire-ms", "0"},
