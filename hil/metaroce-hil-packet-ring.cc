@@ -47,6 +47,21 @@ PowerOfTwoAtLeast(uint32_t value)
     return p;
 }
 
+/// \return the frame behind the ring header \p h (tpacket2_hdr or tpacket3_hdr).
+template <typename Header>
+RingFrame
+FrameAt(const Header* h)
+{
+    const auto* at = reinterpret_cast<const uint8_t*>(h);
+    RingFrame f;
+    f.data = at + h->tp_mac;
+    f.length = h->tp_snaplen;
+    f.wireLength = h->tp_len;
+    f.packetType =
+        reinterpret_cast<const sockaddr_ll*>(at + TPACKET_ALIGN(sizeof(Header)))->sll_pkttype;
+    return f;
+}
+
 /// \return "what: errno text".
 std::string
 Failure(const char* what)
@@ -204,13 +219,7 @@ PacketRing::ReceiveSlots(size_t maxFrames, const FrameVisitor& visit)
         {
             break;
         }
-        const auto* sll = reinterpret_cast<const sockaddr_ll*>(at + TPACKET_ALIGN(sizeof(*h)));
-        RingFrame f;
-        f.data = at + h->tp_mac;
-        f.length = h->tp_snaplen;
-        f.wireLength = h->tp_len;
-        f.packetType = sll->sll_pkttype;
-        visit(f);
+        visit(FrameAt(h));
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         m_rxSlots.Advance();
     }
@@ -235,13 +244,7 @@ PacketRing::ReceiveBlocks(size_t maxBlocks, const FrameVisitor& visit)
         for (uint32_t i = 0; i < count; ++i)
         {
             const auto* h = reinterpret_cast<const tpacket3_hdr*>(at);
-            const auto* sll = reinterpret_cast<const sockaddr_ll*>(at + TPACKET_ALIGN(sizeof(*h)));
-            RingFrame f;
-            f.data = at + h->tp_mac;
-            f.length = h->tp_snaplen;
-            f.wireLength = h->tp_len;
-            f.packetType = sll->sll_pkttype;
-            visit(f);
+            visit(FrameAt(h));
             ++frames;
             at += h->tp_next_offset;
         }
