@@ -310,6 +310,25 @@ PacketRing::Flush(int fd)
     return 0;
 }
 
+uint64_t
+PacketSocketDrops(int fd)
+{
+    // Both layouts start with tp_packets and tp_drops; reading resets the kernel's counts.
+    tpacket_stats_v3 stats{};
+    socklen_t len = sizeof(stats);
+    if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &stats, &len) != 0)
+    {
+        return 0;
+    }
+    return stats.tp_drops;
+}
+
+uint64_t
+PacketRing::ReadDrops(int fd)
+{
+    return PacketSocketDrops(fd);
+}
+
 std::string
 PacketRing::Describe() const
 {

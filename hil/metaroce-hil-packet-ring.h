@@ -53,13 +53,61 @@ struct RingFrame
     uint8_t packetType{0};        //!< sll_pkttype (PACKET_HOST, PACKET_OUTGOING, ...)
 };
 
-/// The mapped rings of one AF_PACKET socket.
-class PacketRing
+/**
+ * Frames in memory shared with the kernel, as the raw port uses them: PACKET_MMAP rings
+ * (PacketRing) or an AF_XDP socket (XdpSocket). All calls on the port's one thread.
+ */
+class FrameRing
 {
   public:
-    /// Called for every frame of a block; the bytes are valid during the call only.
+    /// Called for every frame received; the bytes are valid during the call only.
     using FrameVisitor = std::function<void(const RingFrame&)>;
 
+    virtual ~FrameRing() = default;
+
+    /**
+     * Visit up to about \p maxFrames received frames and give their memory back.
+     * \return frames visited
+     */
+    virtual size_t Receive(size_t maxFrames, const FrameVisitor& visit) = 0;
+
+    /// \return the largest frame a transmit slot holds.
+    virtual uint32_t TxSlotBytes() const = 0;
+
+    /**
+     * \return the data area of the next free transmit slot (TxSlotBytes() long), or nullptr
+     * while the kernel still owns every slot (Flush(), then wait for writability)
+     */
+    virtual uint8_t* TxSlot() = 0;
+
+    /// Mark the slot TxSlot() returned as ready to send, with a frame of \p length bytes.
+    virtual void TxCommit(uint32_t length) = 0;
+
+    /// \return slots marked ready since the last successful Flush().
+    virtual uint32_t TxPending() const = 0;
+
+    /**
+     * Ask the kernel to send every ready slot, without waiting.
+     * \param fd the descriptor the port polls
+     * \return 0 (the ready count is then 0), or the errno of the refusal (EAGAIN / ENOBUFS:
+     *         the slots stay ready for the next Flush())
+     */
+    virtual int Flush(int fd) = 0;
+
+    /// \return frames the kernel dropped for want of room since the last call (\p fd polled).
+    virtual uint64_t ReadDrops(int fd) = 0;
+
+    /// \return a one-line description of the sizes.
+    virtual std::string Describe() const = 0;
+};
+
+/// \return the frames the kernel dropped on packet socket \p fd since the last call.
+uint64_t PacketSocketDrops(int fd);
+
+/// The mapped rings of one AF_PACKET socket.
+class PacketRing : public FrameRing
+{
+  public:
     /**
      * Switch \p fd to TPACKET_V3 (cfg.blocks) or TPACKET_V2 and map a receive and a transmit
      * ring. Must come before bind(), so that no frame is queued outside the ring.
@@ -68,47 +116,32 @@ class PacketRing
      */
     static std::unique_ptr<PacketRing> Map(int fd, const PacketRingConfig& cfg, std::string& error);
 
-    ~PacketRing();
+    ~PacketRing() override;
     PacketRing(const PacketRing&) = delete;
     PacketRing& operator=(const PacketRing&) = delete;
 
-    /**
-     * Visit up to \p maxFrames frames (V2) or the frames of up to \p maxFrames / 8 blocks (V3,
-     * at least one) that the kernel has handed over, and give their memory back.
-     * \return frames visited
-     */
-    size_t Receive(size_t maxFrames, const FrameVisitor& visit);
+    /// V2: up to \p maxFrames frames; V3: the frames of up to \p maxFrames / 8 blocks (at
+    /// least one).
+    size_t Receive(size_t maxFrames, const FrameVisitor& visit) override;
 
-    /// \return the largest frame a transmit slot holds.
-    uint32_t TxSlotBytes() const
+    uint32_t TxSlotBytes() const override
     {
         return m_tx.slotBytes - m_txDataOffset;
     }
 
-    /**
-     * \return the data area of the next free transmit slot (TxSlotBytes() long), or nullptr
-     * while the kernel still owns it (the ring is full: Flush(), then wait for writability)
-     */
-    uint8_t* TxSlot();
+    uint8_t* TxSlot() override;
+    void TxCommit(uint32_t length) override;
 
-    /// Mark the slot TxSlot() returned as ready to send, with a frame of \p length bytes.
-    void TxCommit(uint32_t length);
-
-    /// \return slots marked ready since the last successful Flush().
-    uint32_t TxPending() const
+    uint32_t TxPending() const override
     {
         return m_txPending;
     }
 
-    /**
-     * Ask the kernel to send every ready slot: one send(), which does not wait.
-     * \return 0 (the ready count is then 0), or the errno of the refusal (EAGAIN / ENOBUFS:
-     *         the slots stay ready for the next Flush())
-     */
-    int Flush(int fd);
-
-    /// \return a one-line description of the sizes.
-    std::string Describe() const;
+    /// One send(fd, NULL, 0, MSG_DONTWAIT): the kernel takes every ready slot.
+    int Flush(int fd) override;
+    /// PACKET_STATISTICS.
+    uint64_t ReadDrops(int fd) override;
+    std::string Describe() const override;
 
   private:
     PacketRing() = default;

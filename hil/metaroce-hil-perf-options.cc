@@ -128,10 +128,12 @@ Frames:
   --local-ip A.B.C.D     engine address (default: the control connection's / interface's);
                          in udp and raw mode the server's control listener binds it too
   --peer-mac MAC         raw mode: destination MAC (default: kernel neighbour table)
-  --raw-io auto|ring|ring-v3|socket  raw mode: PACKET_MMAP rings (ring: TPACKET_V2, frame
-                         by frame; ring-v3: TPACKET_V3 receive blocks, fewer wake-ups but a
-                         lone frame waits up to the block-retire timer) or recvmmsg/sendmmsg;
-                         auto is ring, falling back to socket with a warning (default auto)
+  --raw-io auto|ring|ring-v3|xdp|socket  raw mode: PACKET_MMAP rings (ring: TPACKET_V2,
+                         frame by frame; ring-v3: TPACKET_V3 receive blocks, fewer wake-ups but a
+                         lone frame waits up to the block-retire timer), an AF_XDP socket (xdp:
+                         copy mode, frames up to 3840 bytes, so --mtu 3584 at most) or
+                         recvmmsg/sendmmsg; auto is ring, falling back to socket with a warning
+                         (default auto)
   --ring-retire-ms MS    raw mode, ring-v3: hand a partly filled receive block over after MS
                          (1-100, default 1; the kernel rounds up to a timer tick)
   --data-port N          UDP port datagrams are received on (default 4791)

@@ -7,11 +7,13 @@
 #include "metaroce-hil-raw-port.h"
 
 #include "metaroce-hil-ethernet.h"
+#include "metaroce-hil-xdp.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <linux/filter.h>
 #include <linux/if_packet.h>
@@ -65,6 +67,41 @@ DataPortFilter(uint16_t port)
 /// Room for one VLAN tag beyond the MTU and the Ethernet header.
 constexpr uint32_t VLAN_TAG_BYTES = 4;
 
+/**
+ * Attach the data-port filter to packet socket \p fd, size its buffers and bind it to the
+ * interface \p ifindex. \return "" or what failed
+ */
+std::string
+BindPacketSocket(int fd, int ifindex, const RawPortConfig& cfg)
+{
+    std::vector<sock_filter> filter = DataPortFilter(cfg.dataPort);
+    sock_fprog prog{uint16_t(filter.size()), filter.data()};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+    {
+        return std::string("SO_ATTACH_FILTER: ") + std::strerror(errno);
+    }
+    int one = 1;
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    int buffer = cfg.socketBufferBytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+    }
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_IP);
+    sll.sll_ifindex = ifindex;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0)
+    {
+        return "bind(AF_PACKET, " + cfg.device + "): " + std::strerror(errno);
+    }
+    return "";
+}
+
 /// \return a non-blocking AF_PACKET socket that receives nothing yet, or -1 with \p error.
 int
 OpenPacketSocket(std::string& error)
@@ -99,6 +136,10 @@ ParseRawIoMode(const std::string& text, RawIoMode& mode)
     else if (text == "ring-v3")
     {
         mode = RawIoMode::RING_V3;
+    }
+    else if (text == "xdp")
+    {
+        mode = RawIoMode::XDP;
     }
     else if (text == "socket")
     {
@@ -191,8 +232,26 @@ RawFramePort::Open(boost::asio::io_context& io,
         }
         c.localIp = ntohl(reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr)->sin_addr.s_addr);
     }
-    std::unique_ptr<PacketRing> ring;
-    if (cfg.io != RawIoMode::SOCKET)
+    std::unique_ptr<FrameRing> ring;
+    if (cfg.io == RawIoMode::XDP)
+    {
+        // The packet socket served the interface queries; the port polls the AF_XDP socket.
+        std::string why;
+        auto xdp = XdpSocket::Open(cfg.device, ifindex, cfg.dataPort, why);
+        if (!xdp)
+        {
+            return fail(why);
+        }
+        const int xdpFd = fcntl(xdp->Fd(), F_DUPFD_CLOEXEC, 0);
+        if (xdpFd < 0)
+        {
+            return fail(std::string("AF_XDP socket: ") + std::strerror(errno));
+        }
+        close(fd);
+        fd = xdpFd;
+        ring = std::move(xdp);
+    }
+    else if (cfg.io != RawIoMode::SOCKET)
     {
         PacketRingConfig rc;
         rc.maxFrameBytes = mtu + ETHERNET_HEADER_SIZE + VLAN_TAG_BYTES;
@@ -222,30 +281,13 @@ RawFramePort::Open(boost::asio::io_context& io,
             }
         }
     }
-    std::vector<sock_filter> filter = DataPortFilter(cfg.dataPort);
-    sock_fprog prog{uint16_t(filter.size()), filter.data()};
-    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+    if (cfg.io != RawIoMode::XDP)
     {
-        return fail(std::string("SO_ATTACH_FILTER: ") + std::strerror(errno));
-    }
-    int one = 1;
-    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-    int buffer = cfg.socketBufferBytes;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer)) != 0)
-    {
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
-    }
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, sizeof(buffer)) != 0)
-    {
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
-    }
-    sockaddr_ll sll{};
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(ETH_P_IP);
-    sll.sll_ifindex = ifindex;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0)
-    {
-        return fail("bind(AF_PACKET, " + cfg.device + "): " + std::strerror(errno));
+        std::string why = BindPacketSocket(fd, ifindex, cfg);
+        if (!why.empty())
+        {
+            return fail(why);
+        }
     }
     // Hold the data port so the kernel drops our datagrams silently (full receive buffer)
     // instead of answering each with ICMP port unreachable. Best effort: a UDP-mode daemon
@@ -277,7 +319,7 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
                            int ifindex,
                            const MacAddress& mac,
                            uint32_t mtu,
-                           std::unique_ptr<PacketRing> ring)
+                           std::unique_ptr<FrameRing> ring)
     : m_clock(clock),
       m_cfg(cfg),
       m_sock(io, fd),
@@ -579,7 +621,18 @@ RawFramePort::SendToRing(size_t len, uint64_t datagramLen)
 {
     if (len > m_ring->TxSlotBytes())
     {
-        ++m_counters.txFailed; // cannot happen: slots hold MTU-sized frames
+        // PACKET_MMAP slots hold MTU-sized frames; AF_XDP chunks only XDP_MAX_FRAME bytes.
+        ++m_counters.txFailed;
+        uint64_t suppressed = 0;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: a {}-byte frame does not fit a {}-byte transmit slot of {}: "
+                          "lower --mtu ({} more suppressed)",
+                          len,
+                          m_ring->TxSlotBytes(),
+                          m_ring->Describe(),
+                          suppressed);
+        }
         return SendStatus::FAILED;
     }
     uint8_t* slot = m_ring->TxSlot();
@@ -679,16 +732,9 @@ RawFramePort::Close()
 void
 RawFramePort::ReadKernelDrops() const
 {
-    if (m_closed)
+    if (!m_closed)
     {
-        return;
-    }
-    // Both layouts start with tp_packets and tp_drops; reading resets the kernel's counts.
-    tpacket_stats_v3 stats{};
-    socklen_t len = sizeof(stats);
-    if (getsockopt(m_fd, SOL_PACKET, PACKET_STATISTICS, &stats, &len) == 0)
-    {
-        m_counters.rxKernelDrops += stats.tp_drops;
+        m_counters.rxKernelDrops += m_ring ? m_ring->ReadDrops(m_fd) : PacketSocketDrops(m_fd);
     }
 }
 

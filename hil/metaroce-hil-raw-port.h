@@ -45,10 +45,11 @@ enum class RawIoMode : uint8_t
     AUTO,    //!< PACKET_MMAP rings (TPACKET_V2), else recvmmsg()/sendmmsg() with a warning
     RING,    //!< TPACKET_V2 rings (frame by frame) or an error
     RING_V3, //!< TPACKET_V3 rings (receive blocks) or an error
+    XDP,     //!< an AF_XDP socket (XdpSocket) or an error
     SOCKET,  //!< recvmmsg()/sendmmsg()
 };
 
-/// Parse "auto", "ring", "ring-v3" or "socket". \return false if it is none of them.
+/// Parse "auto", "ring", "ring-v3", "xdp" or "socket". \return false if it is none of them.
 bool ParseRawIoMode(const std::string& text, RawIoMode& mode);
 
 /// Settings of a RawFramePort.
@@ -127,7 +128,7 @@ class RawFramePort : public FramePort
                  int ifindex,
                  const MacAddress& mac,
                  uint32_t mtu,
-                 std::unique_ptr<PacketRing> ring);
+                 std::unique_ptr<FrameRing> ring);
 
     /// \return the MAC of \p ip, or nullptr if unknown.
     const MacAddress* Resolve(uint32_t ip);
@@ -160,7 +161,7 @@ class RawFramePort : public FramePort
     std::vector<uint8_t> m_rxBuffer;              //!< recvmmsg() buffers
     std::vector<uint8_t> m_txBuffer;              //!< one frame
     TxBatch m_batch;                              //!< frames Send() queued
-    std::unique_ptr<PacketRing> m_ring;           //!< the rings (nullptr: socket calls)
+    std::unique_ptr<FrameRing> m_ring;            //!< the rings (nullptr: socket calls)
     uint64_t m_ringPendingBytes{0};               //!< datagram bytes in unflushed ring slots
     bool m_closed{false};                         //!< Close() was called
     RateLimiter m_errorLog;                       //!< error lines

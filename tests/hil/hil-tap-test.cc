@@ -410,7 +410,7 @@ TEST(HilMixedTest, SimHostsUsageErrors)
         EXPECT_NE(fabric.Output().find("simHosts"), std::string::npos) << args[1] << ":\n"
                                                                        << fabric.Output();
     }
-    for (const std::string& bad : {"--slowdown=0.5", "--slowdown=2000", "--maxLagMs=0"})
+    for (const char* bad : {"--slowdown=0.5", "--slowdown=2000", "--maxLagMs=0"})
     {
         Process fabric({METAROCE_HIL_FABRIC_BIN, "--taps=x:t0", bad});
         EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << bad << ":\n" << fabric.Output();

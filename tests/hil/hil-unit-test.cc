@@ -208,6 +208,8 @@ TEST(HilPacketRing, RawIoOptions)
     EXPECT_EQ(mode, RawIoMode::RING);
     EXPECT_TRUE(ParseRawIoMode("ring-v3", mode));
     EXPECT_EQ(mode, RawIoMode::RING_V3);
+    EXPECT_TRUE(ParseRawIoMode("xdp", mode));
+    EXPECT_EQ(mode, RawIoMode::XDP);
     EXPECT_TRUE(ParseRawIoMode("auto", mode));
     EXPECT_EQ(mode, RawIoMode::AUTO);
     EXPECT_TRUE(ParseRawIoMode("socket", mode));
