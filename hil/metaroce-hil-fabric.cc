@@ -25,6 +25,7 @@
  *    the switches forward only RoCE datagrams.
  */
 
+#include "metaroce-hil-lag.h"
 #include "metaroce-hil-sim-host.h"
 #include "metaroce-hil-tap.h"
 
@@ -39,6 +40,7 @@
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-topology-helper.h"
 #include "ns3/network-module.h"
+#include "ns3/realtime-simulator-impl.h"
 
 #include <atomic>
 #include <chrono>
@@ -148,6 +150,36 @@ ParseSeconds(const std::string& text, double& value)
     return !text.empty() && end && *end == '\0' && value >= 0 && value < 1e6;
 }
 
+/**
+ * An FdNetDevice that says how many frames its reader thread has read from the TAP and queued
+ * for the simulator, not yet handled (ns-3 keeps them in the protected m_pendingQueue, up to
+ * the RxQueueSize attribute, and drops frames beyond it).
+ */
+class QueuedFdNetDevice : public FdNetDevice
+{
+  public:
+    /// \return frames read and not yet handled.
+    uint64_t PendingFrames()
+    {
+        std::lock_guard<std::mutex> lock(m_pendingReadMutex);
+        return m_pendingQueue.size();
+    }
+};
+
+/// The lag of the real-time simulator: set up in main() before Simulator::Run().
+std::unique_ptr<metaroce::hil::LagMonitor> g_lag;
+/// The real-time simulator, for its wall clock.
+Ptr<RealtimeSimulatorImpl> g_realtime;
+
+/// Record how late the running event is, with \p queued frames waiting behind it.
+void
+RecordLag(uint64_t queued)
+{
+    const double lagUs =
+        double((g_realtime->RealtimeNow() - Simulator::Now()).GetNanoSeconds()) / 1e3;
+    g_lag->Record(Simulator::Now().GetSeconds(), lagUs, queued);
+}
+
 class TapBridge;
 
 /// The TAP hosts by address, for the control-plane bypass.
@@ -185,7 +217,7 @@ class TapBridge
      *        carries the control plane (bypassed IPv4) to the program's server, no RoCE
      */
     TapBridge(Ptr<MetaRoceNetDevice> port,
-              Ptr<FdNetDevice> fd,
+              Ptr<QueuedFdNetDevice> fd,
               uint32_t ip,
               uint16_t dataPort,
               uint64_t queueLimit,
@@ -218,6 +250,18 @@ class TapBridge
     uint32_t GetIp() const
     {
         return m_ip;
+    }
+
+    /// \return frames read from the TAP and not yet handled by the simulator.
+    uint64_t PendingFrames() const
+    {
+        return m_fd->PendingFrames();
+    }
+
+    /// \return the TAP's device.
+    Ptr<QueuedFdNetDevice> Device() const
+    {
+        return m_fd;
     }
 
     /// Write \p frame (with its Ethernet header) to the TAP.
@@ -256,6 +300,7 @@ class TapBridge
     /// A frame the fabric delivered to the host: to the TAP, unchanged.
     void FromFabric(Ptr<MetaRoceNetDevice>, Ptr<Packet> frame)
     {
+        RecordLag(m_fd->PendingFrames());
         const uint32_t size = frame->GetSize();
         m_buffer.resize(size);
         frame->CopyData(m_buffer.data(), size);
@@ -278,6 +323,7 @@ class TapBridge
                  const Address& to,
                  NetDevice::PacketType)
     {
+        RecordLag(m_fd->PendingFrames());
         ++m_counters.fromTapFrames;
         const uint32_t size = packet->GetSize() + metaroce::ETHERNET_HEADER_SIZE;
         m_buffer.resize(size);
@@ -352,7 +398,7 @@ class TapBridge
     }
 
     Ptr<MetaRoceNetDevice> m_port;     //!< the host's fabric port
-    Ptr<FdNetDevice> m_fd;             //!< the TAP
+    Ptr<QueuedFdNetDevice> m_fd;       //!< the TAP
     uint32_t m_ip;                     //!< host address
     uint16_t m_dataPort;               //!< RoCE UDP port
     uint64_t m_queueLimit;             //!< host port queue limit, bytes
@@ -363,41 +409,22 @@ class TapBridge
     Counters m_counters;               //!< counters
 };
 
-/// Real-time lag statistics, sampled by Watch().
-struct LagStats
-{
-    std::chrono::steady_clock::time_point origin; //!< wall clock at simulation time 0
-    double maxUs{0};                              //!< largest lag seen
-    double sumUs{0};                              //!< sum of samples
-    uint64_t samples{0};                          //!< samples
-};
-
-LagStats g_lag;
-
-/// Every \p period: sample the real-time lag and stop on a signal.
+/// Every \p period: record the lag (with the longest TAP queue) and stop on a signal.
 void
 Watch(Time period)
 {
-    const double wallUs =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - g_lag.origin)
-            .count();
-    const double lagUs = wallUs - Simulator::Now().GetMicroSeconds();
-    g_lag.maxUs = std::max(g_lag.maxUs, lagUs);
-    g_lag.sumUs += lagUs;
-    ++g_lag.samples;
+    uint64_t queued = 0;
+    for (const auto& entry : g_bridgeByIp)
+    {
+        queued = std::max(queued, entry.second->PendingFrames());
+    }
+    RecordLag(queued);
     if (g_stopRequested)
     {
         Simulator::Stop();
         return;
     }
     Simulator::Schedule(period, &Watch, period);
-}
-
-/// Start the lag clock at simulation time 0.
-void
-StartClock()
-{
-    g_lag.origin = std::chrono::steady_clock::now();
 }
 
 /// Frames a failed link had carried (both directions) when it failed.
@@ -445,6 +472,9 @@ main(int argc, char* argv[])
     std::string simHosts;
     uint32_t controlPort = 18515;
     double simTimeout = 5;
+    double slowdown = 1;
+    double maxLagMs = 10;
+    bool failBehind = false;
 
     CommandLine cmd(__FILE__);
     cmd.Usage("A simulated leaf-spine fabric in real time with TAP devices as host ports: real "
@@ -491,6 +521,14 @@ main(int argc, char* argv[])
     cmd.AddValue("simTimeout",
                  "simulated hosts: control-plane silence limit and wait for stragglers, seconds",
                  simTimeout);
+    cmd.AddValue("slowdown",
+                 "run the fabric K times slower than modelled: link rates / K, propagation delays "
+                 "and --failLink times x K (docs/hil.md, \"Keeping up\")",
+                 slowdown);
+    cmd.AddValue("maxLagMs",
+                 "the run fell behind if the simulation lagged the wall clock by more than this",
+                 maxLagMs);
+    cmd.AddValue("failBehind", "exit with status 3 if the run fell behind", failBehind);
     cmd.Parse(argc, argv);
 
     auto usageError = [](const std::string& what) {
@@ -557,6 +595,10 @@ main(int argc, char* argv[])
     {
         return usageError("bad --controlPort or --simTimeout");
     }
+    if (!(slowdown >= 1 && slowdown <= 1000) || !(maxLagMs > 0 && maxLagMs <= 60000))
+    {
+        return usageError("--slowdown must be 1..1000 and --maxLagMs 0..60000 (exclusive of 0)");
+    }
 
     struct FailSpec
     {
@@ -585,10 +627,20 @@ main(int argc, char* argv[])
     GlobalValue::Bind("ChecksumEnabled", BooleanValue(true));
     RngSeedManager::SetRun(seed);
 
+    // --slowdown K: every time in the fabric K times longer (serialization, propagation, the
+    // failure schedule); sizes (queues, ECN thresholds) unchanged.
+    const DataRate hostLinkRate(uint64_t(double(DataRate(hostRate).GetBitRate()) / slowdown));
+    const DataRate fabricLinkRate(uint64_t(double(DataRate(fabricRate).GetBitRate()) / slowdown));
+    const Time delay = Time(linkDelay) * slowdown;
+    for (FailSpec& f : failSpecs)
+    {
+        f.start *= slowdown;
+        f.stop = f.stop < 0 ? f.stop : f.stop * slowdown;
+    }
     MetaRoceTopologyHelper topo;
-    topo.SetHostLinkRate(DataRate(hostRate));
-    topo.SetFabricLinkRate(DataRate(fabricRate));
-    topo.SetLinkDelay(Time(linkDelay));
+    topo.SetHostLinkRate(hostLinkRate);
+    topo.SetFabricLinkRate(fabricLinkRate);
+    topo.SetLinkDelay(delay);
     topo.SetEcn(ecn, ecnKmin, ecnKmax, ecnPmax);
     Ptr<MetaRoceFabric> fabric = topo.BuildLeafSpine(leaves, hostsPerLeaf, oversubscription);
     const uint32_t switches = fabric->GetSwitchCount();
@@ -687,7 +739,7 @@ main(int argc, char* argv[])
             nic = stack.Install(fabric, uint32_t(host));
             MetaRoceStackHelper::AssignStreams({nic}, 2000 + int64_t(i));
         }
-        Ptr<FdNetDevice> device = CreateObject<FdNetDevice>();
+        Ptr<QueuedFdNetDevice> device = CreateObject<QueuedFdNetDevice>();
         device->SetFileDescriptor(fd);
         device->SetAddress(port->GetPeerMac());
         device->SetMtu(port->GetMtu());
@@ -728,25 +780,34 @@ main(int argc, char* argv[])
                     MacText(ToEngineMac(port->GetPeerMac())).c_str(),
                     port->GetMtu());
     }
-    std::printf("fabric: %u leaves x %u hosts, %u spines, host %s, fabric %s, delay %s, loss %g "
-                "per leaf-spine link, ECN %s (Kmin %u Kmax %u Pmax %g), %zu link failure(s)\n",
+    std::printf("fabric: %u leaves x %u hosts, %u spines, host %.6g Gbps, fabric %.6g Gbps, delay "
+                "%.6g us, loss %g per leaf-spine link, ECN %s (Kmin %u Kmax %u Pmax %g), %zu link "
+                "failure(s), slowdown %g%s\n",
                 leaves,
                 hostsPerLeaf,
                 spines,
-                hostRate.c_str(),
-                fabricRate.c_str(),
-                linkDelay.c_str(),
+                double(hostLinkRate.GetBitRate()) / 1e9,
+                double(fabricLinkRate.GetBitRate()) / 1e9,
+                delay.GetMicroSeconds() + 0.0,
                 loss,
                 ecn ? "on" : "off",
                 ecnKmin,
                 ecnKmax,
                 ecnPmax,
-                failSpecs.size());
+                failSpecs.size(),
+                slowdown,
+                slowdown > 1 ? " (rates and times above are the slowed ones)" : "");
     std::fflush(stdout);
 
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
-    Simulator::ScheduleNow(&StartClock);
+    UintegerValue rxQueue;
+    if (!bridges.empty())
+    {
+        bridges.front()->Device()->GetAttribute("RxQueueSize", rxQueue);
+    }
+    g_lag = std::make_unique<metaroce::hil::LagMonitor>(maxLagMs * 1e3, rxQueue.Get());
+    g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
     Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
     if (duration > 0)
     {
@@ -764,10 +825,14 @@ main(int argc, char* argv[])
     }
 
     std::printf("---- metaroce-hil-fabric summary: %.3f s simulated ----\n", simSeconds);
-    std::printf("real-time lag: max %.1f us, mean %.1f us over %llu samples\n",
-                g_lag.maxUs,
-                g_lag.samples ? g_lag.sumUs / double(g_lag.samples) : 0.0,
-                (unsigned long long)g_lag.samples);
+    const metaroce::hil::LagMonitor::Report lag = g_lag->GetReport();
+    std::printf("real-time lag: max %.1f us, mean %.1f us over %llu events, at most %llu frames "
+                "queued\n",
+                lag.maxLagUs,
+                lag.meanLagUs,
+                (unsigned long long)lag.observations,
+                (unsigned long long)lag.maxQueued);
+    std::printf("real time: %s\n", g_lag->Verdict(slowdown).c_str());
     for (size_t i = 0; i < bridges.size(); ++i)
     {
         const TapBridge::Counters& c = bridges[i]->GetCounters();
@@ -876,13 +941,19 @@ main(int argc, char* argv[])
                              : "not reached");
         failedLinkFrames += g_framesBeforeFailure[i];
     }
-    std::printf("RESULT program=metaroce-hil-fabric sim_s=%.3f lag_max_us=%.1f "
-                "lag_mean_us=%.1f tap_bytes=%llu tap_ce=%llu ecn_marked=%llu switch_drops=%llu "
+    std::printf("RESULT program=metaroce-hil-fabric sim_s=%.3f slowdown=%g lag_max_us=%.1f "
+                "lag_mean_us=%.1f lag_bound_us=%.1f lag_over_bound=%llu queued_max=%llu "
+                "fell_behind=%d tap_bytes=%llu tap_ce=%llu ecn_marked=%llu switch_drops=%llu "
                 "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
                 "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
                 simSeconds,
-                g_lag.maxUs,
-                g_lag.samples ? g_lag.sumUs / double(g_lag.samples) : 0.0,
+                slowdown,
+                lag.maxLagUs,
+                lag.meanLagUs,
+                maxLagMs * 1e3,
+                (unsigned long long)lag.overBound,
+                (unsigned long long)lag.maxQueued,
+                g_lag->FellBehind() ? 1 : 0,
                 (unsigned long long)toTapBytes,
                 (unsigned long long)tapCe,
                 (unsigned long long)totalEcn,
@@ -897,8 +968,14 @@ main(int argc, char* argv[])
                 (unsigned long long)simTotal.errors);
     std::fflush(stdout);
     bridges.clear();
+    g_realtime = nullptr;
     Simulator::Destroy();
     simServers.clear();
-    // A simulated host that found a data error or lost a session fails the run.
-    return simTotal.failed == 0 && simTotal.errors == 0 ? 0 : 1;
+    // A simulated host that found a data error or lost a session fails the run; with
+    // --failBehind, so does a run that fell behind the wall clock.
+    if (simTotal.failed != 0 || simTotal.errors != 0)
+    {
+        return 1;
+    }
+    return failBehind && g_lag->FellBehind() ? 3 : 0;
 }

@@ -50,7 +50,8 @@ struct PortCounters
     uint64_t faultDuplicated{0}; //!< fault wrapper: sent twice
     uint64_t faultReordered{0};  //!< fault wrapper: held back and sent late
     /// Datagrams the kernel dropped on the receive socket before the port read them (its
-    /// buffer was full: the process did not keep up), where the port can tell (UDP mode).
+    /// buffer or ring was full: the process did not keep up), where the port can tell (UDP and
+    /// raw mode).
     uint64_t rxKernelDrops{0};
 };
 

@@ -252,6 +252,8 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         rc.dataPort = m_opts.dataPort;
         rc.txBatch = m_opts.txBatch;
         rc.busyPollUs = m_opts.busyPollUs;
+        ParseRawIoMode(m_opts.rawIo, rc.io); // checked by ParsePerfOptions()
+        rc.ringRetireMs = m_opts.ringRetireMs;
         if (!m_opts.peerMac.empty())
         {
             rc.staticPeerMac = ParseMac(m_opts.peerMac, rc.peerMac);

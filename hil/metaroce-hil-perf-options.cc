@@ -128,6 +128,14 @@ Frames:
   --local-ip A.B.C.D     engine address (default: the control connection's / interface's);
                          in udp and raw mode the server's control listener binds it too
   --peer-mac MAC         raw mode: destination MAC (default: kernel neighbour table)
+  --raw-io auto|ring|ring-v3|xdp|socket  raw mode: PACKET_MMAP rings (ring: TPACKET_V2,
+                         frame by frame; ring-v3: TPACKET_V3 receive blocks, fewer wake-ups but a
+                         lone frame waits up to the block-retire timer), an AF_XDP socket (xdp:
+                         copy mode, frames up to 3840 bytes, so --mtu 3584 at most) or
+                         recvmmsg/sendmmsg; auto is ring, falling back to socket with a warning
+                         (default auto)
+  --ring-retire-ms MS    raw mode, ring-v3: hand a partly filled receive block over after MS
+                         (1-100, default 1; the kernel rounds up to a timer tick)
   --data-port N          UDP port datagrams are received on (default 4791)
   --sport-base N         UDP source port of path 0 (default client 50000, server 56000)
   --rate GBPS            pacing ceiling per connection (default: unpaced)
@@ -412,6 +420,23 @@ ParsePerfOptions(const std::vector<std::string>& args,
                 return bad(v);
             }
             opts.portMode = v;
+        }
+        else if (arg == "--raw-io")
+        {
+            RawIoMode mode;
+            if (!ParseRawIoMode(v, mode))
+            {
+                return bad(v);
+            }
+            opts.rawIo = v;
+        }
+        else if (arg == "--ring-retire-ms")
+        {
+            if (!ParseNumber(v, opts.ringRetireMs) || opts.ringRetireMs < 1 ||
+                opts.ringRetireMs > 100)
+            {
+                return bad(v);
+            }
         }
         else if (arg == "--dev")
         {

@@ -7,11 +7,13 @@
 #include "metaroce-hil-raw-port.h"
 
 #include "metaroce-hil-ethernet.h"
+#include "metaroce-hil-xdp.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <linux/filter.h>
 #include <linux/if_packet.h>
@@ -62,7 +64,93 @@ DataPortFilter(uint16_t port)
     };
 }
 
+/// Room for one VLAN tag beyond the MTU and the Ethernet header.
+constexpr uint32_t VLAN_TAG_BYTES = 4;
+
+/**
+ * Attach the data-port filter to packet socket \p fd, size its buffers and bind it to the
+ * interface \p ifindex. \return "" or what failed
+ */
+std::string
+BindPacketSocket(int fd, int ifindex, const RawPortConfig& cfg)
+{
+    std::vector<sock_filter> filter = DataPortFilter(cfg.dataPort);
+    sock_fprog prog{uint16_t(filter.size()), filter.data()};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+    {
+        return std::string("SO_ATTACH_FILTER: ") + std::strerror(errno);
+    }
+    int one = 1;
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    int buffer = cfg.socketBufferBytes;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+    }
+    sockaddr_ll sll{};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_IP);
+    sll.sll_ifindex = ifindex;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0)
+    {
+        return "bind(AF_PACKET, " + cfg.device + "): " + std::strerror(errno);
+    }
+    return "";
+}
+
+/// \return a non-blocking AF_PACKET socket that receives nothing yet, or -1 with \p error.
+int
+OpenPacketSocket(std::string& error)
+{
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        int err = errno;
+        error = std::string("socket(AF_PACKET): ") + std::strerror(err);
+        if (err == EPERM || err == EACCES)
+        {
+            error += ". Raw mode needs CAP_NET_RAW: run as root, or `sudo setcap cap_net_raw+ep "
+                     "<program>`; --port-mode udp needs no privileges";
+        }
+    }
+    return fd;
+}
+
 } // namespace
+
+bool
+ParseRawIoMode(const std::string& text, RawIoMode& mode)
+{
+    if (text == "auto")
+    {
+        mode = RawIoMode::AUTO;
+    }
+    else if (text == "ring")
+    {
+        mode = RawIoMode::RING;
+    }
+    else if (text == "ring-v3")
+    {
+        mode = RawIoMode::RING_V3;
+    }
+    else if (text == "xdp")
+    {
+        mode = RawIoMode::XDP;
+    }
+    else if (text == "socket")
+    {
+        mode = RawIoMode::SOCKET;
+    }
+    else
+    {
+        return false;
+    }
+    return true;
+}
 
 bool
 LookupNeighbour(const std::string& device, uint32_t ip, MacAddress& mac)
@@ -100,18 +188,11 @@ RawFramePort::Open(boost::asio::io_context& io,
                    const RawPortConfig& cfg,
                    std::string& error)
 {
-    // Protocol 0 receives nothing until bind(): the filter is attached before any frame can
-    // queue up unfiltered.
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    // Protocol 0 receives nothing until bind(): the rings and the filter are in place before
+    // any frame can queue up unfiltered.
+    int fd = OpenPacketSocket(error);
     if (fd < 0)
     {
-        int err = errno;
-        error = std::string("socket(AF_PACKET): ") + std::strerror(err);
-        if (err == EPERM || err == EACCES)
-        {
-            error += ". Raw mode needs CAP_NET_RAW: run as root, or `sudo setcap cap_net_raw+ep "
-                     "<program>`; --port-mode udp needs no privileges";
-        }
         return nullptr;
     }
     auto fail = [&](const std::string& what) {
@@ -151,30 +232,62 @@ RawFramePort::Open(boost::asio::io_context& io,
         }
         c.localIp = ntohl(reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr)->sin_addr.s_addr);
     }
-    std::vector<sock_filter> filter = DataPortFilter(cfg.dataPort);
-    sock_fprog prog{uint16_t(filter.size()), filter.data()};
-    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+    std::unique_ptr<FrameRing> ring;
+    if (cfg.io == RawIoMode::XDP)
     {
-        return fail(std::string("SO_ATTACH_FILTER: ") + std::strerror(errno));
+        // The packet socket served the interface queries; the port polls the AF_XDP socket.
+        std::string why;
+        auto xdp = XdpSocket::Open(cfg.device, ifindex, cfg.dataPort, why);
+        if (!xdp)
+        {
+            return fail(why);
+        }
+        const int xdpFd = fcntl(xdp->Fd(), F_DUPFD_CLOEXEC, 0);
+        if (xdpFd < 0)
+        {
+            return fail(std::string("AF_XDP socket: ") + std::strerror(errno));
+        }
+        close(fd);
+        fd = xdpFd;
+        ring = std::move(xdp);
     }
-    int one = 1;
-    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-    int buffer = cfg.socketBufferBytes;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    else if (cfg.io != RawIoMode::SOCKET)
     {
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+        PacketRingConfig rc;
+        rc.maxFrameBytes = mtu + ETHERNET_HEADER_SIZE + VLAN_TAG_BYTES;
+        rc.blocks = cfg.io == RawIoMode::RING_V3;
+        rc.retireTimeoutMs = cfg.ringRetireMs;
+        // As much as the socket's queue holds: the kernel doubles SO_RCVBUF for its overhead.
+        rc.rxBytes = uint32_t(std::max(cfg.socketBufferBytes, 1 << 20)) * 2;
+        std::string why;
+        ring = PacketRing::Map(fd, rc, why);
+        if (!ring && cfg.io != RawIoMode::AUTO)
+        {
+            return fail("PACKET_MMAP rings on " + cfg.device + ": " + why +
+                        " (--raw-io socket uses recvmmsg/sendmmsg instead)");
+        }
+        if (!ring)
+        {
+            // The socket may hold half a ring set-up: start again with a fresh one.
+            spdlog::warn("raw port: PACKET_MMAP rings on {} unavailable ({}): falling back to "
+                         "recvmmsg/sendmmsg (--raw-io socket says so without this warning)",
+                         cfg.device,
+                         why);
+            close(fd);
+            fd = OpenPacketSocket(error);
+            if (fd < 0)
+            {
+                return nullptr;
+            }
+        }
     }
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buffer, sizeof(buffer)) != 0)
+    if (cfg.io != RawIoMode::XDP)
     {
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
-    }
-    sockaddr_ll sll{};
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(ETH_P_IP);
-    sll.sll_ifindex = ifindex;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof(sll)) != 0)
-    {
-        return fail("bind(AF_PACKET, " + cfg.device + "): " + std::strerror(errno));
+        std::string why = BindPacketSocket(fd, ifindex, cfg);
+        if (!why.empty())
+        {
+            return fail(why);
+        }
     }
     // Hold the data port so the kernel drops our datagrams silently (full receive buffer)
     // instead of answering each with ICMP port unreachable. Best effort: a UDP-mode daemon
@@ -195,7 +308,7 @@ RawFramePort::Open(boost::asio::io_context& io,
         }
     }
     return std::unique_ptr<RawFramePort>(
-        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu));
+        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu, std::move(ring)));
 }
 
 RawFramePort::RawFramePort(boost::asio::io_context& io,
@@ -205,17 +318,20 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
                            int guardFd,
                            int ifindex,
                            const MacAddress& mac,
-                           uint32_t mtu)
+                           uint32_t mtu,
+                           std::unique_ptr<FrameRing> ring)
     : m_clock(clock),
       m_cfg(cfg),
       m_sock(io, fd),
+      m_fd(fd),
       m_guardFd(guardFd),
       m_ifindex(ifindex),
       m_mac(mac),
       m_mtu(mtu),
-      m_rxBuffer(RX_BATCH * RX_FRAME_MAX),
+      m_rxBuffer(ring ? 0 : RX_BATCH * RX_FRAME_MAX),
       m_txBuffer(RX_FRAME_MAX),
-      m_batch(std::max<uint32_t>(cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE)
+      m_batch(std::max<uint32_t>(ring ? 1 : cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE),
+      m_ring(std::move(ring))
 {
     if (cfg.busyPollUs > 0)
     {
@@ -323,6 +439,56 @@ void
 RawFramePort::ReceiveNow(int maxRounds)
 {
     bool any = false;
+    if (m_ring)
+    {
+        // As many frames per wake-up as the socket path reads, then let timers run.
+        m_ring->Receive(size_t(maxRounds) * RX_BATCH, [this, &any](const RingFrame& f) {
+            if (f.packetType != PACKET_OUTGOING &&
+                HandleFrame(f.data, f.length, f.length < f.wireLength))
+            {
+                any = true;
+            }
+        });
+    }
+    else
+    {
+        any = ReceiveBatches(maxRounds);
+    }
+    if (any && m_onBatch)
+    {
+        m_onBatch();
+    }
+}
+
+bool
+RawFramePort::HandleFrame(const uint8_t* data, size_t len, bool truncated)
+{
+    if (truncated)
+    {
+        ++m_counters.rxMalformed;
+        return false;
+    }
+    ParsedFrame frame;
+    if (!AcceptEngineFrame(data,
+                           len,
+                           m_cfg.localIp,
+                           m_cfg.dataPort,
+                           "raw port",
+                           m_clock.Now(),
+                           m_malformedLog,
+                           m_counters,
+                           frame))
+    {
+        return false;
+    }
+    m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
+    return true;
+}
+
+bool
+RawFramePort::ReceiveBatches(int maxRounds)
+{
+    bool any = false;
     mmsghdr msgs[RX_BATCH];
     iovec iov[RX_BATCH];
     sockaddr_ll from[RX_BATCH];
@@ -349,36 +515,19 @@ RawFramePort::ReceiveNow(int maxRounds)
             {
                 continue; // our own frames on kernels without PACKET_IGNORE_OUTGOING
             }
-            if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+            if (HandleFrame(static_cast<const uint8_t*>(iov[i].iov_base),
+                            msgs[i].msg_len,
+                            (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0))
             {
-                ++m_counters.rxMalformed;
-                continue;
+                any = true;
             }
-            ParsedFrame frame;
-            if (!AcceptEngineFrame(static_cast<const uint8_t*>(iov[i].iov_base),
-                                   msgs[i].msg_len,
-                                   m_cfg.localIp,
-                                   m_cfg.dataPort,
-                                   "raw port",
-                                   m_clock.Now(),
-                                   m_malformedLog,
-                                   m_counters,
-                                   frame))
-            {
-                continue;
-            }
-            any = true;
-            m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
         }
         if (unsigned(got) < RX_BATCH)
         {
             break;
         }
     }
-    if (any && m_onBatch)
-    {
-        m_onBatch();
-    }
+    return any;
 }
 
 SendStatus
@@ -419,6 +568,10 @@ RawFramePort::Send(const TxDatagram& tx)
     if (len == 0)
     {
         return SendStatus::FAILED;
+    }
+    if (m_ring)
+    {
+        return SendToRing(len, tx.length);
     }
     sockaddr_ll to{};
     to.sll_family = AF_PACKET;
@@ -464,8 +617,72 @@ RawFramePort::Send(const TxDatagram& tx)
 }
 
 SendStatus
+RawFramePort::SendToRing(size_t len, uint64_t datagramLen)
+{
+    if (len > m_ring->TxSlotBytes())
+    {
+        // PACKET_MMAP slots hold MTU-sized frames; AF_XDP chunks only XDP_MAX_FRAME bytes.
+        ++m_counters.txFailed;
+        uint64_t suppressed = 0;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: a {}-byte frame does not fit a {}-byte transmit slot of {}: "
+                          "lower --mtu ({} more suppressed)",
+                          len,
+                          m_ring->TxSlotBytes(),
+                          m_ring->Describe(),
+                          suppressed);
+        }
+        return SendStatus::FAILED;
+    }
+    uint8_t* slot = m_ring->TxSlot();
+    if (!slot && Flush() == SendStatus::SENT)
+    {
+        slot = m_ring->TxSlot();
+    }
+    if (!slot)
+    {
+        return SendStatus::WOULD_BLOCK; // every slot is the kernel's until it has sent them
+    }
+    std::memcpy(slot, m_txBuffer.data(), len);
+    m_ring->TxCommit(uint32_t(len));
+    m_ringPendingBytes += datagramLen;
+    if (m_ring->TxPending() >= m_cfg.txBatch)
+    {
+        Flush(); // --tx-batch bounds the frames one send() hands over
+    }
+    return SendStatus::SENT;
+}
+
+SendStatus
 RawFramePort::Flush()
 {
+    if (m_ring && !m_closed)
+    {
+        const uint32_t pending = m_ring->TxPending();
+        const int err = m_ring->Flush(m_sock.native_handle());
+        if (err == 0)
+        {
+            m_counters.txFrames += pending;
+            m_counters.txBytes += m_ringPendingBytes;
+            m_ringPendingBytes = 0;
+            return SendStatus::SENT;
+        }
+        if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS)
+        {
+            return SendStatus::WOULD_BLOCK;
+        }
+        // The ready slots stay ready and go with the next flush (a link that went down).
+        uint64_t suppressed = 0;
+        if (m_errorLog.Allow(m_clock.Now(), suppressed))
+        {
+            spdlog::error("raw port: transmit ring on {}: {} ({} more suppressed)",
+                          m_cfg.device,
+                          std::strerror(err),
+                          suppressed);
+        }
+        return SendStatus::SENT;
+    }
     if (m_batch.Size() == 0 || m_closed)
     {
         return SendStatus::SENT;
@@ -512,9 +729,19 @@ RawFramePort::Close()
     }
 }
 
+void
+RawFramePort::ReadKernelDrops() const
+{
+    if (!m_closed)
+    {
+        m_counters.rxKernelDrops += m_ring ? m_ring->ReadDrops(m_fd) : PacketSocketDrops(m_fd);
+    }
+}
+
 PortCounters
 RawFramePort::Counters() const
 {
+    ReadKernelDrops();
     return m_counters;
 }
 
@@ -522,7 +749,8 @@ std::string
 RawFramePort::Describe() const
 {
     return "raw " + m_cfg.device + " " + Ipv4ToString(m_cfg.localIp) + " " + MacToString(m_mac) +
-           " mtu " + std::to_string(m_mtu);
+           " mtu " + std::to_string(m_mtu) + ", " +
+           (m_ring ? m_ring->Describe() : std::string("recvmmsg/sendmmsg"));
 }
 
 } // namespace hil

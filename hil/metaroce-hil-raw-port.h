@@ -10,6 +10,7 @@
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
+#include "metaroce-hil-packet-ring.h"
 #include "metaroce-hil-tx-batch.h"
 
 #include <boost/asio/io_context.hpp>
@@ -38,6 +39,19 @@ namespace metaroce
 namespace hil
 {
 
+/// How a RawFramePort moves frames.
+enum class RawIoMode : uint8_t
+{
+    AUTO,    //!< PACKET_MMAP rings (TPACKET_V2), else recvmmsg()/sendmmsg() with a warning
+    RING,    //!< TPACKET_V2 rings (frame by frame) or an error
+    RING_V3, //!< TPACKET_V3 rings (receive blocks) or an error
+    XDP,     //!< an AF_XDP socket (XdpSocket) or an error
+    SOCKET,  //!< recvmmsg()/sendmmsg()
+};
+
+/// Parse "auto", "ring", "ring-v3", "xdp" or "socket". \return false if it is none of them.
+bool ParseRawIoMode(const std::string& text, RawIoMode& mode);
+
 /// Settings of a RawFramePort.
 struct RawPortConfig
 {
@@ -51,6 +65,8 @@ struct RawPortConfig
     uint32_t txBatch{64};
     /// SO_BUSY_POLL on the packet socket, microseconds (0: off; see docs/hil.md).
     uint32_t busyPollUs{0};
+    RawIoMode io{RawIoMode::AUTO}; //!< rings or socket calls
+    uint32_t ringRetireMs{1};      //!< TPACKET_V3: hand over a partly filled block after this
 };
 
 /// Transport datagrams in Ethernet frames on an AF_PACKET socket.
@@ -97,6 +113,12 @@ class RawFramePort : public FramePort
 
     void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
 
+    /// \return true if frames move through PACKET_MMAP rings.
+    bool UsesRings() const
+    {
+        return m_ring != nullptr;
+    }
+
   private:
     RawFramePort(boost::asio::io_context& io,
                  const HostClock& clock,
@@ -105,7 +127,8 @@ class RawFramePort : public FramePort
                  int guardFd,
                  int ifindex,
                  const MacAddress& mac,
-                 uint32_t mtu);
+                 uint32_t mtu,
+                 std::unique_ptr<FrameRing> ring);
 
     /// \return the MAC of \p ip, or nullptr if unknown.
     const MacAddress* Resolve(uint32_t ip);
@@ -113,10 +136,19 @@ class RawFramePort : public FramePort
     void OnReceive(const boost::system::error_code& error);
     /// Read up to \p maxRounds batches that the kernel holds, without waiting.
     void ReceiveNow(int maxRounds);
+    /// ReceiveNow() through recvmmsg(). \return true if a datagram was handed up.
+    bool ReceiveBatches(int maxRounds);
+    /// Hand up one received frame of \p len bytes. \return true if it was a datagram for us.
+    bool HandleFrame(const uint8_t* data, size_t len, bool truncated);
+    /// Queue the frame in m_txBuffer in the transmit ring.
+    SendStatus SendToRing(size_t len, uint64_t datagramLen);
+    /// Add the kernel's count of frames it dropped for want of room to the counters.
+    void ReadKernelDrops() const;
 
     const HostClock& m_clock;                     //!< for rate-limited logs
     RawPortConfig m_cfg;                          //!< settings
     boost::asio::posix::stream_descriptor m_sock; //!< the packet socket
+    int m_fd;                                     //!< its descriptor (for const readers)
     int m_guardFd;                                //!< UDP socket holding the data port
     int m_ifindex;                                //!< interface index
     MacAddress m_mac;                             //!< interface MAC
@@ -125,10 +157,12 @@ class RawFramePort : public FramePort
     std::map<uint32_t, MacAddress> m_announced;   //!< MACs learned from the control plane
     ReceiveHandler m_onDatagram;                  //!< receive handler
     BatchHandler m_onBatch;                       //!< batch handler
-    PortCounters m_counters;                      //!< counters
+    mutable PortCounters m_counters;              //!< counters (kernel drops read when asked)
     std::vector<uint8_t> m_rxBuffer;              //!< recvmmsg() buffers
     std::vector<uint8_t> m_txBuffer;              //!< one frame
     TxBatch m_batch;                              //!< frames Send() queued
+    std::unique_ptr<FrameRing> m_ring;            //!< the rings (nullptr: socket calls)
+    uint64_t m_ringPendingBytes{0};               //!< datagram bytes in unflushed ring slots
     bool m_closed{false};                         //!< Close() was called
     RateLimiter m_errorLog;                       //!< error lines
     RateLimiter m_malformedLog;                   //!< malformed-frame lines

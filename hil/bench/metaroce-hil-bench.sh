@@ -81,15 +81,23 @@ blast() {
     rm -f /tmp/bench-sink.$$ /tmp/bench-send.$$
 }
 
-# metaroce-perf: $1 transport, $2 port mode
+# metaroce-perf: $1 transport, $2 port mode (udp; raw: TPACKET_V2 rings; raw-ring-v3: TPACKET_V3
+# receive blocks; raw-socket: raw with recvmmsg/sendmmsg)
 perf_run() {
-    local extra_a=() extra_b=()
-    if [[ $2 == raw ]]; then extra_a=(--dev va); extra_b=(--dev vb); fi
-    ip netns exec "$NS_A" "$BIN/metaroce-perf" --transport "$1" --mtu $MTU --port-mode "$2" \
+    local extra_a=() extra_b=() mode=$2 io=""
+    case $2 in
+        raw) io=ring ;;
+        raw-ring-v3) io=ring-v3 ;;
+        raw-socket) io=socket ;;
+    esac
+    if [[ -n $io ]]; then
+        mode=raw; extra_a=(--dev va --raw-io $io); extra_b=(--dev vb --raw-io $io)
+    fi
+    ip netns exec "$NS_A" "$BIN/metaroce-perf" --transport "$1" --mtu $MTU --port-mode "$mode" \
         "${extra_a[@]}" "${PERF_EXTRA[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
     local server=$!
     ip netns exec "$NS_B" "$BIN/metaroce-perf" 10.250.1.1 --transport "$1" --mtu $MTU \
-        --port-mode "$2" "${extra_b[@]}" "${PERF_EXTRA[@]}" --size $SIZE \
+        --port-mode "$mode" "${extra_b[@]}" "${PERF_EXTRA[@]}" --size $SIZE \
         --duration "$SECONDS_PER_RUN" --log warn >/tmp/bench-client.$$ 2>&1 || true
     wait $server || true
     PERF_STATUS=$(field status </tmp/bench-client.$$)
@@ -163,10 +171,14 @@ for round in $(seq 1 "$ROUNDS"); do
     ROWS+="| $round | plain UDP blast (sender side) | $BLAST_SENT | - | - | - | - | - |"$'\n'
     ROWS+="| $round | plain UDP blast (received) | $BLAST_RECV | 1.00 | - | - | - | - |"$'\n'
     for transport in metaroce rocev2; do
-        for mode in udp raw; do
+        for mode in udp raw raw-ring-v3 raw-socket; do
             echo "round $round: metaroce-perf $transport $mode..."
             perf_run "$transport" "$mode"
-            ROWS+="| $round | metaroce-perf, $transport, $mode port | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_MSGS | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
+            label="$mode port"
+            [[ $mode == raw ]] && label="raw port (TPACKET_V2 rings)"
+            [[ $mode == raw-ring-v3 ]] && label="raw port (TPACKET_V3 rings)"
+            [[ $mode == raw-socket ]] && label="raw port (recvmmsg/sendmmsg)"
+            ROWS+="| $round | metaroce-perf, $transport, $label | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_MSGS | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
         done
     done
 done

@@ -202,19 +202,8 @@ TEST_F(HilLimitsTest, SessionResultCountsOnlyItsOwnMalformedInput)
                 {"bash", "-c", "printf '\\0\\0\\0\\5hello' > /dev/tcp/10.250.1.1/18515"}));
     EXPECT_EQ(garbage.Wait(milliseconds(5000)), 0) << garbage.Output();
     ASSERT_TRUE(WaitForOutput(*daemon, "engine at", milliseconds(5000))) << daemon->Output();
-    Process blast(InNetns(m_net->B(),
-                          {METAROCE_UDP_BLAST_BIN,
-                           "send",
-                           "10.250.1.1",
-                           "--port",
-                           "4791",
-                           "--size",
-                           "200",
-                           "--count",
-                           "5000",
-                           "--random",
-                           "3"}));
-    EXPECT_EQ(blast.Wait(milliseconds(10000)), 0) << blast.Output();
+    std::string blastOutput;
+    EXPECT_EQ(BlastRandomDatagrams(m_net->B(), 200, 5000, 3, blastOutput), 0) << blastOutput;
     std::this_thread::sleep_for(milliseconds(500)); // let the daemon drain its socket
     auto client = RunClient({"--iters", "50", "--size", "16K"}, *daemon);
     EXPECT_EQ(client["status"], "PASS");

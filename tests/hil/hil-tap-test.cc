@@ -333,6 +333,68 @@ TEST(HilMixedTest, RealClientToSimulatedHost)
     EXPECT_LT(seconds, 20.0) << all;
 }
 
+// --slowdown K runs the fabric K times slower (rates / K, delays x K) and the summary says
+// whether the simulation kept up with the wall clock, with the largest lag and the frames the
+// TAP devices queued; with a bound no event can meet, the run says it fell behind, and with
+// --failBehind exits 3.
+TEST(HilMixedTest, SlowdownAndTheLagReport)
+{
+    MAKE_NETNS(net);
+    auto run = [&](const std::vector<std::string>& extra, std::string& clientOut) {
+        std::vector<std::string> argv = {METAROCE_HIL_FABRIC_BIN,
+                                         "--taps=" + net.B() + ":mrf0",
+                                         "--simHosts=" + net.A() + ":mrc0",
+                                         "--simTimeout=3"};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        Process fabric(argv);
+        if (!WaitForOutput(fabric, "fabric:", milliseconds(10000)))
+        {
+            return std::make_pair(-2, fabric.Output());
+        }
+        Process client(InNetns(net.B(),
+                               {METAROCE_PERF_BIN,
+                                "10.0.1.1",
+                                "--port-mode",
+                                "raw",
+                                "--dev",
+                                "mrf0",
+                                "--mtu",
+                                "4096",
+                                "--size",
+                                "64K",
+                                "--iters",
+                                "100"}));
+        EXPECT_EQ(client.Wait(milliseconds(15000)), 0) << client.Output() << fabric.Output();
+        clientOut = client.Output();
+        fabric.Signal(SIGTERM);
+        const int status = fabric.Wait(milliseconds(5000));
+        return std::make_pair(status, fabric.Output());
+    };
+    std::string clientOut;
+    auto slowed = run({"--slowdown=4", "--maxLagMs=5000"}, clientOut);
+    auto result = ParseResult(slowed.second);
+    EXPECT_EQ(slowed.first, 0) << slowed.second;
+    EXPECT_EQ(ParseResult(clientOut)["status"], "PASS") << clientOut;
+    EXPECT_NE(slowed.second.find("host 2.5 Gbps, fabric 2.5 Gbps, delay 4 us"), std::string::npos)
+        << slowed.second;
+    EXPECT_EQ(result["slowdown"], "4") << slowed.second;
+    EXPECT_EQ(result["sim_verified_msgs"], "100") << slowed.second;
+    EXPECT_EQ(result["fell_behind"], "0") << slowed.second;
+    EXPECT_EQ(result["lag_over_bound"], "0") << slowed.second;
+    EXPECT_TRUE(result.count("queued_max")) << slowed.second;
+    EXPECT_LE(std::stod(result["lag_max_us"]), 5e6) << slowed.second;
+    EXPECT_NE(slowed.second.find("real time: kept up: largest lag"), std::string::npos)
+        << slowed.second;
+
+    auto behind = run({"--maxLagMs=0.001", "--failBehind=true"}, clientOut);
+    result = ParseResult(behind.second);
+    EXPECT_EQ(behind.first, 3) << behind.second;
+    EXPECT_EQ(result["fell_behind"], "1") << behind.second;
+    EXPECT_GT(Number(result, "lag_over_bound"), 0U) << behind.second;
+    EXPECT_NE(behind.second.find("real time: FELL BEHIND"), std::string::npos) << behind.second;
+    EXPECT_NE(behind.second.find("rerun with --slowdown=2"), std::string::npos) << behind.second;
+}
+
 // Bad --simHosts entries are usage errors with a reason, before anything is created.
 TEST(HilMixedTest, SimHostsUsageErrors)
 {
@@ -347,6 +409,13 @@ TEST(HilMixedTest, SimHostsUsageErrors)
         EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << args[1] << ":\n" << fabric.Output();
         EXPECT_NE(fabric.Output().find("simHosts"), std::string::npos) << args[1] << ":\n"
                                                                        << fabric.Output();
+    }
+    for (const char* bad : {"--slowdown=0.5", "--slowdown=2000", "--maxLagMs=0"})
+    {
+        Process fabric({METAROCE_HIL_FABRIC_BIN, "--taps=x:t0", bad});
+        EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << bad << ":\n" << fabric.Output();
+        EXPECT_NE(fabric.Output().find("--slowdown must be"), std::string::npos) << bad << ":\n"
+                                                                                 << fabric.Output();
     }
 }
 

@@ -237,6 +237,26 @@ Process::OutputSize() const
     return stat(m_log.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
 }
 
+int
+BlastRandomDatagrams(const std::string& ns, int size, int count, int seed, std::string& output)
+{
+    Process blast(InNetns(ns,
+                          {METAROCE_UDP_BLAST_BIN,
+                           "send",
+                           "10.250.1.1",
+                           "--port",
+                           "4791",
+                           "--size",
+                           std::to_string(size),
+                           "--count",
+                           std::to_string(count),
+                           "--random",
+                           std::to_string(seed)}));
+    int status = blast.Wait(std::chrono::milliseconds(10000));
+    output = blast.Output();
+    return status;
+}
+
 std::chrono::milliseconds
 CpuTime(pid_t pid)
 {

@@ -127,6 +127,13 @@ bool WaitForOutput(const Process& process,
 /// \return "prog args... in namespace ns" as an argv for `ip netns exec`.
 std::vector<std::string> InNetns(const std::string& ns, std::vector<std::string> argv);
 
+/**
+ * Send \p count datagrams of \p size random bytes (seed \p seed) from namespace \p ns to
+ * 10.250.1.1:4791 with metaroce-udp-blast, and wait up to 10 s. \return its exit status, or
+ * -1; \p output gets what it printed.
+ */
+int BlastRandomDatagrams(const std::string& ns, int size, int count, int seed, std::string& output);
+
 /// \return user plus system CPU time process \p pid has used so far (0 if it is gone).
 std::chrono::milliseconds CpuTime(pid_t pid);
 

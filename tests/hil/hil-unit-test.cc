@@ -15,11 +15,16 @@
 #include "metaroce-encap.h"
 #include "metaroce-hil-control.h"
 #include "metaroce-hil-fault-port.h"
+#include "metaroce-hil-lag.h"
+#include "metaroce-hil-packet-ring.h"
 #include "metaroce-hil-pcap.h"
+#include "metaroce-hil-perf.h"
+#include "metaroce-hil-raw-port.h"
 
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace metaroce
@@ -181,6 +186,94 @@ TEST(HilFramePort, MacHelpers)
 
 // The unprivileged mode end to end: two processes on 127.0.0.1, distinct data and control
 // ports, no namespaces, no root.
+TEST(HilPacketRing, RefusesASocketThatIsNotAPacketSocket)
+{
+    // The rings belong to AF_PACKET sockets: anything else fails with the call that refused.
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    ASSERT_GE(fd, 0);
+    std::string error;
+    EXPECT_EQ(PacketRing::Map(fd, PacketRingConfig(), error), nullptr);
+    EXPECT_NE(error.find("PACKET_VERSION"), std::string::npos) << error;
+    close(fd);
+    PacketRingConfig zero;
+    zero.retireTimeoutMs = 0;
+    EXPECT_EQ(PacketRing::Map(-1, zero, error), nullptr);
+    EXPECT_NE(error.find("bad sizes"), std::string::npos) << error;
+}
+
+TEST(HilPacketRing, RawIoOptions)
+{
+    RawIoMode mode = RawIoMode::SOCKET;
+    EXPECT_TRUE(ParseRawIoMode("ring", mode));
+    EXPECT_EQ(mode, RawIoMode::RING);
+    EXPECT_TRUE(ParseRawIoMode("ring-v3", mode));
+    EXPECT_EQ(mode, RawIoMode::RING_V3);
+    EXPECT_TRUE(ParseRawIoMode("xdp", mode));
+    EXPECT_EQ(mode, RawIoMode::XDP);
+    EXPECT_TRUE(ParseRawIoMode("auto", mode));
+    EXPECT_EQ(mode, RawIoMode::AUTO);
+    EXPECT_TRUE(ParseRawIoMode("socket", mode));
+    EXPECT_EQ(mode, RawIoMode::SOCKET);
+    EXPECT_FALSE(ParseRawIoMode("mmap", mode));
+    PerfOptions opts;
+    std::string error;
+    EXPECT_TRUE(
+        ParsePerfOptions({"--raw-io", "ring-v3", "--ring-retire-ms", "4"}, false, opts, error))
+        << error;
+    EXPECT_EQ(opts.rawIo, "ring-v3");
+    EXPECT_EQ(opts.ringRetireMs, 4u);
+    for (const auto& bad : std::vector<std::vector<std::string>>{{"--raw-io", "mmap"},
+                                                                 {"--ring-retire-ms", "0"},
+                                                                 {"--ring-retire-ms", "101"}})
+    {
+        PerfOptions o;
+        EXPECT_FALSE(ParsePerfOptions(bad, false, o, error)) << bad[0] << " " << bad[1];
+        EXPECT_NE(error.find(bad[1]), std::string::npos) << error;
+    }
+}
+
+TEST(HilLagMonitor, KeepsUpWithinTheBound)
+{
+    LagMonitor lag(10000, 1000);
+    lag.Record(0.01, 100, 0);
+    lag.Record(0.02, 9000, 12);
+    lag.Record(0.03, 500, 3);
+    EXPECT_FALSE(lag.FellBehind());
+    const LagMonitor::Report r = lag.GetReport();
+    EXPECT_EQ(r.observations, 3u);
+    EXPECT_DOUBLE_EQ(r.maxLagUs, 9000);
+    EXPECT_DOUBLE_EQ(r.meanLagUs, 3200);
+    EXPECT_EQ(r.maxQueued, 12u);
+    EXPECT_EQ(r.overBound, 0u);
+    EXPECT_DOUBLE_EQ(r.firstOverS, -1);
+    const std::string verdict = lag.Verdict(1);
+    EXPECT_EQ(verdict.rfind("kept up: largest lag 9.000 ms (bound 10.000 ms)", 0), 0u) << verdict;
+    EXPECT_NE(verdict.find("at most 12 frames queued of 1000"), std::string::npos) << verdict;
+}
+
+TEST(HilLagMonitor, SaysWhenAndHowFarTheRunFellBehind)
+{
+    LagMonitor lag(1000, 1000);
+    lag.Record(0.5, 200, 0);
+    lag.Record(1.25, 45000, 300);
+    lag.Record(1.5, 2000, 10);
+    EXPECT_TRUE(lag.FellBehind());
+    EXPECT_FALSE(lag.QueueFilled());
+    EXPECT_EQ(lag.GetReport().overBound, 2u);
+    EXPECT_DOUBLE_EQ(lag.GetReport().firstOverS, 1.25);
+    const std::string verdict = lag.Verdict(4);
+    EXPECT_EQ(verdict.rfind("FELL BEHIND: the simulation ran up to 45.000 ms", 0), 0u) << verdict;
+    EXPECT_NE(verdict.find("in 2 of 3 events, first at 1.250 s simulated"), std::string::npos)
+        << verdict;
+    EXPECT_NE(verdict.find("--slowdown=8"), std::string::npos) << verdict;
+    // A full TAP queue is falling behind even when every event was on time.
+    LagMonitor full(1000, 100);
+    full.Record(0.1, 10, 100);
+    EXPECT_TRUE(full.FellBehind());
+    EXPECT_TRUE(full.QueueFilled());
+    EXPECT_NE(full.Verdict(1).find("the TAP device dropped frames"), std::string::npos);
+}
+
 TEST(HilLoopback, UdpModeNeedsNoPrivileges)
 {
     std::string control = std::to_string(20000 + getpid() % 20000);

@@ -1,0 +1,80 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_HIL_XDP_H
+#define METAROCE_HIL_XDP_H
+
+#include "metaroce-hil-packet-ring.h"
+
+#include <memory>
+#include <string>
+
+/**
+ * \file
+ * The raw port's AF_XDP backend (--raw-io xdp): an AF_XDP socket on queue 0 of the interface,
+ * through libxdp's xsk API, and a small XDP program of our own (hil/bpf/, loaded with libbpf)
+ * that hands IPv4/UDP datagrams to the data port to the socket and passes everything else (ARP,
+ * the TCP control plane) to the kernel. Copy mode in generic (SKB) XDP, which every interface
+ * has, veth included; frames are at most one 4 KiB UMEM chunk less the kernel's headroom.
+ */
+
+namespace metaroce
+{
+namespace hil
+{
+
+/// Largest frame the AF_XDP backend carries (a 4 KiB UMEM chunk less XDP_PACKET_HEADROOM).
+constexpr uint32_t XDP_MAX_FRAME = 4096 - 256;
+
+/// An AF_XDP socket with its UMEM and XDP program, as a FrameRing.
+class XdpSocket : public FrameRing
+{
+  public:
+    /**
+     * Attach the XDP program to \p ifname and open an AF_XDP socket on its queue 0.
+     * \param dataPort UDP port whose datagrams go to the socket
+     * \param[out] error why it failed (not built, no privileges, another XDP program, ...)
+     * \return the socket, or nullptr
+     */
+    static std::unique_ptr<XdpSocket> Open(const std::string& ifname,
+                                           int ifindex,
+                                           uint16_t dataPort,
+                                           std::string& error);
+
+    /// Detach the program and release the socket and its memory.
+    ~XdpSocket() override;
+    XdpSocket(const XdpSocket&) = delete;
+    XdpSocket& operator=(const XdpSocket&) = delete;
+
+    /// \return the socket's descriptor (owned by the socket: dup() it to poll elsewhere).
+    int Fd() const;
+
+    size_t Receive(size_t maxFrames, const FrameVisitor& visit) override;
+
+    uint32_t TxSlotBytes() const override
+    {
+        return XDP_MAX_FRAME;
+    }
+
+    uint8_t* TxSlot() override;
+    void TxCommit(uint32_t length) override;
+    uint32_t TxPending() const override;
+    /// sendto() on the socket, repeated while the kernel sends in batches of 32.
+    int Flush(int fd) override;
+    /// XDP_STATISTICS: frames dropped (no room in the receive or fill ring).
+    uint64_t ReadDrops(int fd) override;
+    std::string Describe() const override;
+
+  private:
+    class Impl;
+    explicit XdpSocket(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl; //!< libxdp state (absent from builds without AF_XDP)
+};
+
+} // namespace hil
+} // namespace metaroce
+
+#endif // METAROCE_HIL_XDP_H
