@@ -88,7 +88,9 @@ struct ConnectionConfig
     double lineRateBps{0}; //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission
-    std::string lossDetection{"rack"}; //!< loss detection by name: "rack" or "sack-gap"
+    /// Loss detection by name: "sack-gap" (a SACK gap of the path is loss; the default) or
+    /// "rack" (also time-based across paths: see docs/engine.md for why it is not the default).
+    std::string lossDetection{"sack-gap"};
     /// A packet is lost once this many packets sent after it on its path are acknowledged.
     uint32_t reorderThreshold{1};
     /// "rack": the reordering window as a fraction of the connection's minimum RTT ...

@@ -292,6 +292,12 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
         rp = fresh;
     }
     rp.srcPort = meta.srcPort;
+    if (duplicate)
+    {
+        // Data placed before, arriving again under a new PSN (a resend moved to another
+        // path): the sender's resend was spurious, as with a duplicate PSN (RFC 8985's DSACK).
+        rp.flags |= Mah::FLAG_DUPLICATE;
+    }
     if (meta.ecn == Ecn::CE)
     {
         ++rp.ceCount;

@@ -373,7 +373,7 @@ MetaRoceNic::GetTypeId()
                                                             cc.congestionControl,
                                                             METAROCE_CONN(congestionControl));
     static const PolicyAttribute<LossDetection> detection(PolicyKind::LOSS_DETECTION,
-                                                          LOSS_DETECTION_SACK_GAP + 1,
+                                                          LOSS_DETECTION_RACK + 1,
                                                           cc.lossDetection,
                                                           METAROCE_CONN(lossDetection));
     static const PolicyAttribute<TailProbe> tailProbe(PolicyKind::TAIL_PROBE,

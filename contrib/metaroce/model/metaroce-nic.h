@@ -143,8 +143,8 @@ class MetaRoceNic : public Object
     /// LossDetection attribute (metaroce::PolicyKind::LOSS_DETECTION).
     enum LossDetection
     {
+        LOSS_DETECTION_SACK_GAP, //!< "sack-gap": SACK gaps of a path only (the default)
         LOSS_DETECTION_RACK,     //!< "rack": time-based, across paths
-        LOSS_DETECTION_SACK_GAP, //!< "sack-gap": SACK gaps of a path only
     };
 
     /// TailProbe attribute (metaroce::PolicyKind::TAIL_PROBE).

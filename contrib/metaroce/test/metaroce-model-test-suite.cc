@@ -177,8 +177,8 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
         byValue("CongestionControl", EnumValue(MetaRoceNic::CC_DCTCP), "dctcp");
         byValue("PathScheduler", EnumValue(MetaRoceNic::PATH_SCHEDULER_SPRAY), "spray");
         byValue("PathScheduler", EnumValue(MetaRoceNic::PATH_SCHEDULER_SINGLE), "single");
-        byValue("LossDetection", EnumValue(MetaRoceNic::LOSS_DETECTION_RACK), "rack");
         byValue("LossDetection", EnumValue(MetaRoceNic::LOSS_DETECTION_SACK_GAP), "sack-gap");
+        byValue("LossDetection", EnumValue(MetaRoceNic::LOSS_DETECTION_RACK), "rack");
         byValue("RoceRecovery", EnumValue(MetaRoceNic::ROCE_RECOVERY_GBN), "gbn");
         byValue("RoceRecovery", EnumValue(MetaRoceNic::ROCE_RECOVERY_IRN), "irn");
         byValue("TailProbe", EnumValue(MetaRoceNic::TAIL_PROBE_TLP), "tlp");
@@ -200,7 +200,7 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "dctcp", "CongestionControl reaches it");
         NS_TEST_ASSERT_MSG_EQ(cfg.pathScheduler, "single", "PathScheduler reaches it");
         NS_TEST_ASSERT_MSG_EQ(cfg.rocev2.recovery, "irn", "RoceRecovery reaches it");
-        NS_TEST_ASSERT_MSG_EQ(cfg.lossDetection, "sack-gap", "LossDetection reaches it");
+        NS_TEST_ASSERT_MSG_EQ(cfg.lossDetection, "rack", "LossDetection reaches it");
         NS_TEST_ASSERT_MSG_EQ(cfg.tailProbe, "none", "TailProbe reaches it");
         NS_TEST_ASSERT_MSG_EQ(cfg.rtoPolicy, "fixed", "RtoPolicy reaches it");
 
