@@ -39,7 +39,6 @@ namespace
 /// One message of a schedule.
 using Message = RandomMessage;
 
-/// Run schedule \p seed; \return an empty string on success, else what went wrong.
 /// Counters summed over the schedules of a property run.
 struct ScheduleStats
 {
@@ -48,10 +47,10 @@ struct ScheduleStats
     uint64_t goBackN{0};       //!< requester: go-back-N rounds
 };
 
-std::string
-RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
+/// \return the connection settings of a schedule drawn from \p r.
+ConnectionConfig
+DrawScheduleConfig(Rng& r, const std::string& recovery)
 {
-    Rng r(seed * 104729 + 3);
     ConnectionConfig cfg = RoceConfig();
     cfg.rocev2.recovery = recovery;
     const uint32_t mtus[] = {256, 1024, 4096};
@@ -68,12 +67,21 @@ RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
         cfg.rocev2.irnRtoHigh = cfg.rocev2.irnRtoLow + MicroSeconds(int64_t(r.Below(300)));
         cfg.rocev2.irnLowThreshold = uint32_t(r.Below(8));
     }
-    NetworkConfig net;
-    net.seed = seed + 1;
-    EngineNetwork n(net);
-    uint32_t a = n.AddEndpoint();
-    uint32_t b = n.AddEndpoint();
-    auto [qa, qb] = n.Connect(a, b, cfg);
+    return cfg;
+}
+
+/**
+ * Draw the faults of a schedule from \p r onto both directions between \p a and \p b: loss,
+ * bursts, reordering, duplication and CE marks. \return the schedule's description.
+ */
+std::string
+DrawScheduleFaults(Rng& r,
+                   EngineNetwork& n,
+                   uint32_t a,
+                   uint32_t b,
+                   uint64_t seed,
+                   const ConnectionConfig& cfg)
+{
     LinkConfig& fwd = n.Link(a, b);
     LinkConfig& rev = n.Link(b, a);
     fwd.delay = MicroSeconds(1 + int64_t(r.Below(5)));
@@ -91,11 +99,27 @@ RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
     rev.duplicate = fwd.duplicate;
     fwd.ceMark = r.Below(3) == 0 ? r.Uniform() * 0.05 : 0;
     std::ostringstream d;
-    d << recovery << " seed " << seed << ": window " << cfg.rocev2.irnWindow << " mtu " << cfg.mtu
-      << " ackEvery " << cfg.rocev2.ackEveryPackets << " cap " << cfg.rocev2.maxInflightPackets
-      << " loss " << fwd.loss << "/" << rev.loss << " burst " << fwd.burstStart << " reorder "
-      << fwd.reorder << " dup " << fwd.duplicate << " ce " << fwd.ceMark;
-    std::string description = d.str();
+    d << cfg.rocev2.recovery << " seed " << seed << ": window " << cfg.rocev2.irnWindow << " mtu "
+      << cfg.mtu << " ackEvery " << cfg.rocev2.ackEveryPackets << " cap "
+      << cfg.rocev2.maxInflightPackets << " loss " << fwd.loss << "/" << rev.loss << " burst "
+      << fwd.burstStart << " reorder " << fwd.reorder << " dup " << fwd.duplicate << " ce "
+      << fwd.ceMark;
+    return d.str();
+}
+
+/// Run schedule \p seed; \return an empty string on success, else what went wrong.
+std::string
+RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
+{
+    Rng r(seed * 104729 + 3);
+    ConnectionConfig cfg = DrawScheduleConfig(r, recovery);
+    NetworkConfig net;
+    net.seed = seed + 1;
+    EngineNetwork n(net);
+    uint32_t a = n.AddEndpoint();
+    uint32_t b = n.AddEndpoint();
+    auto [qa, qb] = n.Connect(a, b, cfg);
+    std::string description = DrawScheduleFaults(r, n, a, b, seed, cfg);
 
     RandomWorkload w = DrawRandomWorkload(r, 0);
     const std::vector<RandomMessage>& msgs = w.msgs;
@@ -208,6 +232,213 @@ RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
     return "";
 }
 
+// ---------------------------------------------------------------------------------------------
+// Property: READs return the exact bytes, atomics run exactly once (issue 17).
+// ---------------------------------------------------------------------------------------------
+
+/// Counters summed over the READ/atomic schedules of a property run.
+struct ReadAtomicStats
+{
+    uint64_t duplicateRequests{0}; //!< responder: READ/atomic requests seen again
+    uint64_t resentResponses{0};   //!< responder: READ responses or atomic ACKs sent again
+    uint64_t responseGaps{0};      //!< requester: missing responses asked for again
+};
+
+/**
+ * Run READ/atomic schedule \p seed: the faults of RunSchedule (and, in one schedule of three,
+ * heavy loss of the responses), a random mix of RDMA READs from a region at b, fetch-and-adds
+ * of 1 on one counter, compare-and-swaps that each expect the previous one's value, and
+ * WRITEs. \return an empty string on success, else what went wrong.
+ */
+std::string
+RunReadAtomicSchedule(uint64_t seed, const std::string& recovery, ReadAtomicStats& stats)
+{
+    Rng r(seed * 7919 + 11);
+    ConnectionConfig cfg = DrawScheduleConfig(r, recovery);
+    cfg.rocev2.maxRdAtomic = uint8_t(1 + r.Below(16));
+    NetworkConfig net;
+    net.seed = seed + 1;
+    EngineNetwork n(net);
+    uint32_t a = n.AddEndpoint();
+    uint32_t b = n.AddEndpoint();
+    auto [qa, qb] = n.Connect(a, b, cfg);
+    std::string description = DrawScheduleFaults(r, n, a, b, seed, cfg);
+    if (r.Below(3) == 0)
+    {
+        n.Link(b, a).loss = 0.02 + r.Uniform() * 0.08; // the responses' direction
+    }
+    description += " rdAtomic " + std::to_string(cfg.rocev2.maxRdAtomic) + " rev loss " +
+                   std::to_string(n.Link(b, a).loss);
+
+    // b: a region to read (never-zero bytes), the two atomic words, a WRITE destination.
+    // a: where READs land (with 64-byte gaps that must stay zero), the originals, WRITE data.
+    enum Kind : uint8_t
+    {
+        READ,
+        FETCH_ADD,
+        CMP_SWAP,
+        WRITE
+    };
+
+    struct Op
+    {
+        Kind kind;
+        uint32_t length; // READ, WRITE
+        size_t from;     // READ: offset in the read region; WRITE: in the WRITE source
+        size_t to;       // READ: offset in the READ landing area; WRITE: in its destination
+        uint32_t nth;    // atomics: how many of its kind came before it
+    };
+
+    std::vector<uint8_t> remote(64 * 1024);
+    for (auto& byte : remote)
+    {
+        byte = uint8_t(r.Next() | 1);
+    }
+    uint64_t words[2] = {0, 0}; // FETCH_ADD counter, CMP_SWAP word (at b)
+    std::vector<Op> ops;
+    size_t landing = 0;
+    size_t written = 0;
+    uint32_t adds = 0;
+    uint32_t swaps = 0;
+    // IRN takes a READ only if all its responses fit the BDP cap (else PostSend: TOO_LONG).
+    uint32_t longest = 20000;
+    if (recovery == "irn")
+    {
+        uint32_t cap = cfg.rocev2.maxInflightPackets;
+        cap = (cap == 0 || cap > cfg.rocev2.irnWindow) ? cfg.rocev2.irnWindow : cap;
+        longest = std::min(longest, cap * cfg.mtu);
+    }
+    const uint32_t count = 1 + uint32_t(r.Below(40));
+    for (uint32_t i = 0; i < count; ++i)
+    {
+        Op op{Kind(r.Below(4)), 0, 0, 0, 0};
+        if (op.kind == READ || op.kind == WRITE)
+        {
+            op.length = r.Below(8) == 0 ? 0 : uint32_t(1 + r.Below(longest));
+            op.from = r.Below(remote.size() - op.length + 1);
+            op.to = op.kind == READ ? landing : written;
+            (op.kind == READ ? landing : written) += op.length + 64;
+        }
+        op.nth = op.kind == FETCH_ADD ? adds++ : op.kind == CMP_SWAP ? swaps++ : 0;
+        ops.push_back(op);
+    }
+    std::vector<uint8_t> readDst(landing + 1, 0);
+    std::vector<uint8_t> writeDst(written + 1, 0);
+    std::vector<uint64_t> originals(count, ~uint64_t(0));
+    MemoryRegion rmr = n.At(b).RegisterMemory(remote.data(), remote.size(), ACCESS_REMOTE_READ);
+    MemoryRegion amr = n.At(b).RegisterMemory(words, sizeof(words), ACCESS_REMOTE_ATOMIC);
+    MemoryRegion wmr = n.At(b).RegisterMemory(writeDst.data(),
+                                              writeDst.size(),
+                                              ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
+    MemoryRegion dmr = n.At(a).RegisterMemory(readDst.data(), readDst.size(), ACCESS_LOCAL_WRITE);
+    MemoryRegion omr = n.At(a).RegisterMemory(originals.data(), count * 8, ACCESS_LOCAL_WRITE);
+    // The WRITE source is the read region's twin at a: the same bytes, so one check serves.
+    std::vector<uint8_t> local = remote;
+    MemoryRegion smr = n.At(a).RegisterMemory(local.data(), local.size(), 0);
+    for (uint32_t i = 0; i < count; ++i)
+    {
+        const Op& op = ops[i];
+        SendWr wr;
+        wr.wrId = i;
+        switch (op.kind)
+        {
+        case READ:
+            wr.opcode = WrOpcode::RDMA_READ;
+            wr.sge = {dmr.addr + op.to, op.length, dmr.lkey};
+            wr.remoteAddr = rmr.addr + op.from;
+            wr.rkey = rmr.rkey;
+            break;
+        case WRITE:
+            wr.opcode = WrOpcode::RDMA_WRITE;
+            wr.sge = {smr.addr + op.from, op.length, smr.lkey};
+            wr.remoteAddr = wmr.addr + op.to;
+            wr.rkey = wmr.rkey;
+            break;
+        default:
+            bool add = op.kind == FETCH_ADD;
+            wr.opcode = add ? WrOpcode::ATOMIC_FETCH_AND_ADD : WrOpcode::ATOMIC_CMP_AND_SWP;
+            wr.sge = {omr.addr + 8 * i, 8, omr.lkey};
+            wr.remoteAddr = amr.addr + (add ? 0 : 8);
+            wr.rkey = amr.rkey;
+            wr.compareAdd = add ? 1 : op.nth; // CMP_SWAP n expects n and stores n + 1
+            wr.swap = op.nth + 1;
+            break;
+        }
+        PostStatus st = n.At(a).PostSend(0, qa, wr);
+        if (st != PostStatus::OK)
+        {
+            return description + ": PostSend failed: " + PostStatusName(st);
+        }
+    }
+    n.Kick(a);
+    while (n.Now() < MilliSeconds(200) && n.Completions(a).size() < count)
+    {
+        if (n.RunUntil(n.Now() + MicroSeconds(500)) && n.Completions(a).size() < count)
+        {
+            return description + ": no events left before completion (stall)";
+        }
+    }
+    n.RunUntil(n.Now() + MilliSeconds(2)); // stray duplicates must change nothing
+    if (n.Completions(a).size() != count || !n.Completions(b).empty())
+    {
+        return description + ": " + std::to_string(n.Completions(a).size()) + "/" +
+               std::to_string(count) + " completions at a, " +
+               std::to_string(n.Completions(b).size()) + " at b";
+    }
+    const WcOpcode expected[] = {WcOpcode::RDMA_READ,
+                                 WcOpcode::FETCH_ADD,
+                                 WcOpcode::COMP_SWAP,
+                                 WcOpcode::RDMA_WRITE};
+    for (uint32_t i = 0; i < count; ++i)
+    {
+        const Completion& c = n.Completions(a)[i];
+        const Op& op = ops[i];
+        if (c.wrId != i || c.status != WcStatus::SUCCESS || c.opcode != expected[op.kind])
+        {
+            return description + ": completion " + std::to_string(i) + " is wr " +
+                   std::to_string(c.wrId) + " " + WcStatusName(c.status);
+        }
+        bool atomic = op.kind == FETCH_ADD || op.kind == CMP_SWAP;
+        if (atomic && originals[i] != op.nth)
+        {
+            return description + ": atomic " + std::to_string(i) + " found " +
+                   std::to_string(originals[i]) + ", not " + std::to_string(op.nth);
+        }
+        std::vector<uint8_t>& into = op.kind == READ ? readDst : writeDst;
+        if (!atomic && (!std::equal(remote.begin() + op.from,
+                                    remote.begin() + op.from + op.length,
+                                    into.begin() + op.to) ||
+                        !std::all_of(into.begin() + op.to + op.length,
+                                     into.begin() + op.to + op.length + 64,
+                                     [](uint8_t byte) { return byte == 0; })))
+        {
+            return description + (op.kind == READ ? ": READ " : ": WRITE ") + std::to_string(i) +
+                   " bytes wrong";
+        }
+    }
+    if (words[0] != adds || words[1] != swaps)
+    {
+        return description + ": counter " + std::to_string(words[0]) + " after " +
+               std::to_string(adds) + " fetch-and-adds, swap word " + std::to_string(words[1]) +
+               " after " + std::to_string(swaps) + " compare-and-swaps";
+    }
+    size_t readBytes = 0;
+    for (const Op& op : ops)
+    {
+        readBytes += op.kind == READ ? op.length : 0;
+    }
+    if (n.At(a).Counters().Get(Counter::BYTES_PLACED) != readBytes)
+    {
+        return description + ": READ bytes placed " +
+               std::to_string(n.At(a).Counters().Get(Counter::BYTES_PLACED)) +
+               " != " + std::to_string(readBytes);
+    }
+    stats.duplicateRequests += n.At(b).Counters().Get(Counter::RX_DUPLICATE);
+    stats.resentResponses += n.At(b).Counters().Get(Counter::TX_RETRANSMIT);
+    stats.responseGaps += n.At(a).Counters().Get(Counter::LOSS_DETECTED);
+    return "";
+}
+
 /// Property: every byte exactly once, completions in order, for one recovery mode.
 class RoceV2Property : public ::testing::TestWithParam<const char*>
 {
@@ -232,6 +463,22 @@ TEST_P(RoceV2Property, EveryByteExactlyOnceInPlaceCompletionsInOrder)
     {
         EXPECT_GT(stats.goBackN, 0u);
     }
+}
+
+// READs return the exact bytes, N fetch-and-adds leave exactly N, whatever was lost or
+// duplicated (issue 17).
+TEST_P(RoceV2Property, ReadsExactAtomicsExactlyOnce)
+{
+    ReadAtomicStats stats;
+    const std::string recovery = GetParam();
+    RunPropertySeeds("RoceV2ReadAtomicProperty/" + recovery, 1, 300, [&](uint64_t seed) {
+        return RunReadAtomicSchedule(seed, recovery, stats);
+    });
+    // The schedules do lose responses, and duplicate requests reach the responder: READs
+    // served again and atomics answered from the replay cache.
+    EXPECT_GT(stats.duplicateRequests, 0u);
+    EXPECT_GT(stats.resentResponses, 0u);
+    EXPECT_GT(stats.responseGaps, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recovery,

@@ -209,6 +209,14 @@ IrnRecovery::Restart(RoceRequester& req, uint32_t psn)
     m_retxPsn = psn;
     m_lossBound = req.MaxSentPsn();
     SkipSacked(req);
+    if (!HolePending() && req.InflightPackets() > 0)
+    {
+        // Everything outstanding was SACKed, but the cumulative ACK never came (lost, or
+        // discarded at a READ or atomic whose response was missing): resend the oldest PSN
+        // once, so that the responder acknowledges it again.
+        m_retxPsn = req.UnackedPsn();
+        m_lossBound = PsnAdd(m_retxPsn, 1);
+    }
     UpdateState(req);
 }
 
