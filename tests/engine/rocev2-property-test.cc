@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <cstring>
 #include <gtest/gtest.h>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -46,6 +48,18 @@ struct ScheduleStats
     uint64_t retransmits{0};   //!< requester: packets resent
     uint64_t goBackN{0};       //!< requester: go-back-N rounds
 };
+
+/// \return a testbed seeded from schedule \p seed with endpoints \p a and \p b.
+std::unique_ptr<EngineNetwork>
+SeededPair(uint64_t seed, uint32_t& a, uint32_t& b)
+{
+    NetworkConfig net;
+    net.seed = seed + 1;
+    auto n = std::make_unique<EngineNetwork>(net);
+    a = n->AddEndpoint();
+    b = n->AddEndpoint();
+    return n;
+}
 
 /// \return the connection settings of a schedule drawn from \p r.
 ConnectionConfig
@@ -113,11 +127,10 @@ RunSchedule(uint64_t seed, const std::string& recovery, ScheduleStats& stats)
 {
     Rng r(seed * 104729 + 3);
     ConnectionConfig cfg = DrawScheduleConfig(r, recovery);
-    NetworkConfig net;
-    net.seed = seed + 1;
-    EngineNetwork n(net);
-    uint32_t a = n.AddEndpoint();
-    uint32_t b = n.AddEndpoint();
+    uint32_t a = 0;
+    uint32_t b = 0;
+    std::unique_ptr<EngineNetwork> bed = SeededPair(seed, a, b);
+    EngineNetwork& n = *bed;
     auto [qa, qb] = n.Connect(a, b, cfg);
     std::string description = DrawScheduleFaults(r, n, a, b, seed, cfg);
 
@@ -242,33 +255,31 @@ struct ReadAtomicStats
     uint64_t duplicateRequests{0}; //!< responder: READ/atomic requests seen again
     uint64_t resentResponses{0};   //!< responder: READ responses or atomic ACKs sent again
     uint64_t responseGaps{0};      //!< requester: missing responses asked for again
+    uint64_t failedRuns{0};        //!< schedules that ended in RETRY_EXC_ERR (allowed ones)
 };
 
 /**
- * Run READ/atomic schedule \p seed: the faults of RunSchedule (and, in one schedule of three,
- * heavy loss of the responses), a random mix of RDMA READs from a region at b, fetch-and-adds
- * of 1 on one counter, compare-and-swaps that each expect the previous one's value, and
- * WRITEs. \return an empty string on success, else what went wrong.
+ * Run a random mix of RDMA READs from a region at \p b, fetch-and-adds of 1 on one counter,
+ * compare-and-swaps that each expect the previous one's value, and WRITEs, from \p a over its
+ * connection \p qa in \p n, whose faults are set; check every completion, the bytes
+ * and the atomic words.
+ * \param mayFail the faults may spend the retry budget: then a prefix of the work succeeds,
+ *        the next request fails with RETRY_EXC_ERR and the rest is flushed, and the atomic
+ *        words must still show every successful atomic exactly once
+ * \return an empty string on success, else \p description and what went wrong
  */
 std::string
-RunReadAtomicSchedule(uint64_t seed, const std::string& recovery, ReadAtomicStats& stats)
+RunReadAtomicWorkload(Rng& r,
+                      EngineNetwork& n,
+                      uint32_t a,
+                      uint32_t b,
+                      uint32_t qa,
+                      const ConnectionConfig& cfg,
+                      const std::string& description,
+                      bool mayFail,
+                      ReadAtomicStats& stats)
 {
-    Rng r(seed * 7919 + 11);
-    ConnectionConfig cfg = DrawScheduleConfig(r, recovery);
-    cfg.rocev2.maxRdAtomic = uint8_t(1 + r.Below(16));
-    NetworkConfig net;
-    net.seed = seed + 1;
-    EngineNetwork n(net);
-    uint32_t a = n.AddEndpoint();
-    uint32_t b = n.AddEndpoint();
-    auto [qa, qb] = n.Connect(a, b, cfg);
-    std::string description = DrawScheduleFaults(r, n, a, b, seed, cfg);
-    if (r.Below(3) == 0)
-    {
-        n.Link(b, a).loss = 0.02 + r.Uniform() * 0.08; // the responses' direction
-    }
-    description += " rdAtomic " + std::to_string(cfg.rocev2.maxRdAtomic) + " rev loss " +
-                   std::to_string(n.Link(b, a).loss);
+    const std::string& recovery = cfg.rocev2.recovery;
 
     // b: a region to read (never-zero bytes), the two atomic words, a WRITE destination.
     // a: where READs land (with 64-byte gaps that must stay zero), the originals, WRITE data.
@@ -385,18 +396,38 @@ RunReadAtomicSchedule(uint64_t seed, const std::string& recovery, ReadAtomicStat
                std::to_string(count) + " completions at a, " +
                std::to_string(n.Completions(b).size()) + " at b";
     }
+    // The successful prefix; after it (only if mayFail) one RETRY_EXC_ERR, then flushes.
+    uint32_t done = 0;
+    while (done < count && n.Completions(a)[done].status == WcStatus::SUCCESS)
+    {
+        ++done;
+    }
+    for (uint32_t i = done; i < count; ++i)
+    {
+        WcStatus want = i == done ? WcStatus::RETRY_EXC_ERR : WcStatus::WR_FLUSH_ERR;
+        if (!mayFail || n.Completions(a)[i].status != want || n.Completions(a)[i].wrId != i)
+        {
+            return description + ": completion " + std::to_string(i) + " is wr " +
+                   std::to_string(n.Completions(a)[i].wrId) + " " +
+                   WcStatusName(n.Completions(a)[i].status);
+        }
+    }
     const WcOpcode expected[] = {WcOpcode::RDMA_READ,
                                  WcOpcode::FETCH_ADD,
                                  WcOpcode::COMP_SWAP,
                                  WcOpcode::RDMA_WRITE};
-    for (uint32_t i = 0; i < count; ++i)
+    uint32_t doneAdds = 0;
+    uint32_t doneSwaps = 0;
+    for (uint32_t i = 0; i < done; ++i)
     {
         const Completion& c = n.Completions(a)[i];
         const Op& op = ops[i];
-        if (c.wrId != i || c.status != WcStatus::SUCCESS || c.opcode != expected[op.kind])
+        doneAdds += op.kind == FETCH_ADD;
+        doneSwaps += op.kind == CMP_SWAP;
+        if (c.wrId != i || c.opcode != expected[op.kind])
         {
             return description + ": completion " + std::to_string(i) + " is wr " +
-                   std::to_string(c.wrId) + " " + WcStatusName(c.status);
+                   std::to_string(c.wrId);
         }
         bool atomic = op.kind == FETCH_ADD || op.kind == CMP_SWAP;
         if (atomic && originals[i] != op.nth)
@@ -416,11 +447,24 @@ RunReadAtomicSchedule(uint64_t seed, const std::string& recovery, ReadAtomicStat
                    " bytes wrong";
         }
     }
-    if (words[0] != adds || words[1] != swaps)
+    // Every atomic that completed ran exactly once; one that failed may have run (its answer
+    // was lost), but at most once, and the chain of compare-and-swaps stops at the first that
+    // did not run.
+    if (words[0] < doneAdds || words[0] > adds || words[1] < doneSwaps || words[1] > swaps ||
+        (done == count && (words[0] != adds || words[1] != swaps)))
     {
         return description + ": counter " + std::to_string(words[0]) + " after " +
-               std::to_string(adds) + " fetch-and-adds, swap word " + std::to_string(words[1]) +
-               " after " + std::to_string(swaps) + " compare-and-swaps";
+               std::to_string(doneAdds) + "/" + std::to_string(adds) +
+               " fetch-and-adds, swap word " + std::to_string(words[1]) + " after " +
+               std::to_string(doneSwaps) + "/" + std::to_string(swaps) + " compare-and-swaps";
+    }
+    stats.duplicateRequests += n.At(b).Counters().Get(Counter::RX_DUPLICATE);
+    stats.resentResponses += n.At(b).Counters().Get(Counter::TX_RETRANSMIT);
+    stats.responseGaps += n.At(a).Counters().Get(Counter::LOSS_DETECTED);
+    stats.failedRuns += done < count;
+    if (done < count)
+    {
+        return "";
     }
     size_t readBytes = 0;
     for (const Op& op : ops)
@@ -433,10 +477,120 @@ RunReadAtomicSchedule(uint64_t seed, const std::string& recovery, ReadAtomicStat
                std::to_string(n.At(a).Counters().Get(Counter::BYTES_PLACED)) +
                " != " + std::to_string(readBytes);
     }
-    stats.duplicateRequests += n.At(b).Counters().Get(Counter::RX_DUPLICATE);
-    stats.resentResponses += n.At(b).Counters().Get(Counter::TX_RETRANSMIT);
-    stats.responseGaps += n.At(a).Counters().Get(Counter::LOSS_DETECTED);
     return "";
+}
+
+/**
+ * Run READ/atomic schedule \p seed: the faults of RunSchedule (and, in one schedule of three,
+ * heavy loss of the responses) under RunReadAtomicWorkload.
+ * \return an empty string on success, else what went wrong.
+ */
+std::string
+RunReadAtomicSchedule(uint64_t seed, const std::string& recovery, ReadAtomicStats& stats)
+{
+    Rng r(seed * 7919 + 11);
+    ConnectionConfig cfg = DrawScheduleConfig(r, recovery);
+    cfg.rocev2.maxRdAtomic = uint8_t(1 + r.Below(16));
+    uint32_t a = 0;
+    uint32_t b = 0;
+    std::unique_ptr<EngineNetwork> bed = SeededPair(seed, a, b);
+    EngineNetwork& n = *bed;
+    uint32_t qa = n.Connect(a, b, cfg).first;
+    std::string description = DrawScheduleFaults(r, n, a, b, seed, cfg);
+    if (r.Below(3) == 0)
+    {
+        n.Link(b, a).loss = 0.02 + r.Uniform() * 0.08; // the responses' direction
+    }
+    description += " rdAtomic " + std::to_string(cfg.rocev2.maxRdAtomic) + " rev loss " +
+                   std::to_string(n.Link(b, a).loss);
+    return RunReadAtomicWorkload(r, n, a, b, qa, cfg, description, false, stats);
+}
+
+/**
+ * READ/atomic schedule \p seed of family \p f (property-families.h): a round trip above the
+ * retransmission timeout, a round-trip step, heavy loss of the responses (ACK_LOSS) or
+ * flapping links, with the family's settings. \return an empty string on success, else what
+ * went wrong.
+ */
+std::string
+RunReadAtomicFamily(Family f, uint64_t seed, const std::string& recovery, ReadAtomicStats& stats)
+{
+    Rng r(seed * 6151 + 89 * (uint64_t(f) + 1));
+    ConnectionConfig cfg = DrawFamilyConfig(r, recovery);
+    cfg.rocev2.maxRdAtomic = uint8_t(1 + r.Below(16));
+    uint32_t a = 0;
+    uint32_t b = 0;
+    std::unique_ptr<EngineNetwork> bed = SeededPair(seed, a, b);
+    EngineNetwork& n = *bed;
+    std::ostringstream d;
+    d << FamilyName(f) << " " << recovery << " seed " << seed << ": mtu " << cfg.mtu << " rdAtomic "
+      << int(cfg.rocev2.maxRdAtomic) << " timeout " << int(cfg.rocev2.localAckTimeout);
+    bool mayFail = false;
+    auto stop = std::make_shared<bool>(false);
+    switch (f)
+    {
+    case Family::RTT_ABOVE_RTO: {
+        Time delay = MicroSeconds(120 + int64_t(r.Below(181)));
+        if (recovery == "irn")
+        {
+            // As the family does: the RTO below the round trip, the retry budget above it.
+            cfg.rocev2.irnRtoLow = Time(double(2 * delay) * (0.25 + 0.6 * r.Uniform()));
+            cfg.rocev2.irnRtoHigh = cfg.rocev2.irnRtoLow + MicroSeconds(int64_t(r.Below(300)));
+        }
+        double loss = r.Below(2) ? r.Uniform() * 0.01 : 0;
+        for (LinkConfig* l : {&n.Link(a, b), &n.Link(b, a)})
+        {
+            l->delay = delay;
+            l->loss = loss;
+        }
+        d << " delay " << delay / MicroSeconds(1) << " us loss " << loss;
+        break;
+    }
+    case Family::RTT_STEP: {
+        Time step = MicroSeconds(int64_t(r.Below(60)));
+        if (recovery == "irn")
+        {
+            cfg.rocev2.irnRtoLow = std::max(cfg.rocev2.irnRtoLow, MicroSeconds(50));
+            cfg.rocev2.irnRtoHigh = std::max(cfg.rocev2.irnRtoHigh, cfg.rocev2.irnRtoLow);
+        }
+        double loss = r.Below(2) ? r.Uniform() * 0.01 : 0;
+        n.Link(a, b).loss = loss;
+        n.Link(b, a).loss = loss;
+        n.At(step, [&n, a, b]() {
+            n.Link(a, b).delay = MicroSeconds(100);
+            n.Link(b, a).delay = MicroSeconds(100);
+        });
+        d << " step at " << step / MicroSeconds(1) << " us loss " << loss;
+        break;
+    }
+    case Family::ACK_LOSS: {
+        LinkConfig& rev = n.Link(b, a); // READ responses and atomic acknowledges
+        rev.loss = r.Uniform() * 0.1;
+        if (r.Below(3) == 0)
+        {
+            rev.burstStart = 0.01;
+            rev.burstEnd = 0.3;
+            rev.burstLoss = 0.8;
+            mayFail = true; // a burst can outlast retryCount timeouts (as the family says)
+        }
+        rev.duplicate = r.Below(4) == 0 ? r.Uniform() * 0.05 : 0;
+        d << " response loss " << rev.loss << " burst " << rev.burstStart;
+        break;
+    }
+    default: { // FLAPPING
+        const int64_t periods[] = {10, 20, 25, 50, 100};
+        Time period = MicroSeconds(periods[r.Below(5)]);
+        Time down = Time(double(period) * (0.1 + 0.4 * r.Uniform()));
+        Flap(n, a, b, 0, period, down, 0, stop);
+        mayFail = true; // the fixed timer can stay in phase with the outages
+        d << " period " << period / MicroSeconds(1) << " us down " << down << " ps";
+        break;
+    }
+    }
+    uint32_t qa = n.Connect(a, b, cfg).first;
+    std::string why = RunReadAtomicWorkload(r, n, a, b, qa, cfg, d.str(), mayFail, stats);
+    *stop = true;
+    return why;
 }
 
 /// Property: every byte exactly once, completions in order, for one recovery mode.
@@ -486,6 +640,49 @@ INSTANTIATE_TEST_SUITE_P(Recovery,
                          ::testing::Values("gbn", "irn"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                              return std::string(info.param);
+                         });
+
+/// READ/atomic schedules per family and recovery mode in the CI run.
+constexpr uint64_t READ_ATOMIC_FAMILY_SEEDS = 50;
+
+/// READs and atomics under the families that stress their recovery, per recovery mode.
+class RoceV2ReadAtomicFamily : public ::testing::TestWithParam<std::tuple<const char*, Family>>
+{
+};
+
+TEST_P(RoceV2ReadAtomicFamily, ReadsExactAtomicsExactlyOnce)
+{
+    const std::string recovery = std::get<0>(GetParam());
+    const Family f = std::get<1>(GetParam());
+    ReadAtomicStats stats;
+    uint64_t runs = 0;
+    RunPropertySeeds("RoceV2ReadAtomicFamily/" + recovery + "/" + FamilyName(f),
+                     1,
+                     READ_ATOMIC_FAMILY_SEEDS,
+                     [&](uint64_t seed) {
+                         ++runs;
+                         return RunReadAtomicFamily(f, seed, recovery, stats);
+                     });
+    std::cout << "[property] RoceV2ReadAtomicFamily/" << recovery << "/" << FamilyName(f) << ": "
+              << stats.failedRuns << " of " << runs
+              << " schedules ended in RETRY_EXC_ERR (allowed), " << stats.duplicateRequests
+              << " duplicate requests, " << stats.resentResponses << " responses resent"
+              << std::endl;
+    EXPECT_GT(stats.duplicateRequests, 0u) << "the family makes the requester resend";
+    EXPECT_LT(2 * stats.failedRuns, runs) << "most schedules complete (" << stats.failedRuns
+                                          << " of " << runs << " ended in RETRY_EXC_ERR)";
+}
+
+INSTANTIATE_TEST_SUITE_P(Families,
+                         RoceV2ReadAtomicFamily,
+                         ::testing::Combine(::testing::Values("gbn", "irn"),
+                                            ::testing::Values(Family::RTT_ABOVE_RTO,
+                                                              Family::RTT_STEP,
+                                                              Family::ACK_LOSS,
+                                                              Family::FLAPPING)),
+                         [](const ::testing::TestParamInfo<std::tuple<const char*, Family>>& info) {
+                             return std::string(std::get<0>(info.param)) + "_" +
+                                    FamilyName(std::get<1>(info.param));
                          });
 
 /// Schedules per family and recovery mode in the CI run.

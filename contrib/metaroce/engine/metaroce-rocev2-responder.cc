@@ -16,9 +16,7 @@ namespace metaroce
 
 RoceResponder::RoceResponder(RoceV2Connection& conn)
     : RoceV2Role(conn),
-      m_receiver(CreateRoceRecoveryReceiver(m_cfg.rocev2.recovery, m_cfg)),
-      m_responses(2 * size_t(m_cfg.rocev2.maxRdAtomic)),
-      m_atomicResults(m_cfg.rocev2.maxRdAtomic)
+      m_receiver(CreateRoceRecoveryReceiver(m_cfg.rocev2.recovery, m_cfg))
 {
 }
 
@@ -67,6 +65,13 @@ RoceResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedPacket
 void
 RoceResponder::HandleRequest(Time now, const ParsedPacket& pkt)
 {
+    if (m_responses.empty())
+    {
+        // Sized once, on the first READ or atomic: a queue pair that never sees one keeps
+        // its WRITE/SEND-only footprint.
+        m_responses.resize(2 * size_t(m_cfg.rocev2.maxRdAtomic));
+        m_atomicResults.resize(m_cfg.rocev2.maxRdAtomic);
+    }
     uint32_t psn = pkt.bth.psn;
     int32_t d = PsnDiff(psn, m_ePsn);
     if (d > 0)

@@ -244,11 +244,11 @@ class RoceResponder : public RoceV2Role
     uint8_t m_nakSyndrome{0};                             //!< its syndrome
     uint32_t m_nakPsn{0};                                 //!< its PSN
     bool m_cnpNow{false};                                 //!< a CNP is due
-    std::vector<Response> m_responses;                    //!< ring of responses due (sized once)
-    size_t m_responseHead{0};                             //!< oldest entry of m_responses
-    size_t m_responseCount{0};                            //!< entries in m_responses
-    std::vector<AtomicResult> m_atomicResults;            //!< replay cache, maxRdAtomic entries
-    size_t m_atomicNext{0};                               //!< slot the next result overwrites
+    std::vector<Response> m_responses;         //!< ring of responses due (sized at first use)
+    size_t m_responseHead{0};                  //!< oldest entry of m_responses
+    size_t m_responseCount{0};                 //!< entries in m_responses
+    std::vector<AtomicResult> m_atomicResults; //!< replay cache, maxRdAtomic entries
+    size_t m_atomicNext{0};                    //!< slot the next result overwrites
 };
 
 } // namespace metaroce
