@@ -24,7 +24,7 @@ namespace
 
 TEST(RoceV2ReadAtomicWire, OpcodesAndHeadersAreTheInfiniBandOnes)
 {
-    // IBA 9.2 table 36 (RC): opcode, headers after the BTH, payload.
+    // The IB RC opcode table: opcode, headers after the BTH, payload.
     struct Expect
     {
         uint8_t op;
@@ -72,7 +72,7 @@ TEST(RoceV2ReadAtomicWire, AtomicHeadersLayout)
     uint8_t buf[128];
     size_t len = WriteDatagram(buf, sizeof(buf), cas, nullptr, 0);
     ASSERT_EQ(len, Bth::SIZE + 28 + ICRC_SIZE);
-    // VA, R_Key, Swap Data, Compare Data: all big-endian (IBA 9.3.5).
+    // VA, R_Key, Swap Data, Compare Data: all big-endian, as IB defines the AtomicETH.
     const uint8_t eth[] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0xA1, 0xB2,
                            0xC3, 0xD4, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
                            0xF1, 0xF2, 0xF3, 0xF4, 0xF5, 0xF6, 0xF7, 0xF8};

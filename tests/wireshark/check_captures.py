@@ -78,7 +78,7 @@ IB_OPCODE_NAMES = {
 }
 ROCE_CNP = 0x81
 RETH_OPCODES = {0x06, 0x0A, 0x0B, 0x0C}
-# IBA 9.2: AETH on Acknowledge, Atomic Acknowledge and READ Response First, Last and Only.
+# IB RC: AETH on Acknowledge, Atomic Acknowledge and READ Response First, Last and Only.
 AETH_OPCODES = {0x0D, 0x0F, 0x10, 0x11, 0x12}
 ATOMIC_OPCODES = {0x13, 0x14}
 ATOMIC_ACK = 0x12

@@ -221,7 +221,7 @@ bool
 RoceRequester::SendRequest(Time now, TxDatagram& out, const SendWqe& w)
 {
     // One request packet for all the PSNs left of the operation: an RDMA READ resent from
-    // a missing response asks for the rest of the message only (IBA 9.7.5.1.4).
+    // a missing response asks for the rest of the message only, as IB requesters do.
     uint32_t packet = m_sendPacket;
     ParsedPacket pkt;
     if (w.wr.opcode == WrOpcode::RDMA_READ)

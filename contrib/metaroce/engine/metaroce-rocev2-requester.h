@@ -155,8 +155,8 @@ class RoceRequester : public RoceV2Role
 
     /**
      * The peer acknowledged every PSN before \p newUnacked (an ACK, a NAK or a selective
-     * NACK). An acknowledgement cannot complete an RDMA READ or an atomic (IBA C9-?:
-     * only their responses do): progress stops at the first PSN whose response is missing,
+     * NACK). An acknowledgement cannot complete an RDMA READ or an atomic (in IB only their
+     * responses do): progress stops at the first PSN whose response is missing,
      * and the responses from there are requested again.
      */
     void AckUpTo(Time now, uint32_t newUnacked);

@@ -108,7 +108,7 @@ RoceResponder::HandleDuplicateRequest(const ParsedPacket& pkt)
     // The requester may have discarded ACKs past the request it asks about again: after the
     // responses, acknowledge everything executed so far.
     m_ackNow = true;
-    // IBA 9.9.2.1: a duplicate READ is served again, from memory as it is now; a duplicate
+    // As the IB responder rules say: a duplicate READ is served again, from memory as it is now; a duplicate
     // atomic is answered with the saved result and never executed again. Duplicates share
     // half of the response ring, so that they never crowd out new requests.
     uint32_t psn = pkt.bth.psn;

@@ -567,7 +567,7 @@ struct OpcodeTable
             false,
             false,
             false);
-        // RDMA READ and atomics (IBA 9.2, table 36): requests go to the responder (DATA), their
+        // RDMA READ and atomics (the IB RC opcode table): requests go to the responder (DATA), their
         // answers back to the requester (RESPONSE). AETH on READ Response First, Last and
         // Only, not Middle.
         Row(RC_READ_REQUEST,
