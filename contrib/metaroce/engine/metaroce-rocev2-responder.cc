@@ -108,9 +108,9 @@ RoceResponder::HandleDuplicateRequest(const ParsedPacket& pkt)
     // The requester may have discarded ACKs past the request it asks about again: after the
     // responses, acknowledge everything executed so far.
     m_ackNow = true;
-    // As the IB responder rules say: a duplicate READ is served again, from memory as it is now; a duplicate
-    // atomic is answered with the saved result and never executed again. Duplicates share
-    // half of the response ring, so that they never crowd out new requests.
+    // IB's duplicate-request rules: a duplicate READ is served again, from memory as it is
+    // now; a duplicate atomic is answered with the saved result and never executed again.
+    // Duplicates share half of the response ring, so that they never crowd out new requests.
     uint32_t psn = pkt.bth.psn;
     if (Responding(psn) || m_responseCount >= m_cfg.rocev2.maxRdAtomic)
     {
