@@ -567,8 +567,8 @@ struct OpcodeTable
             false,
             false,
             false);
-        // RDMA READ and atomics (the IB RC opcode table): requests go to the responder (DATA), their
-        // answers back to the requester (RESPONSE). AETH on READ Response First, Last and
+        // RDMA READ and atomics (the IB RC opcode table): requests go to the responder (DATA),
+        // their answers back to the requester (RESPONSE). AETH on READ Response First, Last and
         // Only, not Middle.
         Row(RC_READ_REQUEST,
             "RC_READ_REQUEST",
