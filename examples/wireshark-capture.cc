@@ -26,6 +26,7 @@
  *   metaroce.pcap, metaroce.json   the MetaRoCE run (ackPolicy "coalesced": MR_ACK_COALESCED)
  *   metaroce-per-path.{pcap,json}  the same with ackPolicy "per-path" (one MR_ACK per path)
  *   rocev2.pcap,   rocev2.json     the RoCEv2 baseline run (go-back-N)
+ *   rocev2-read.pcap, .json        RDMA READ and atomics on the RoCEv2 baseline (go-back-N)
  *   irn.pcap,      irn.json        the RoCEv2 baseline with rocev2.recovery = "irn" (IRN_*
  *                                  opcodes with IRH, IRN NACKs with ISH, selective repeats)
  */
@@ -369,6 +370,17 @@ class CaptureSink
             {
                 add("sack_psn", p.ish.sackPsn);
             }
+            if (h & HDR_ATOMIC_ETH)
+            {
+                add("va", p.atomicEth.va);
+                add("rkey", p.atomicEth.rkey);
+                add("swap_add", p.atomicEth.swapAdd);
+                add("compare", p.atomicEth.compare);
+            }
+            if (h & HDR_ATOMIC_ACK_ETH)
+            {
+                add("original", p.atomicAckEth.original);
+            }
             if (h & HDR_MAH)
             {
                 s += PathStateJson(p.mah, p.mah.flags);
@@ -686,6 +698,78 @@ RunRoceV2Mode(const std::string& dir, uint64_t seed, uint32_t firstQpn, bool irn
     return r;
 }
 
+/**
+ * RDMA READ and atomics on the RoCEv2 baseline (go-back-N): a five-packet READ (Response
+ * First, Middle, Last; the last one padded), a WRITE, a Compare&Swap, a Fetch&Add, a one-packet
+ * and an empty READ (Response Only). The first READ Response Middle is lost, so the READ is
+ * asked for again from its PSN (a duplicate READ, served again); the first Atomic Acknowledge
+ * is lost, so the Fetch&Add is resent and answered from the replay cache.
+ */
+RunResult
+RunRoceV2Read(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    RunResult r;
+    CaptureSink sink(dir + "/rocev2-read", "rocev2-read");
+    NetworkConfig net;
+    net.seed = seed;
+    EngineNetwork n(net);
+    uint32_t a = n.AddEndpoint();
+    uint32_t b = n.AddEndpoint();
+    ConnectionConfig cfg;
+    cfg.transport = "rocev2";
+    cfg.mtu = 1024;
+    cfg.sourcePortBase = 50001;
+    cfg.rocev2.localAckTimeout = 7;
+    SkipQpns(n, a, b, cfg, firstQpn);
+    auto [qa, qb] = n.Connect(a, b, cfg);
+    n.onTransmit = [&sink](Time t, uint32_t s, const TxDatagram& tx, bool d) {
+        sink.OnTransmit(t, s, tx, d);
+    };
+    std::set<uint8_t> lostOnce = {RC_READ_RESPONSE_MIDDLE, RC_ATOMIC_ACKNOWLEDGE};
+    n.Link(b, a).dropIf = [&lostOnce](const WireInfo& w) { return lostOnce.erase(w.opcode) > 0; };
+    std::vector<uint8_t> local(16 * 1024);
+    std::vector<uint8_t> remote(16 * 1024);
+    for (size_t i = 0; i < remote.size(); ++i)
+    {
+        remote[i] = uint8_t(i * 151 + 3);
+    }
+    MemoryRegion lmr =
+        n.At(a).RegisterMemory(local.data(), local.size(), ACCESS_LOCAL_WRITE, SRC_IOVA);
+    MemoryRegion rmr =
+        n.At(b).RegisterMemory(remote.data(),
+                               remote.size(),
+                               ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC,
+                               DST_IOVA);
+    auto post = [&](uint64_t id, WrOpcode op, uint64_t at, uint64_t from, uint32_t len) {
+        SendWr wr;
+        wr.wrId = id;
+        wr.opcode = op;
+        wr.sge = {lmr.addr + at, len, lmr.lkey};
+        wr.remoteAddr = rmr.addr + from;
+        wr.rkey = rmr.rkey;
+        wr.compareAdd = op == WrOpcode::ATOMIC_CMP_AND_SWP ? 0x8C8B8A8988878685ull : 7;
+        wr.swap = 0x0102030405060708ull;
+        if (n.At(a).PostSend(n.Now(), qa, wr) != PostStatus::OK)
+        {
+            ++r.failures;
+        }
+    };
+    std::memcpy(remote.data(), "\x85\x86\x87\x88\x89\x8a\x8b\x8c", 8); // CAS matches
+    post(1, WrOpcode::RDMA_READ, 0, 1024, 4 * 1024 + 5);               // PSNs 0-4, pad 3
+    post(2, WrOpcode::RDMA_WRITE, 8192, 8192, 2000);                   // PSNs 5-6
+    post(3, WrOpcode::ATOMIC_CMP_AND_SWP, 12288, 0, 8);                // PSN 7
+    post(4, WrOpcode::ATOMIC_FETCH_AND_ADD, 12296, 8, 8);              // PSN 8
+    post(5, WrOpcode::RDMA_READ, 12800, 6000, 100);                    // PSN 9
+    post(6, WrOpcode::RDMA_READ, 13000, 6200, 0);                      // PSN 10
+    n.Kick(a);
+    n.RunUntilIdle(MilliSeconds(20));
+    bool exact = std::memcmp(local.data(), remote.data() + 1024, 4 * 1024 + 5) == 0 &&
+                 std::memcmp(local.data() + 12800, remote.data() + 6000, 100) == 0;
+    r.failures += exact ? 0 : 1;
+    FinishRun(n, a, b, sink, seed, 6, 0, r);
+    return r;
+}
+
 RunResult
 RunMetaRoce(const std::string& dir, uint64_t seed, uint32_t firstQpn)
 {
@@ -740,7 +824,8 @@ main(int argc, char** argv)
                          "usage: %s [--out=DIR] [--seed=N] [--first-qpn=N (2-64, default 2)]\n"
                          "writes DIR/metaroce.pcap, DIR/metaroce.json, "
                          "DIR/metaroce-per-path.pcap, DIR/metaroce-per-path.json, "
-                         "DIR/rocev2.pcap, DIR/rocev2.json, DIR/irn.pcap and DIR/irn.json\n",
+                         "DIR/rocev2.pcap, DIR/rocev2.json, DIR/irn.pcap, DIR/irn.json, "
+                         "DIR/rocev2-read.pcap and DIR/rocev2-read.json\n",
                          argv[0]);
             return arg == "--help" ? 0 : 2;
         }
@@ -755,7 +840,8 @@ main(int argc, char** argv)
     for (auto run : {std::make_pair("metaroce", &RunMetaRoce),
                      std::make_pair("metaroce-per-path", &RunMetaRocePerPath),
                      std::make_pair("rocev2", &RunRoceV2),
-                     std::make_pair("irn", &RunIrn)})
+                     std::make_pair("irn", &RunIrn),
+                     std::make_pair("rocev2-read", &RunRoceV2Read)})
     {
         RunResult r = run.second(out, seed, firstQpn);
         std::printf("%-17s %4" PRIu64 " frames (%" PRIu64 " dropped by faults), %" PRIu64

@@ -331,6 +331,11 @@ TEST(ConnectionConfigTest, EveryFieldTakesPartInEquality)
     }
     {
         ConnectionConfig c;
+        c.rocev2.maxRdAtomic = uint8_t(c.rocev2.maxRdAtomic + 1);
+        EXPECT_NE(c, base) << "rocev2.maxRdAtomic";
+    }
+    {
+        ConnectionConfig c;
         c.rocev2.dcqcn = !c.rocev2.dcqcn;
         EXPECT_NE(c, base) << "rocev2.dcqcn";
     }

@@ -210,7 +210,9 @@ TEST(WireTest, OpcodeTableIsConsistent)
         }
         if (info.position == MessagePosition::FIRST || info.position == MessagePosition::ONLY)
         {
-            EXPECT_EQ(bool(info.headers & HDR_RETH), info.write) << "RoCEv2 RETH on first/only";
+            bool readRequest = info.read && info.kind == PacketKind::DATA;
+            EXPECT_EQ(bool(info.headers & HDR_RETH), info.write || readRequest)
+                << "RoCEv2 RETH on first/only of a WRITE, and on a READ request";
         }
         if (info.position == MessagePosition::MIDDLE && !irn)
         {

@@ -15,6 +15,12 @@ One script, several checks (--check):
                   packets or expert info; ICRC recomputed here with zlib is valid
   rocev2-chained  tshark WITH our Lua over rocev2.pcap: RoCEv2 still goes to Wireshark's
                   dissector unchanged, and the Lua RoCEv2 ICRC check says Good
+  rocev2-read     as rocev2, over rocev2-read.pcap: RDMA READ Request/Response First/Middle/
+                  Last/Only, Compare&Swap, Fetch&Add and Atomic Acknowledge decode in
+                  Wireshark's own InfiniBand dissector (RETH, AETH, AtomicETH, AtomicAckETH
+                  fields equal the sidecar), ICRC valid; a READ resent from a lost response's
+                  PSN and an atomic answered twice with one saved original are in the capture
+  rocev2-read-chained  the same with the Lua loaded
   irn             tshark + Lua over irn.pcap (RoCEv2 with rocev2.recovery = "irn"): every IRN
                   frame (0xE0-0xEB data, 0xF1 NACK) decodes as the Lua's "RoCEv2 IRN" (not as
                   Wireshark's InfiniBand, not malformed, no unknown opcode), BTH/RETH/IRH/ImmDt/
@@ -60,10 +66,22 @@ IB_OPCODE_NAMES = {
     0x09: "Reliable Connection (RC) - RDMA WRITE Last with Immediate",
     0x0A: "Reliable Connection (RC) - RDMA WRITE Only",
     0x0B: "Reliable Connection (RC) - RDMA WRITE Only with Immediate",
+    0x0C: "Reliable Connection (RC) - RDMA READ Request",
+    0x0D: "Reliable Connection (RC) - RDMA READ response First",
+    0x0E: "Reliable Connection (RC) - RDMA READ response Middle",
+    0x0F: "Reliable Connection (RC) - RDMA READ response Last",
+    0x10: "Reliable Connection (RC) - RDMA READ response Only",
     0x11: "Reliable Connection (RC) - Acknowledge",
+    0x12: "Reliable Connection (RC) - ATOMIC Acknowledge",
+    0x13: "Reliable Connection (RC) - CmpSwap",
+    0x14: "Reliable Connection (RC) - FetchAdd",
 }
 ROCE_CNP = 0x81
-RETH_OPCODES = {0x06, 0x0A, 0x0B}
+RETH_OPCODES = {0x06, 0x0A, 0x0B, 0x0C}
+# IB RC: AETH on Acknowledge, Atomic Acknowledge and READ Response First, Last and Only.
+AETH_OPCODES = {0x0D, 0x0F, 0x10, 0x11, 0x12}
+ATOMIC_OPCODES = {0x13, 0x14}
+ATOMIC_ACK = 0x12
 IMM_OPCODES = {0x03, 0x05, 0x09, 0x0B}
 
 MR_OPCODES = {0xC0: "MR_WRITE", 0xC1: "MR_WRITE_IMM", 0xC2: "MR_SEND", 0xC3: "MR_SEND_IMM",
@@ -311,7 +329,7 @@ def check_generate(args, ts):
     sys.stdout.write(p.stdout.decode(errors="replace"))
     if p.returncode != 0:
         raise Failure(f"generator failed ({p.returncode})")
-    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn"):
+    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn", "rocev2-read"):
         frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
         side = load_sidecar(args.workdir, stem)
         if len(frames) != len(side["frames"]) or not frames:
@@ -501,11 +519,11 @@ def check_metaroce(args, ts):
     c.finish("; ".join(summary))
 
 
-def check_rocev2(args, ts, lua=None):
-    name = "rocev2-chained" if lua else "rocev2"
+def check_rocev2(args, ts, lua=None, stem="rocev2"):
+    name = stem + ("-chained" if lua else "")
     c = Checker(name)
-    pcap = os.path.join(args.workdir, "rocev2.pcap")
-    side = load_sidecar(args.workdir, "rocev2")["frames"]
+    pcap = os.path.join(args.workdir, stem + ".pcap")
+    side = load_sidecar(args.workdir, stem)["frames"]
     frames = read_pcap(pcap)
     pkts = ts.pdml(pcap, lua)
     c.eq("frame count", len(pkts), len(side))
@@ -550,16 +568,29 @@ def check_rocev2(args, ts, lua=None):
             c.eq(f"{w} infiniband.reth.r_key", num(pkt, "infiniband.reth.r_key"), s["rkey"])
             c.eq(f"{w} infiniband.reth.dmalen", num(pkt, "infiniband.reth.dmalen"), s["dma_len"])
         else:
-            c.true("infiniband.reth" not in pkt, f"{w}: unexpected RETH")
+            c.true("infiniband.reth.dmalen" not in pkt, f"{w}: unexpected RETH")
         if op in IMM_OPCODES:
             # Wireshark 4.0 names both the IMMDT header item and its value infiniband.immdt.
             imm = shows(pkt, "infiniband.immdt")
             c.eq(f"{w} infiniband.immdt",
                  int(imm[-1].replace(":", ""), 16) if imm else None, s["imm"])
-        if op == 0x11:
+        if op in AETH_OPCODES:
             c.eq(f"{w} infiniband.aeth.syndrome", num(pkt, "infiniband.aeth.syndrome"),
                  s["aeth_syndrome"])
             c.eq(f"{w} infiniband.aeth.msn", num(pkt, "infiniband.aeth.msn"), s["msn"])
+        else:
+            c.true("infiniband.aeth" not in pkt, f"{w}: unexpected AETH")
+        if op in ATOMIC_OPCODES:
+            # Wireshark 4.0 shows the AtomicETH's VA and R_Key under the RETH's field names.
+            c.eq(f"{w} AtomicETH va", num(pkt, "infiniband.reth.va"), s["va"])
+            c.eq(f"{w} AtomicETH r_key", num(pkt, "infiniband.reth.r_key"), s["rkey"])
+            c.eq(f"{w} infiniband.atomiceth.swapdt", num(pkt, "infiniband.atomiceth.swapdt"),
+                 s["swap_add"])
+            c.eq(f"{w} infiniband.atomiceth.cmpdt", num(pkt, "infiniband.atomiceth.cmpdt"),
+                 s["compare"])
+        if op == ATOMIC_ACK:
+            c.eq(f"{w} infiniband.atomicacketh.origremdt",
+                 num(pkt, "infiniband.atomicacketh.origremdt"), s["original"])
         if op != ROCE_CNP:
             # Wireshark shows the four trailer bytes as a big-endian number; the ICRC is
             # stored least significant byte first, so the display is the byte-swapped CRC.
@@ -575,12 +606,35 @@ def check_rocev2(args, ts, lua=None):
         c.eq(f"{w} zlib ICRC (independent)", computed, stored)
     err = ts.expert_errors(pcap, lua)
     c.true(not err, f"-z expert,error lists errors:\n{err}")
-    for needed in ("RC_WRITE_FIRST", "RC_WRITE_MIDDLE", "RC_WRITE_LAST", "RC_ACKNOWLEDGE",
-                   "RC_SEND_FIRST", "RC_SEND_LAST", "RC_WRITE_LAST_IMM", "RC_SEND_ONLY_IMM"):
-        c.true(needed in counts, f"capture has no {needed} frame")
     naks = sum(1 for s in side if s.get("aeth_syndrome", 0) & 0x60)
-    c.true(naks > 0, "capture has no NAK")
+    if stem == "rocev2":
+        for needed in ("RC_WRITE_FIRST", "RC_WRITE_MIDDLE", "RC_WRITE_LAST", "RC_ACKNOWLEDGE",
+                       "RC_SEND_FIRST", "RC_SEND_LAST", "RC_WRITE_LAST_IMM", "RC_SEND_ONLY_IMM"):
+            c.true(needed in counts, f"capture has no {needed} frame")
+        c.true(naks > 0, "capture has no NAK")
+    else:
+        check_read_atomic_scenario(c, side, counts)
     c.finish(f"{len(pkts)} frames, {naks} NAKs, opcodes {counts}")
+
+
+def check_read_atomic_scenario(c, side, counts):
+    """rocev2-read.pcap must show every READ/atomic opcode, a READ asked for again from a
+    missing response's PSN, and an atomic answered twice with the same saved original."""
+    for needed in ("RC_READ_REQUEST", "RC_READ_RESPONSE_FIRST", "RC_READ_RESPONSE_MIDDLE",
+                   "RC_READ_RESPONSE_LAST", "RC_READ_RESPONSE_ONLY", "RC_CMP_SWAP",
+                   "RC_FETCH_ADD", "RC_ATOMIC_ACKNOWLEDGE"):
+        c.true(needed in counts, f"capture has no {needed} frame")
+    first_read = next(s for s in side if s.get("opcode") == 0x0C)
+    c.true(any(s.get("opcode") == 0x0C and s["psn"] > first_read["psn"] and
+               s["va"] > first_read["va"] and s["dma_len"] < first_read["dma_len"]
+               for s in side), "no READ resent from a later PSN for the rest of the message")
+    originals = {}
+    for s in side:
+        if s.get("opcode") == ATOMIC_ACK:
+            originals.setdefault(s["psn"], set()).add(s["original"])
+    c.true(any(sum(1 for s in side if s.get("opcode") == ATOMIC_ACK and s["psn"] == psn) > 1
+               and len(vals) == 1 for psn, vals in originals.items()),
+           "no atomic answered twice with the same original (replay cache)")
 
 
 def check_irn(args, ts):
@@ -763,8 +817,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", required=True,
-                    choices=["generate", "metaroce", "rocev2", "rocev2-chained", "irn", "negative",
-                             "all"])
+                    choices=["generate", "metaroce", "rocev2", "rocev2-chained", "rocev2-read",
+                             "rocev2-read-chained", "irn", "negative", "all"])
     ap.add_argument("--tshark", default="")
     ap.add_argument("--generator", default="")
     ap.add_argument("--lua", required=True)
@@ -782,6 +836,8 @@ def main():
         "metaroce": lambda: check_metaroce(args, ts),
         "rocev2": lambda: check_rocev2(args, ts),
         "rocev2-chained": lambda: check_rocev2(args, ts, args.lua),
+        "rocev2-read": lambda: check_rocev2(args, ts, stem="rocev2-read"),
+        "rocev2-read-chained": lambda: check_rocev2(args, ts, args.lua, "rocev2-read"),
         "irn": lambda: check_irn(args, ts),
         "negative": lambda: check_negative(args, ts),
     }

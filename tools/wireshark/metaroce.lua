@@ -8,6 +8,8 @@
 -- Wireshark's own RoCEv2 dissector ("infiniband") for every other opcode, so plain RoCEv2
 -- traffic decodes exactly as before. For those frames it adds a small "RoCEv2 ICRC" tree
 -- (roce_icrc.*), because Wireshark 4.0 does not verify the ICRC itself.
+-- The RoCEv2 baseline's RDMA READ and atomics (0x0C-0x10, 0x12-0x14) are standard RC opcodes
+-- and go to Wireshark's dissector too (tests/wireshark: wireshark-rocev2-read-chained).
 --
 -- It also decodes the RoCEv2 baseline's IRN recovery mode itself (opcodes 0xE0-0xEB =
 -- 0xE0 | RC data opcode, with an IRH; 0xF1 = IRN NACK with AETH + ISH), which Wireshark's

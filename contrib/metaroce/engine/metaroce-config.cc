@@ -256,6 +256,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     a.irnWindow,
                     a.dscp,
                     a.cnpDscp,
+                    a.maxRdAtomic,
                     a.dcqcn,
                     a.dcqcnG,
                     a.dcqcnInitialAlpha,
@@ -281,6 +282,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                                b.irnWindow,
                                                b.dscp,
                                                b.cnpDscp,
+                                               b.maxRdAtomic,
                                                b.dcqcn,
                                                b.dcqcnG,
                                                b.dcqcnInitialAlpha,
@@ -316,6 +318,11 @@ ConnectionConfig::ValidateRoceV2(std::string& why) const
     if (r.irnWindow < 1 || r.irnWindow > (1u << 16) || (r.irnWindow & (r.irnWindow - 1)) != 0)
     {
         why = "rocev2: irnWindow must be a power of two in [1, 65536]";
+        return false;
+    }
+    if (r.maxRdAtomic < 1)
+    {
+        why = "rocev2: maxRdAtomic must be at least 1";
         return false;
     }
     if (r.dscp > 63 || r.cnpDscp > 63)

@@ -182,6 +182,10 @@ struct ConnectionConfig
 
         uint8_t dscp{26};    //!< DSCP of data and ACK packets (NVIDIA's RoCE default)
         uint8_t cnpDscp{48}; //!< DSCP of CNPs (NVIDIA's CNP default)
+        /// RDMA READs and atomics outstanding at once (IB max_rd_atomic, 1-255), and the
+        /// responder's resources for them (max_dest_rd_atomic): the number of atomic results
+        /// its replay cache keeps, so that a resent atomic is answered, never run twice.
+        uint8_t maxRdAtomic{16};
 
         // DCQCN (Zhu et al., SIGCOMM 2015)
         bool dcqcn{true};                        //!< run the DCQCN reaction and notification points

@@ -30,6 +30,8 @@ OpcodeFor(WrOpcode op)
         return MR_SEND;
     case WrOpcode::SEND_WITH_IMM:
         return MR_SEND_IMM;
+    default:
+        break; // READ and atomics: Endpoint::PostSend rejects them (NOT_SUPPORTED)
     }
     return MR_WRITE;
 }

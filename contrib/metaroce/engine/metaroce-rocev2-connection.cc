@@ -92,6 +92,9 @@ RoceV2Connection::HandlePacket(Time now, const DatagramMeta& meta, const ParsedP
     case PacketKind::ACK:
         m_requester.HandleAck(now, pkt);
         break;
+    case PacketKind::RESPONSE:
+        m_requester.HandleResponse(now, pkt);
+        break;
     case PacketKind::CNP:
         Count(Counter::RX_CNP);
         m_requester.HandleCnp(now);
@@ -120,7 +123,8 @@ bool
 RoceV2Connection::PollTransmit(Time now, TxDatagram& out)
 {
     m_now = now;
-    if (m_responder.NakPending())
+    // READ responses and atomic acknowledges go before a NAK: its PSN acknowledges theirs.
+    if (m_responder.NakPending() && (m_error || !m_responder.ResponsePending()))
     {
         return m_responder.SendNak(out);
     }

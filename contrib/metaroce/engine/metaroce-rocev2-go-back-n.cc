@@ -37,10 +37,10 @@ GoBackNRecovery::MayTransmit(const RoceRequester& req) const
 {
     if (req.SendPsn() == req.MaxSentPsn())
     {
-        // A new PSN: respect the in-flight caps.
+        // A new PSN: respect the in-flight caps and the READ/atomic depth.
         uint32_t inflight = req.InflightPackets();
         if ((m_maxInflight > 0 && inflight >= m_maxInflight) ||
-            inflight >= ROCE_MAX_OUTSTANDING_PSNS)
+            inflight >= ROCE_MAX_OUTSTANDING_PSNS || !req.MayStartRequest())
         {
             return false;
         }
@@ -116,6 +116,12 @@ GoBackNRecovery::OnSelectiveNack(Time /*now*/, RoceRequester& req, const ParsedP
     req.Count(Counter::RX_INVALID); // the peer runs IRN, this QP go-back-N
 }
 
+uint32_t
+GoBackNRecovery::MaxRequestPsns() const
+{
+    return ROCE_MAX_OUTSTANDING_PSNS - 1;
+}
+
 size_t
 GoBackNRecovery::HeapBytes() const
 {
@@ -165,6 +171,13 @@ GoBackNReceiver::HandleData(Time now, RoceResponder& resp, const ParsedPacket& p
         m_nakEpisode = true; // later packets are dropped silently until the resend
     }
     resp.NakFor(result, pkt.bth.psn);
+}
+
+void
+GoBackNReceiver::OnRequestExecuted(Time /*now*/, RoceResponder& resp)
+{
+    m_nakEpisode = false;
+    resp.CancelSequenceNak(); // the missing request arrived before the NAK left
 }
 
 RoceExec

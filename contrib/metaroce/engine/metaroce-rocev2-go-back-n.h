@@ -39,6 +39,7 @@ class GoBackNRecovery : public RoceRecovery
     void OnProgress(RoceRequester& req, uint32_t from) override;
     void Restart(RoceRequester& req, uint32_t psn) override;
     void OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& pkt) override;
+    uint32_t MaxRequestPsns() const override;
     size_t HeapBytes() const override;
 
   private:
@@ -63,6 +64,7 @@ class GoBackNReceiver : public RoceRecoveryReceiver
     }
 
     void HandleData(Time now, RoceResponder& resp, const ParsedPacket& pkt) override;
+    void OnRequestExecuted(Time now, RoceResponder& resp) override;
 
     bool NackPending() const override
     {

@@ -130,9 +130,10 @@ IrnRecovery::OnPost(RoceRequester& req)
 bool
 IrnRecovery::MayTransmit(const RoceRequester& req) const
 {
-    // Holes first; a new PSN only under the BDP cap.
+    // Holes first; a new PSN only under the BDP cap (a READ's whole span under it).
     return HolePending() ||
-           (req.MaxSentPsn() != req.NextPostPsn() && req.InflightPackets() < Cap());
+           (req.MaxSentPsn() != req.NextPostPsn() &&
+            req.InflightPackets() + req.NewRequestPsns() <= Cap() && req.MayStartRequest());
 }
 
 void
@@ -208,6 +209,14 @@ IrnRecovery::Restart(RoceRequester& req, uint32_t psn)
     m_retxPsn = psn;
     m_lossBound = req.MaxSentPsn();
     SkipSacked(req);
+    if (!HolePending() && req.InflightPackets() > 0)
+    {
+        // Everything outstanding was SACKed, but the cumulative ACK never came (lost, or
+        // discarded at a READ or atomic whose response was missing): resend the oldest PSN
+        // once, so that the responder acknowledges it again.
+        m_retxPsn = req.UnackedPsn();
+        m_lossBound = PsnAdd(m_retxPsn, 1);
+    }
     UpdateState(req);
 }
 
@@ -235,7 +244,7 @@ IrnRecovery::OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& p
     }
     if (!cumOld && cumAhead > 0)
     {
-        req.Progress(now, cum);
+        req.AckUpTo(now, cum);
     }
     if (PsnDiff(sack, req.UnackedPsn()) < 0 || req.State() == RoceRequesterState::ERROR)
     {
@@ -258,6 +267,12 @@ IrnRecovery::OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& p
     }
     SkipSacked(req);
     UpdateState(req);
+}
+
+uint32_t
+IrnRecovery::MaxRequestPsns() const
+{
+    return Cap(); // a READ's responses fit the SACK bitmap
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,6 +389,22 @@ IrnReceiver::HandleData(Time now, RoceResponder& resp, const ParsedPacket& pkt)
         QueueNack(psn);
         return;
     }
+    DeliverRun(now, resp);
+}
+
+void
+IrnReceiver::OnRequestExecuted(Time now, RoceResponder& resp)
+{
+    // The PSNs after the READ's responses may have been placed ahead: deliver them now.
+    if (TestBit(m_placed, resp.ExpectedPsn() & m_mask))
+    {
+        DeliverRun(now, resp);
+    }
+}
+
+void
+IrnReceiver::DeliverRun(Time now, RoceResponder& resp)
+{
     // In order: deliver the run of placed PSNs from ePSN on, completing messages in order.
     uint32_t advanced = 0;
     bool ackReq = false;

@@ -44,6 +44,7 @@ class IrnRecovery : public RoceRecovery
     void OnProgress(RoceRequester& req, uint32_t from) override;
     void Restart(RoceRequester& req, uint32_t psn) override;
     void OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& pkt) override;
+    uint32_t MaxRequestPsns() const override;
     size_t HeapBytes() const override;
 
   private:
@@ -78,6 +79,7 @@ class IrnReceiver : public RoceRecoveryReceiver
     }
 
     void HandleData(Time now, RoceResponder& resp, const ParsedPacket& pkt) override;
+    void OnRequestExecuted(Time now, RoceResponder& resp) override;
 
     bool NackPending() const override
     {
@@ -101,6 +103,7 @@ class IrnReceiver : public RoceRecoveryReceiver
     };
 
     RoceExec Place(RoceResponder& resp, const ParsedPacket& pkt);
+    void DeliverRun(Time now, RoceResponder& resp);
     RoceExec Deliver(RoceResponder& resp, const Slot& slot);
     void QueueNack(uint32_t sackPsn);
 

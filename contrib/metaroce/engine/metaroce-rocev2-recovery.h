@@ -64,6 +64,8 @@ class RoceRecovery
     virtual void Restart(RoceRequester& req, uint32_t psn) = 0;
     /// A selective NACK (IRN_NACK) arrived.
     virtual void OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& pkt) = 0;
+    /// \return the most PSNs one RDMA READ may span (its response packets).
+    virtual uint32_t MaxRequestPsns() const = 0;
     /// \return heap bytes held (the object itself included).
     virtual size_t HeapBytes() const = 0;
 };
@@ -81,6 +83,12 @@ class RoceRecoveryReceiver
     virtual const char* Name() const = 0;
     /// Process data packet \p pkt (its ECN mark is already accounted for).
     virtual void HandleData(Time now, RoceResponder& resp, const ParsedPacket& pkt) = 0;
+    /**
+     * The RDMA READ or atomic request at the expected PSN was executed and the expected PSN
+     * moved past the PSNs of its responses: end a sequence error episode, deliver what was
+     * placed ahead.
+     */
+    virtual void OnRequestExecuted(Time now, RoceResponder& resp) = 0;
     /// \return true if a selective NACK is queued.
     virtual bool NackPending() const = 0;
     /**

@@ -9,6 +9,7 @@
 #include "metaroce-rocev2-connection.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace metaroce
 {
@@ -28,6 +29,26 @@ bool
 HasImm(WrOpcode op)
 {
     return op == WrOpcode::SEND_WITH_IMM || op == WrOpcode::RDMA_WRITE_WITH_IMM;
+}
+
+/// \return what the completion of a request with \p op reports.
+WcOpcode
+WcOpcodeOf(WrOpcode op)
+{
+    switch (op)
+    {
+    case WrOpcode::SEND:
+    case WrOpcode::SEND_WITH_IMM:
+        return WcOpcode::SEND;
+    case WrOpcode::RDMA_READ:
+        return WcOpcode::RDMA_READ;
+    case WrOpcode::ATOMIC_CMP_AND_SWP:
+        return WcOpcode::COMP_SWAP;
+    case WrOpcode::ATOMIC_FETCH_AND_ADD:
+        return WcOpcode::FETCH_ADD;
+    default:
+        return WcOpcode::RDMA_WRITE;
+    }
 }
 
 /// \return the completion status of a fatal NAK code.
@@ -72,12 +93,21 @@ RoceRequester::PostSend(const SendWr& wr)
     {
         return PostStatus::INVALID_STREAM; // RC has one ordered stream
     }
+    if (IsAtomic(wr.opcode) && wr.sge.length != ATOMIC_OPERAND_SIZE)
+    {
+        return PostStatus::INVALID_ARGUMENT; // the original value is one 64-bit word
+    }
     if (wr.sge.length > m_cfg.maxMessageSize)
     {
         return PostStatus::TOO_LONG;
     }
     uint32_t packets = std::max<uint32_t>(1, (wr.sge.length + m_cfg.mtu - 1) / m_cfg.mtu);
-    if (packets >= ROCE_MAX_OUTSTANDING_PSNS)
+    if (IsAtomic(wr.opcode))
+    {
+        packets = 1;
+    }
+    if (packets >= ROCE_MAX_OUTSTANDING_PSNS ||
+        (wr.opcode == WrOpcode::RDMA_READ && packets > m_recovery->MaxRequestPsns()))
     {
         return PostStatus::TOO_LONG;
     }
@@ -149,6 +179,10 @@ RoceRequester::SendDataPacket(Time now, TxDatagram& out)
 {
     m_recovery->SelectPsn(*this);
     const SendWqe& w = m_sq[m_sendWqe];
+    if (IsReadOrAtomic(w.wr.opcode))
+    {
+        return SendRequest(now, out, w);
+    }
     uint32_t packet = m_sendPacket;
     uint32_t offset = packet * m_cfg.mtu;
     uint32_t length = std::min(m_cfg.mtu, w.wr.sge.length - offset);
@@ -179,6 +213,49 @@ RoceRequester::SendDataPacket(Time now, TxDatagram& out)
     {
         return false;
     }
+    AfterSend(now, out, 1);
+    return true;
+}
+
+bool
+RoceRequester::SendRequest(Time now, TxDatagram& out, const SendWqe& w)
+{
+    // One request packet for all the PSNs left of the operation: an RDMA READ resent from
+    // a missing response asks for the rest of the message only, as IB requesters do.
+    uint32_t packet = m_sendPacket;
+    ParsedPacket pkt;
+    if (w.wr.opcode == WrOpcode::RDMA_READ)
+    {
+        uint32_t offset = packet * m_cfg.mtu;
+        pkt.bth.opcode = RC_READ_REQUEST;
+        pkt.reth.va = w.wr.remoteAddr + offset;
+        pkt.reth.rkey = w.wr.rkey;
+        pkt.reth.dmaLength = w.wr.sge.length - offset;
+    }
+    else
+    {
+        bool cas = w.wr.opcode == WrOpcode::ATOMIC_CMP_AND_SWP;
+        pkt.bth.opcode = cas ? RC_CMP_SWAP : RC_FETCH_ADD;
+        pkt.atomicEth.va = w.wr.remoteAddr;
+        pkt.atomicEth.rkey = w.wr.rkey;
+        pkt.atomicEth.swapAdd = cas ? w.wr.swap : w.wr.compareAdd;
+        pkt.atomicEth.compare = cas ? w.wr.compareAdd : 0;
+    }
+    pkt.info = &LookupOpcode(pkt.bth.opcode);
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.psn = m_sendPsn;
+    if (!Emit(out, pkt, nullptr, 0, Ecn::ECT0, m_cfg.rocev2.dscp))
+    {
+        return false;
+    }
+    AfterSend(now, out, w.numPackets - packet);
+    return true;
+}
+
+void
+RoceRequester::AfterSend(Time now, const TxDatagram& out, uint32_t psns)
+{
+    const SendWqe& w = m_sq[m_sendWqe];
     bool retransmission = PsnDiff(m_sendPsn, m_maxSentPsn) < 0;
     if (retransmission)
     {
@@ -187,14 +264,22 @@ RoceRequester::SendDataPacket(Time now, TxDatagram& out)
     else
     {
         Count(Counter::TX_DATA);
-        m_maxSentPsn = PsnAdd(m_maxSentPsn, 1);
+        m_maxSentPsn = PsnAdd(m_sendPsn, psns);
+        m_rdAtomicInflight += IsReadOrAtomic(w.wr.opcode) ? 1 : 0;
+        while (m_unsentWqe < m_sq.size() &&
+               PsnDiff(PsnAdd(m_sq[m_unsentWqe].firstPsn, m_sq[m_unsentWqe].numPackets),
+                       m_maxSentPsn) <= 0)
+        {
+            ++m_unsentWqe;
+        }
     }
     if (m_rtoDeadline == TIME_INFINITE)
     {
         ArmRto(now);
     }
-    m_sendPsn = PsnAdd(m_sendPsn, 1);
-    if (++m_sendPacket == w.numPackets)
+    m_sendPsn = PsnAdd(m_sendPsn, psns);
+    m_sendPacket += psns;
+    if (m_sendPacket == w.numPackets)
     {
         ++m_sendWqe;
         m_sendPacket = 0;
@@ -210,7 +295,6 @@ RoceRequester::SendDataPacket(Time now, TxDatagram& out)
     {
         m_pacer.OnTransmit(now, wireBytes, bps);
     }
-    return true;
 }
 
 void
@@ -259,6 +343,13 @@ RoceRequester::Locate(uint32_t psn)
         m_sendPacket = 0;
         return;
     }
+    m_sendWqe = IndexOf(psn);
+    m_sendPacket = uint32_t(PsnDiff(psn, m_sq[m_sendWqe].firstPsn));
+}
+
+size_t
+RoceRequester::IndexOf(uint32_t psn) const
+{
     // Requests hold consecutive PSN ranges in post order: binary search on the distance
     // from the oldest request.
     uint32_t base = m_sq.front().firstPsn;
@@ -277,8 +368,7 @@ RoceRequester::Locate(uint32_t psn)
             hi = mid - 1;
         }
     }
-    m_sendWqe = lo;
-    m_sendPacket = uint32_t(PsnDiff(psn, m_sq[lo].firstPsn));
+    return lo;
 }
 
 void
@@ -302,7 +392,7 @@ RoceRequester::Complete(const SendWqe& w, WcStatus status)
     Completion c;
     c.wrId = w.wr.wrId;
     c.status = status;
-    c.opcode = IsSend(w.wr.opcode) ? WcOpcode::SEND : WcOpcode::RDMA_WRITE;
+    c.opcode = WcOpcodeOf(w.wr.opcode);
     c.connectionId = Qpn();
     c.byteLen = w.wr.sge.length;
     m_ep.PushCompletion(c);
@@ -317,10 +407,13 @@ RoceRequester::Progress(Time now, uint32_t newUnacked)
     while (!m_sq.empty() &&
            PsnDiff(PsnAdd(m_sq.front().firstPsn, m_sq.front().numPackets), newUnacked) <= 0)
     {
+        m_rdAtomicInflight -= IsReadOrAtomic(m_sq.front().wr.opcode) ? 1 : 0;
         Complete(m_sq.front(), WcStatus::SUCCESS);
         m_sq.pop_front();
         ++done;
     }
+    m_unsentWqe -= done;
+    m_gapEpisode = false;
     bool waiting = m_state == RoceRequesterState::RNR_WAIT;
     if (PsnDiff(m_sendPsn, newUnacked) < 0)
     {
@@ -354,8 +447,149 @@ RoceRequester::Progress(Time now, uint32_t newUnacked)
 void
 RoceRequester::GoBack(Time now, uint32_t psn)
 {
+    m_gapEpisode = false; // every restart may detect missing responses once more
     m_recovery->Restart(*this, psn);
     ArmRto(now);
+}
+
+uint32_t
+RoceRequester::ImplicitAckLimit(uint32_t newUnacked) const
+{
+    for (const SendWqe& w : m_sq)
+    {
+        if (PsnDiff(w.firstPsn, newUnacked) >= 0)
+        {
+            break;
+        }
+        if (IsReadOrAtomic(w.wr.opcode))
+        {
+            // Its first PSN without a response (the oldest request holds m_unackedPsn).
+            return PsnDiff(m_unackedPsn, w.firstPsn) > 0 ? m_unackedPsn : w.firstPsn;
+        }
+    }
+    return newUnacked;
+}
+
+void
+RoceRequester::AckUpTo(Time now, uint32_t newUnacked)
+{
+    uint32_t limit = ImplicitAckLimit(newUnacked);
+    if (PsnDiff(limit, m_unackedPsn) > 0)
+    {
+        Progress(now, limit);
+    }
+    if (limit != newUnacked)
+    {
+        ResponseGap(now, limit);
+    }
+}
+
+void
+RoceRequester::ResponseGap(Time now, uint32_t psn)
+{
+    // The responder went past PSN psn, but its READ response or atomic acknowledge did not
+    // arrive: ask again from there at once (once per restart; then the timer).
+    if (m_state == RoceRequesterState::ERROR || (m_gapEpisode && m_gapPsn == psn))
+    {
+        return;
+    }
+    Count(Counter::LOSS_DETECTED);
+    if (m_retriesLeft == 0)
+    {
+        EnterError(WcStatus::RETRY_EXC_ERR, psn, WcStatus::WR_FLUSH_ERR);
+        return;
+    }
+    --m_retriesLeft;
+    GoBack(now, psn);
+    m_gapEpisode = true;
+    m_gapPsn = psn;
+}
+
+bool
+RoceRequester::PlaceResponse(const SendWqe& w, uint32_t packet, const ParsedPacket& pkt)
+{
+    bool read = w.wr.opcode == WrOpcode::RDMA_READ;
+    uint32_t len = read ? pkt.payloadLength : ATOMIC_OPERAND_SIZE;
+    if (len == 0)
+    {
+        return true;
+    }
+    // IB: the local buffer must still be registered, with local write access, when the
+    // response lands.
+    uint8_t* dst = nullptr;
+    uint64_t addr = w.wr.sge.addr + (read ? uint64_t(packet) * m_cfg.mtu : 0);
+    if (m_ep.memory.Check(w.wr.sge.lkey, addr, len, ACCESS_LOCAL_WRITE, &dst) != PostStatus::OK)
+    {
+        return false;
+    }
+    if (dst != nullptr)
+    {
+        // The original value of an atomic in host order, as Linux rxe stores it.
+        const void* src = read ? static_cast<const void*>(pkt.payload)
+                               : static_cast<const void*>(&pkt.atomicAckEth.original);
+        std::memcpy(dst, src, len);
+    }
+    if (read)
+    {
+        Count(Counter::BYTES_PLACED, len);
+    }
+    return true;
+}
+
+void
+RoceRequester::HandleResponse(Time now, const ParsedPacket& pkt)
+{
+    const OpcodeInfo& info = *pkt.info;
+    uint32_t p = pkt.bth.psn;
+    if ((info.headers & HDR_AETH) && (pkt.aeth.syndrome & (0x80 | Aeth::TYPE_MASK)) != 0)
+    {
+        Count(Counter::RX_INVALID); // responses carry an ACK syndrome
+        return;
+    }
+    if (PsnDiff(p, m_unackedPsn) < 0)
+    {
+        Count(Counter::RX_DUPLICATE); // answered already (a request that was resent)
+        return;
+    }
+    if (PsnDiff(p, m_maxSentPsn) >= 0)
+    {
+        Count(Counter::RX_INVALID); // answers nothing sent
+        return;
+    }
+    // Check it against the request it answers before it acknowledges anything.
+    const SendWqe w = m_sq[IndexOf(p)];
+    bool read = w.wr.opcode == WrOpcode::RDMA_READ;
+    uint32_t packet = uint32_t(PsnDiff(p, w.firstPsn));
+    bool last = packet + 1 == w.numPackets;
+    bool lastPosition =
+        info.position == MessagePosition::LAST || info.position == MessagePosition::ONLY;
+    uint32_t expected = read ? std::min(m_cfg.mtu, w.wr.sge.length - packet * m_cfg.mtu) : 0;
+    if (read != info.read || (!read && !IsAtomic(w.wr.opcode)) || lastPosition != last ||
+        pkt.payloadLength != expected)
+    {
+        Count(Counter::RX_INVALID);
+        return;
+    }
+    // A response acknowledges the PSNs before it, unless one of them awaits a response of its
+    // own (then that response was lost: IB requests it again).
+    uint32_t limit = ImplicitAckLimit(p);
+    if (PsnDiff(limit, m_unackedPsn) > 0)
+    {
+        Progress(now, limit);
+    }
+    if (limit != p)
+    {
+        Count(Counter::RX_OUT_OF_SEQUENCE);
+        ResponseGap(now, limit);
+        return;
+    }
+    if (!PlaceResponse(w, packet, pkt))
+    {
+        EnterError(WcStatus::LOC_PROT_ERR, p, WcStatus::WR_FLUSH_ERR);
+        return;
+    }
+    Count(Counter::RX_DATA);
+    Progress(now, PsnAdd(p, 1));
 }
 
 void
@@ -386,7 +620,7 @@ RoceRequester::HandleAck(Time now, const ParsedPacket& pkt)
         }
         if (PsnDiff(newUnacked, m_unackedPsn) > 0)
         {
-            Progress(now, newUnacked);
+            AckUpTo(now, newUnacked);
         }
         return; // older or repeated ACK: nothing new
     }
@@ -398,9 +632,18 @@ RoceRequester::HandleAck(Time now, const ParsedPacket& pkt)
         Count(Counter::RX_INVALID);
         return;
     }
-    if (PsnDiff(psn, m_unackedPsn) > 0)
+    // Not past a READ or atomic whose response is missing: a fatal NAK flushes it, any other
+    // asks for that response again first.
+    uint32_t limit = ImplicitAckLimit(psn);
+    if (PsnDiff(limit, m_unackedPsn) > 0)
     {
-        Progress(now, psn);
+        Progress(now, limit);
+    }
+    bool fatal = type == Aeth::TYPE_NAK && value != Aeth::NAK_PSN_SEQUENCE_ERROR;
+    if (limit != psn && !fatal)
+    {
+        ResponseGap(now, limit);
+        return;
     }
     if (type == Aeth::TYPE_RNR_NAK)
     {
@@ -451,6 +694,8 @@ RoceRequester::FlushAfterError(WcStatus status, uint32_t failedPsn)
         Complete(w, failed ? status : WcStatus::WR_FLUSH_ERR);
     }
     m_sq.clear();
+    m_unsentWqe = 0;
+    m_rdAtomicInflight = 0;
     m_state = RoceRequesterState::ERROR;
     m_rtoDeadline = TIME_INFINITE;
     m_rnrDeadline = TIME_INFINITE;

@@ -37,6 +37,8 @@ class RoceRequester : public RoceV2Role
     PostStatus PostSend(const SendWr& wr);
     /// Process an acknowledgement (ACK, NAK, RNR NAK or IRN NACK).
     void HandleAck(Time now, const ParsedPacket& pkt);
+    /// Process an RDMA READ response or an atomic acknowledge.
+    void HandleResponse(Time now, const ParsedPacket& pkt);
     /// Process a congestion notification packet.
     void HandleCnp(Time now);
     /// Report a new rate of the rate control (counters, observer).
@@ -132,6 +134,32 @@ class RoceRequester : public RoceV2Role
 
     /// Move the send cursor to \p psn (clamped to the unacknowledged and posted PSNs).
     void Locate(uint32_t psn);
+
+    /**
+     * \return false if the first request never sent is an RDMA READ or an atomic and
+     * maxRdAtomic of them are outstanding already (IB max_rd_atomic).
+     */
+    bool MayStartRequest() const
+    {
+        return m_unsentWqe >= m_sq.size() || !IsReadOrAtomic(m_sq[m_unsentWqe].wr.opcode) ||
+               m_rdAtomicInflight < m_cfg.rocev2.maxRdAtomic;
+    }
+
+    /// \return the PSNs the first request never sent takes (an RDMA READ: all its responses).
+    uint32_t NewRequestPsns() const
+    {
+        return m_unsentWqe < m_sq.size() && m_sq[m_unsentWqe].wr.opcode == WrOpcode::RDMA_READ
+                   ? m_sq[m_unsentWqe].numPackets
+                   : 1;
+    }
+
+    /**
+     * The peer acknowledged every PSN before \p newUnacked (an ACK, a NAK or a selective
+     * NACK). An acknowledgement cannot complete an RDMA READ or an atomic (in IB only their
+     * responses do): progress stops at the first PSN whose response is missing,
+     * and the responses from there are requested again.
+     */
+    void AckUpTo(Time now, uint32_t newUnacked);
     /**
      * Every PSN before \p newUnacked (ahead of UnackedPsn, not past MaxSentPsn) is
      * acknowledged: complete the requests it ends, reset the retry budgets, re-arm the timer.
@@ -149,6 +177,12 @@ class RoceRequester : public RoceV2Role
     };
 
     bool SendDataPacket(Time now, TxDatagram& out);
+    bool SendRequest(Time now, TxDatagram& out, const SendWqe& w);
+    void AfterSend(Time now, const TxDatagram& out, uint32_t psns);
+    size_t IndexOf(uint32_t psn) const;
+    uint32_t ImplicitAckLimit(uint32_t newUnacked) const;
+    void ResponseGap(Time now, uint32_t psn);
+    bool PlaceResponse(const SendWqe& w, uint32_t packet, const ParsedPacket& pkt);
     uint8_t OpcodeOf(const SendWqe& w, uint32_t packet) const;
     void GoBack(Time now, uint32_t psn);
     void ArmRto(Time now);
@@ -170,6 +204,10 @@ class RoceRequester : public RoceV2Role
     uint32_t m_rnrPsn{0};              //!< PSN to resume from after the RNR wait
     Pacer m_pacer;                     //!< spaces data packets at the current rate
     uint32_t m_nextRecvSn{0};          //!< RecvWqeSn of the next receive-consuming request
+    size_t m_unsentWqe{0};             //!< index in m_sq of the request holding m_maxSentPsn
+    uint32_t m_rdAtomicInflight{0};    //!< READs and atomics sent and not completed
+    bool m_gapEpisode{false};          //!< responses were requested again from m_gapPsn
+    uint32_t m_gapPsn{0};              //!< first PSN whose response was missing
 };
 
 } // namespace metaroce

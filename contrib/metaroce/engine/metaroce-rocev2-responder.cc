@@ -8,6 +8,7 @@
 
 #include "metaroce-rocev2-connection.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace metaroce
@@ -22,7 +23,8 @@ RoceResponder::RoceResponder(RoceV2Connection& conn)
 size_t
 RoceResponder::HeapBytes() const
 {
-    return m_rq.size() * sizeof(PostedRecv) + m_receiver->HeapBytes();
+    return m_rq.size() * sizeof(PostedRecv) + m_receiver->HeapBytes() +
+           m_responses.size() * sizeof(Response) + m_atomicResults.size() * sizeof(AtomicResult);
 }
 
 PostStatus
@@ -52,7 +54,244 @@ RoceResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedPacket
         }
     }
     m_ep.fairShare.NoteDataArrival(now, m_conn);
+    if (pkt.info->read || pkt.info->atomic)
+    {
+        HandleRequest(now, pkt);
+        return;
+    }
     m_receiver->HandleData(now, *this, pkt);
+}
+
+void
+RoceResponder::HandleRequest(Time now, const ParsedPacket& pkt)
+{
+    if (m_responses.empty())
+    {
+        // Sized once, on the first READ or atomic: a queue pair that never sees one keeps
+        // its WRITE/SEND-only footprint.
+        m_responses.resize(2 * size_t(m_cfg.rocev2.maxRdAtomic));
+        m_atomicResults.resize(m_cfg.rocev2.maxRdAtomic);
+    }
+    uint32_t psn = pkt.bth.psn;
+    int32_t d = PsnDiff(psn, m_ePsn);
+    if (d > 0)
+    {
+        m_receiver->HandleData(now, *this, pkt); // out of sequence, as any other packet
+        return;
+    }
+    if (d < 0)
+    {
+        Count(Counter::RX_DUPLICATE);
+        HandleDuplicateRequest(pkt);
+        return;
+    }
+    RoceExec result = !OpcodeFollows(*pkt.info) ? RoceExec::INVALID
+                      : pkt.info->read          ? ExecuteRead(pkt, false)
+                                                : ExecuteAtomic(pkt);
+    if (result != RoceExec::OK)
+    {
+        NakFor(result, psn);
+        return;
+    }
+    Count(Counter::RX_DATA);
+    EndMessage();
+    // The response acknowledges every PSN before it: no ACK of its own for them.
+    m_ackNow = false;
+    m_ackDeadline = TIME_INFINITE;
+    m_unackedCount = 0;
+    m_receiver->OnRequestExecuted(now, *this);
+}
+
+void
+RoceResponder::HandleDuplicateRequest(const ParsedPacket& pkt)
+{
+    // The requester may have discarded ACKs past the request it asks about again: after the
+    // responses, acknowledge everything executed so far.
+    m_ackNow = true;
+    // IB's duplicate-request rules: a duplicate READ is served again, from memory as it is
+    // now; a duplicate atomic is answered with the saved result and never executed again.
+    // Duplicates share half of the response ring, so that they never crowd out new requests.
+    uint32_t psn = pkt.bth.psn;
+    if (Responding(psn) || m_responseCount >= m_cfg.rocev2.maxRdAtomic)
+    {
+        return; // its responses are on their way; or no room: the requester asks again
+    }
+    if (pkt.info->atomic)
+    {
+        for (const AtomicResult& a : m_atomicResults)
+        {
+            if (a.valid && a.psn == psn)
+            {
+                Response r;
+                r.psn = psn;
+                r.atomic = true;
+                r.resend = true;
+                r.original = a.original;
+                QueueResponse(r);
+                return;
+            }
+        }
+        Count(Counter::RX_INVALID); // older than the replay cache: stale, never run again
+        return;
+    }
+    uint32_t packets = std::max<uint32_t>(1, (pkt.reth.dmaLength + m_cfg.mtu - 1) / m_cfg.mtu);
+    if (pkt.reth.dmaLength > m_cfg.maxMessageSize || PsnDiff(PsnAdd(psn, packets), m_ePsn) > 0)
+    {
+        Count(Counter::RX_INVALID); // not the rest of a READ executed before
+        return;
+    }
+    RoceExec result = ExecuteRead(pkt, true);
+    if (result != RoceExec::OK)
+    {
+        NakFor(result, psn);
+    }
+}
+
+bool
+RoceResponder::Responding(uint32_t psn) const
+{
+    for (size_t i = 0; i < m_responseCount; ++i)
+    {
+        const Response& r = m_responses[(m_responseHead + i) % m_responses.size()];
+        if (PsnDiff(psn, PsnAdd(r.psn, r.next)) >= 0 && PsnDiff(psn, PsnAdd(r.psn, r.packets)) < 0)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+RoceResponder::QueueResponse(const Response& r)
+{
+    if (m_responseCount == m_responses.size())
+    {
+        return false;
+    }
+    m_responses[(m_responseHead + m_responseCount) % m_responses.size()] = r;
+    ++m_responseCount;
+    return true;
+}
+
+RoceExec
+RoceResponder::ExecuteRead(const ParsedPacket& pkt, bool resend)
+{
+    const Reth& reth = pkt.reth;
+    if (reth.dmaLength > m_cfg.maxMessageSize || m_responseCount == m_responses.size())
+    {
+        return RoceExec::INVALID; // too long, or beyond the responder's resources
+    }
+    // IB: a zero-length READ does not check the R_Key.
+    uint8_t* unused = nullptr;
+    if (reth.dmaLength > 0 &&
+        m_ep.memory.Check(reth.rkey, reth.va, reth.dmaLength, ACCESS_REMOTE_READ, &unused) !=
+            PostStatus::OK)
+    {
+        return RoceExec::ACCESS;
+    }
+    Response r;
+    r.psn = pkt.bth.psn;
+    r.packets = std::max<uint32_t>(1, (reth.dmaLength + m_cfg.mtu - 1) / m_cfg.mtu);
+    r.va = reth.va;
+    r.rkey = reth.rkey;
+    r.length = reth.dmaLength;
+    r.resend = resend;
+    QueueResponse(r);
+    if (!resend)
+    {
+        m_ePsn = PsnAdd(m_ePsn, r.packets); // one PSN per response packet
+    }
+    return RoceExec::OK;
+}
+
+RoceExec
+RoceResponder::ExecuteAtomic(const ParsedPacket& pkt)
+{
+    const AtomicEth& a = pkt.atomicEth;
+    if (m_responseCount == m_responses.size() || (a.va % ATOMIC_OPERAND_SIZE) != 0)
+    {
+        return RoceExec::INVALID; // beyond the responder's resources, or misaligned
+    }
+    uint8_t* word = nullptr;
+    if (m_ep.memory.Check(a.rkey, a.va, ATOMIC_OPERAND_SIZE, ACCESS_REMOTE_ATOMIC, &word) !=
+        PostStatus::OK)
+    {
+        return RoceExec::ACCESS;
+    }
+    // A 64-bit word in host order, as Linux rxe; a virtual region reads 0 and keeps nothing.
+    uint64_t original = 0;
+    if (word != nullptr)
+    {
+        std::memcpy(&original, word, sizeof(original));
+    }
+    uint64_t value = pkt.bth.opcode == RC_CMP_SWAP ? (original == a.compare ? a.swapAdd : original)
+                                                   : original + a.swapAdd;
+    if (word != nullptr)
+    {
+        std::memcpy(word, &value, sizeof(value));
+    }
+    AtomicResult& saved = m_atomicResults[m_atomicNext];
+    m_atomicNext = (m_atomicNext + 1) % m_atomicResults.size();
+    saved.valid = true;
+    saved.psn = pkt.bth.psn;
+    saved.original = original;
+    Response r;
+    r.psn = pkt.bth.psn;
+    r.atomic = true;
+    r.original = original;
+    QueueResponse(r);
+    m_ePsn = PsnAdd(m_ePsn, 1);
+    return RoceExec::OK;
+}
+
+bool
+RoceResponder::SendResponse(TxDatagram& out)
+{
+    Response& r = m_responses[m_responseHead];
+    ParsedPacket pkt;
+    pkt.bth.destQp = RemoteQpn();
+    pkt.bth.psn = PsnAdd(r.psn, r.next);
+    pkt.aeth.syndrome = Aeth::TYPE_ACK | Aeth::CREDITS_INVALID;
+    pkt.aeth.msn = m_msn;
+    const uint8_t* payload = nullptr;
+    uint32_t len = 0;
+    Ecn ecn = Ecn::NOT_ECT;
+    if (r.atomic)
+    {
+        pkt.bth.opcode = RC_ATOMIC_ACKNOWLEDGE;
+        pkt.atomicAckEth.original = r.original;
+    }
+    else
+    {
+        uint32_t offset = r.next * m_cfg.mtu;
+        len = std::min(m_cfg.mtu, r.length - offset);
+        pkt.bth.opcode = r.packets == 1            ? RC_READ_RESPONSE_ONLY
+                         : r.next == 0             ? RC_READ_RESPONSE_FIRST
+                         : r.next + 1 == r.packets ? RC_READ_RESPONSE_LAST
+                                                   : RC_READ_RESPONSE_MIDDLE;
+        uint8_t* src = nullptr;
+        if (len > 0 && m_ep.memory.Check(r.rkey, r.va + offset, len, ACCESS_REMOTE_READ, &src) !=
+                           PostStatus::OK)
+        {
+            // Deregistered while the responses were going out.
+            NakFor(RoceExec::ACCESS, pkt.bth.psn);
+            return SendNak(out);
+        }
+        payload = src;
+        ecn = Ecn::ECT0; // READ data, subject to congestion marking as WRITE data is
+    }
+    pkt.info = &LookupOpcode(pkt.bth.opcode);
+    if (!Emit(out, pkt, payload, len, ecn, m_cfg.rocev2.dscp))
+    {
+        return false;
+    }
+    Count(r.resend ? Counter::TX_RETRANSMIT : r.atomic ? Counter::TX_ACK : Counter::TX_DATA);
+    if (++r.next == r.packets)
+    {
+        m_responseHead = (m_responseHead + 1) % m_responses.size();
+        --m_responseCount;
+    }
+    return true;
 }
 
 bool
@@ -73,6 +312,11 @@ RoceResponder::PollControl(TxDatagram& out, bool& sent)
     {
         m_cnpNow = false;
         sent = SendCnp(out);
+        return true;
+    }
+    if (m_responseCount > 0)
+    {
+        sent = SendResponse(out);
         return true;
     }
     if (m_receiver->PollNack(*this, out, sent))
@@ -139,6 +383,7 @@ RoceResponder::FlushAfterError(WcStatus status)
     m_ackDeadline = TIME_INFINITE;
     m_ackNow = false;
     m_cnpNow = false;
+    m_responseCount = 0;
     m_receiver->Clear();
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <vector>
 
 namespace metaroce
 {
@@ -55,14 +56,23 @@ class RoceResponder : public RoceV2Role
     /// Send the due NAK. \return false if it could not be written.
     bool SendNak(TxDatagram& out);
 
-    /// \return true if a CNP, a selective NACK or an ACK is due.
+    /// \return true if a CNP, a READ response, an atomic acknowledge, a selective NACK or an
+    /// ACK is due.
     bool ControlPending() const
     {
-        return m_cnpNow || m_ackNow || m_receiver->NackPending();
+        return m_cnpNow || m_ackNow || m_responseCount > 0 || m_receiver->NackPending();
+    }
+
+    /// \return true if READ responses or atomic acknowledges are due (they go before any
+    /// acknowledgement of a later PSN, NAKs included).
+    bool ResponsePending() const
+    {
+        return m_responseCount > 0;
     }
 
     /**
-     * Send the due CNP, selective NACK or ACK, in that order of priority.
+     * Send the due CNP, READ response or atomic acknowledge, selective NACK or ACK, in that
+     * order of priority.
      * \param[out] sent whether a datagram was written
      * \return true if one was due
      */
@@ -184,8 +194,37 @@ class RoceResponder : public RoceV2Role
     void CompleteRecv(WcOpcode opcode, uint32_t byteLen, bool hasImm, uint32_t immData);
 
   private:
+    /// READ responses or an atomic acknowledge still to send.
+    struct Response
+    {
+        uint32_t psn{0};      //!< PSN of the first response packet
+        uint32_t packets{1};  //!< response packets
+        uint32_t next{0};     //!< next packet to send
+        uint64_t va{0};       //!< READ: first byte
+        uint32_t rkey{0};     //!< READ: R_Key
+        uint32_t length{0};   //!< READ: bytes
+        bool atomic{false};   //!< an atomic acknowledge, not READ responses
+        bool resend{false};   //!< answers a duplicate request
+        uint64_t original{0}; //!< atomic: the value found
+    };
+
+    /// A saved atomic result (the replay cache).
+    struct AtomicResult
+    {
+        bool valid{false};    //!< slot in use
+        uint32_t psn{0};      //!< PSN of the request
+        uint64_t original{0}; //!< the value it found
+    };
+
     bool SendAck(TxDatagram& out, uint8_t syndrome, uint32_t psn);
     bool SendCnp(TxDatagram& out);
+    bool SendResponse(TxDatagram& out);
+    void HandleRequest(Time now, const ParsedPacket& pkt);
+    void HandleDuplicateRequest(const ParsedPacket& pkt);
+    RoceExec ExecuteRead(const ParsedPacket& pkt, bool resend);
+    RoceExec ExecuteAtomic(const ParsedPacket& pkt);
+    bool QueueResponse(const Response& r);
+    bool Responding(uint32_t psn) const;
 
     /// A posted receive work request.
     struct PostedRecv
@@ -205,6 +244,11 @@ class RoceResponder : public RoceV2Role
     uint8_t m_nakSyndrome{0};                             //!< its syndrome
     uint32_t m_nakPsn{0};                                 //!< its PSN
     bool m_cnpNow{false};                                 //!< a CNP is due
+    std::vector<Response> m_responses;         //!< ring of responses due (sized at first use)
+    size_t m_responseHead{0};                  //!< oldest entry of m_responses
+    size_t m_responseCount{0};                 //!< entries in m_responses
+    std::vector<AtomicResult> m_atomicResults; //!< replay cache, maxRdAtomic entries
+    size_t m_atomicNext{0};                    //!< slot the next result overwrites
 };
 
 } // namespace metaroce

@@ -51,6 +51,12 @@ WrOpcodeName(WrOpcode op)
         return "SEND";
     case WrOpcode::SEND_WITH_IMM:
         return "SEND_WITH_IMM";
+    case WrOpcode::RDMA_READ:
+        return "RDMA_READ";
+    case WrOpcode::ATOMIC_CMP_AND_SWP:
+        return "ATOMIC_CMP_AND_SWP";
+    case WrOpcode::ATOMIC_FETCH_AND_ADD:
+        return "ATOMIC_FETCH_AND_ADD";
     }
     return "UNKNOWN";
 }
@@ -80,6 +86,8 @@ PostStatusName(PostStatus status)
         return "QUEUE_FULL";
     case PostStatus::INVALID_ARGUMENT:
         return "INVALID_ARGUMENT";
+    case PostStatus::NOT_SUPPORTED:
+        return "NOT_SUPPORTED";
     }
     return "UNKNOWN";
 }

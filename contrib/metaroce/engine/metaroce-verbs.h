@@ -45,7 +45,35 @@ enum class WrOpcode : uint8_t
     RDMA_WRITE_WITH_IMM, //!< IBV_WR_RDMA_WRITE_WITH_IMM
     SEND,                //!< IBV_WR_SEND
     SEND_WITH_IMM,       //!< IBV_WR_SEND_WITH_IMM
+    /// IBV_WR_RDMA_READ: sge.length bytes from remoteAddr/rkey into the local SGE (which
+    /// needs ACCESS_LOCAL_WRITE); the remote region needs ACCESS_REMOTE_READ.
+    RDMA_READ,
+    /// IBV_WR_ATOMIC_CMP_AND_SWP: if the 8 bytes at remoteAddr equal compareAdd, store swap;
+    /// the original value lands in the local SGE (8 bytes). The remote region needs
+    /// ACCESS_REMOTE_ATOMIC, remoteAddr 8-byte alignment.
+    ATOMIC_CMP_AND_SWP,
+    /// IBV_WR_ATOMIC_FETCH_AND_ADD: add compareAdd to the 8 bytes at remoteAddr; the
+    /// original value lands in the local SGE (8 bytes). Needs as ATOMIC_CMP_AND_SWP.
+    ATOMIC_FETCH_AND_ADD,
 };
+
+/// \return true if \p op is answered by response packets (RDMA READ and the atomics).
+inline bool
+IsReadOrAtomic(WrOpcode op)
+{
+    return op == WrOpcode::RDMA_READ || op == WrOpcode::ATOMIC_CMP_AND_SWP ||
+           op == WrOpcode::ATOMIC_FETCH_AND_ADD;
+}
+
+/// \return true if \p op is one of the atomics.
+inline bool
+IsAtomic(WrOpcode op)
+{
+    return op == WrOpcode::ATOMIC_CMP_AND_SWP || op == WrOpcode::ATOMIC_FETCH_AND_ADD;
+}
+
+/// Length of the operand of an atomic operation (IB atomics work on 64-bit words).
+constexpr uint32_t ATOMIC_OPERAND_SIZE = 8;
 
 /// \return the libibverbs-style name of \p op.
 const char* WrOpcodeName(WrOpcode op);
@@ -57,14 +85,18 @@ enum class WcOpcode : uint8_t
     RDMA_WRITE,         //!< IBV_WC_RDMA_WRITE
     RECV,               //!< IBV_WC_RECV
     RECV_RDMA_WITH_IMM, //!< IBV_WC_RECV_RDMA_WITH_IMM
+    RDMA_READ,          //!< IBV_WC_RDMA_READ
+    COMP_SWAP,          //!< IBV_WC_COMP_SWAP
+    FETCH_ADD,          //!< IBV_WC_FETCH_ADD
 };
 
 /// Memory region access rights (ibv_access_flags subset).
 enum AccessFlags : uint32_t
 {
-    ACCESS_LOCAL_WRITE = 1,  //!< IBV_ACCESS_LOCAL_WRITE (needed to receive into it)
-    ACCESS_REMOTE_WRITE = 2, //!< IBV_ACCESS_REMOTE_WRITE
-    ACCESS_REMOTE_READ = 4,  //!< IBV_ACCESS_REMOTE_READ
+    ACCESS_LOCAL_WRITE = 1,   //!< IBV_ACCESS_LOCAL_WRITE (needed to receive into it)
+    ACCESS_REMOTE_WRITE = 2,  //!< IBV_ACCESS_REMOTE_WRITE
+    ACCESS_REMOTE_READ = 4,   //!< IBV_ACCESS_REMOTE_READ
+    ACCESS_REMOTE_ATOMIC = 8, //!< IBV_ACCESS_REMOTE_ATOMIC
 };
 
 /**
@@ -94,12 +126,14 @@ struct SendWr
 {
     uint64_t wrId{0};                      //!< returned in the completion
     WrOpcode opcode{WrOpcode::RDMA_WRITE}; //!< operation
-    Sge sge;                               //!< local source buffer
-    uint64_t remoteAddr{0};                //!< WRITE: remote I/O virtual address
-    uint32_t rkey{0};                      //!< WRITE: remote key
-    uint32_t immData{0};                   //!< *_WITH_IMM: immediate data
-    uint16_t streamId{0};                  //!< MetaRoCE extension: ordered stream
-    bool signaled{true};                   //!< produce a completion on success
+    Sge sge;                               //!< local source (READ, atomics: destination) buffer
+    uint64_t remoteAddr{0};                //!< WRITE, READ, atomics: remote I/O virtual address
+    uint32_t rkey{0};                      //!< WRITE, READ, atomics: remote key
+    uint64_t compareAdd{0}; //!< CMP_AND_SWP: value compared; FETCH_AND_ADD: value added
+    uint64_t swap{0};       //!< CMP_AND_SWP: value stored if the comparison holds
+    uint32_t immData{0};    //!< *_WITH_IMM: immediate data
+    uint16_t streamId{0};   //!< MetaRoCE extension: ordered stream
+    bool signaled{true};    //!< produce a completion on success
 };
 
 /// A receive work request (ibv_recv_wr with one SGE).
@@ -136,6 +170,7 @@ enum class PostStatus : uint8_t
     TOO_LONG,           //!< longer than the maximum message size
     QUEUE_FULL,         //!< too many outstanding work requests
     INVALID_ARGUMENT,   //!< anything else
+    NOT_SUPPORTED,      //!< the transport does not offer this operation (EOPNOTSUPP)
 };
 
 /// \return the name of \p status.

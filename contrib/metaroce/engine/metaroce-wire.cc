@@ -94,6 +94,40 @@ Aeth::Write(uint8_t* p) const
     WriteU24(p + MSN, msn);
 }
 
+AtomicEth
+AtomicEth::Read(const uint8_t* p)
+{
+    AtomicEth h;
+    h.va = ReadU64(p + VA);
+    h.rkey = ReadU32(p + RKEY);
+    h.swapAdd = ReadU64(p + SWAP_ADD);
+    h.compare = ReadU64(p + COMPARE);
+    return h;
+}
+
+void
+AtomicEth::Write(uint8_t* p) const
+{
+    WriteU64(p + VA, va);
+    WriteU32(p + RKEY, rkey);
+    WriteU64(p + SWAP_ADD, swapAdd);
+    WriteU64(p + COMPARE, compare);
+}
+
+AtomicAckEth
+AtomicAckEth::Read(const uint8_t* p)
+{
+    AtomicAckEth h;
+    h.original = ReadU64(p + ORIGINAL);
+    return h;
+}
+
+void
+AtomicAckEth::Write(uint8_t* p) const
+{
+    WriteU64(p + ORIGINAL, original);
+}
+
 Mdh
 Mdh::Read(const uint8_t* p)
 {
@@ -312,7 +346,33 @@ struct OpcodeTable
              bool consumesRecv,
              bool immediate)
     {
-        rows[op] = OpcodeInfo{name, t, k, pos, headers, payload, write, consumesRecv, immediate};
+        rows[op] = OpcodeInfo{name,
+                              t,
+                              k,
+                              pos,
+                              headers,
+                              payload,
+                              write,
+                              consumesRecv,
+                              immediate,
+                              false,
+                              false};
+    }
+
+    /// Add the READ response row \p op at \p pos with \p headers.
+    void Response(uint8_t op, const char* name, MessagePosition pos, uint32_t headers)
+    {
+        Row(op,
+            name,
+            Transport::ROCEV2,
+            PacketKind::RESPONSE,
+            pos,
+            headers,
+            true,
+            false,
+            false,
+            false);
+        rows[op].read = true;
     }
 
     /// Add the IRN row of RC data opcode \p rc (defined earlier): same semantics, plus IRH,
@@ -507,6 +567,57 @@ struct OpcodeTable
             false,
             false,
             false);
+        // RDMA READ and atomics (the IB RC opcode table): requests go to the responder (DATA),
+        // their answers back to the requester (RESPONSE). AETH on READ Response First, Last and
+        // Only, not Middle.
+        Row(RC_READ_REQUEST,
+            "RC_READ_REQUEST",
+            T::ROCEV2,
+            K::DATA,
+            P::ONLY,
+            HDR_RETH,
+            false,
+            false,
+            false,
+            false);
+        Response(RC_READ_RESPONSE_FIRST, "RC_READ_RESPONSE_FIRST", P::FIRST, HDR_AETH);
+        Response(RC_READ_RESPONSE_MIDDLE, "RC_READ_RESPONSE_MIDDLE", P::MIDDLE, 0);
+        Response(RC_READ_RESPONSE_LAST, "RC_READ_RESPONSE_LAST", P::LAST, HDR_AETH);
+        Response(RC_READ_RESPONSE_ONLY, "RC_READ_RESPONSE_ONLY", P::ONLY, HDR_AETH);
+        rows[RC_READ_REQUEST].read = true;
+        Row(RC_CMP_SWAP,
+            "RC_CMP_SWAP",
+            T::ROCEV2,
+            K::DATA,
+            P::ONLY,
+            HDR_ATOMIC_ETH,
+            false,
+            false,
+            false,
+            false);
+        rows[RC_CMP_SWAP].atomic = true;
+        Row(RC_FETCH_ADD,
+            "RC_FETCH_ADD",
+            T::ROCEV2,
+            K::DATA,
+            P::ONLY,
+            HDR_ATOMIC_ETH,
+            false,
+            false,
+            false,
+            false);
+        rows[RC_FETCH_ADD].atomic = true;
+        Row(RC_ATOMIC_ACKNOWLEDGE,
+            "RC_ATOMIC_ACKNOWLEDGE",
+            T::ROCEV2,
+            K::RESPONSE,
+            P::ONLY,
+            HDR_AETH | HDR_ATOMIC_ACK_ETH,
+            false,
+            false,
+            false,
+            false);
+        rows[RC_ATOMIC_ACKNOWLEDGE].atomic = true;
         // IRN mode of the RoCEv2 baseline: each RC data opcode again in the manufacturer range,
         // self-describing (IRH; WRITE: RETH on every packet), and the SACK-carrying NACK.
         Irn(RC_SEND_FIRST, "IRN_SEND_FIRST");
@@ -551,11 +662,13 @@ constexpr struct
 } HEADER_ORDER[] = {
     {HDR_MDH, Mdh::SIZE},
     {HDR_RETH, Reth::SIZE},
+    {HDR_ATOMIC_ETH, AtomicEth::SIZE},
     {HDR_IRH, Irh::SIZE},
     {HDR_RSH, Rsh::SIZE},
     {HDR_IMMDT, ImmDt::SIZE},
     {HDR_AETH, Aeth::SIZE},
     {HDR_ISH, Ish::SIZE},
+    {HDR_ATOMIC_ACK_ETH, AtomicAckEth::SIZE},
     {HDR_MAH, Mah::SIZE},
     {HDR_MCH, Mch::SIZE},
     {HDR_MNH, Mnh::SIZE},
@@ -641,6 +754,11 @@ ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
         out.reth = Reth::Read(p);
         p += Reth::SIZE;
     }
+    if (info.headers & HDR_ATOMIC_ETH)
+    {
+        out.atomicEth = AtomicEth::Read(p);
+        p += AtomicEth::SIZE;
+    }
     if (info.headers & HDR_IRH)
     {
         out.irh = Irh::Read(p);
@@ -665,6 +783,11 @@ ParseDatagram(const uint8_t* data, size_t len, ParsedPacket& out)
     {
         out.ish = Ish::Read(p);
         p += Ish::SIZE;
+    }
+    if (info.headers & HDR_ATOMIC_ACK_ETH)
+    {
+        out.atomicAckEth = AtomicAckEth::Read(p);
+        p += AtomicAckEth::SIZE;
     }
     if (info.headers & HDR_MAH)
     {
@@ -733,6 +856,11 @@ WriteDatagram(uint8_t* out,
         pkt.reth.Write(p);
         p += Reth::SIZE;
     }
+    if (info.headers & HDR_ATOMIC_ETH)
+    {
+        pkt.atomicEth.Write(p);
+        p += AtomicEth::SIZE;
+    }
     if (info.headers & HDR_IRH)
     {
         pkt.irh.Write(p);
@@ -757,6 +885,11 @@ WriteDatagram(uint8_t* out,
     {
         pkt.ish.Write(p);
         p += Ish::SIZE;
+    }
+    if (info.headers & HDR_ATOMIC_ACK_ETH)
+    {
+        pkt.atomicAckEth.Write(p);
+        p += AtomicAckEth::SIZE;
     }
     if (info.headers & HDR_MAH)
     {

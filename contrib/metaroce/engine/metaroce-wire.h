@@ -166,6 +166,74 @@ struct Aeth
     void Write(uint8_t* p) const;
 };
 
+/**
+ * InfiniBand Atomic Extended Transport Header (28 bytes), in Compare&Swap and Fetch&Add
+ * requests.
+ *
+ * \verbatim
+  0                   1                   2                   3
+  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ +---------------------------------------------------------------+
+ |                  Virtual Address (63..0)                      |
+ +                                                               +
+ |                                                               |
+ +---------------------------------------------------------------+
+ |                          R_Key                                |
+ +---------------------------------------------------------------+
+ |          Swap (Compare&Swap) or Add (Fetch&Add) Data          |
+ +                          (63..0)                              +
+ |                                                               |
+ +---------------------------------------------------------------+
+ |             Compare Data (63..0; Compare&Swap only)           |
+ +                                                               +
+ |                                                               |
+ +---------------------------------------------------------------+
+ \endverbatim
+ */
+struct AtomicEth
+{
+    static constexpr size_t SIZE = 28;     //!< header length
+    static constexpr size_t VA = 0;        //!< offset of the virtual address
+    static constexpr size_t RKEY = 8;      //!< offset of R_Key
+    static constexpr size_t SWAP_ADD = 12; //!< offset of Swap/Add Data
+    static constexpr size_t COMPARE = 20;  //!< offset of Compare Data
+
+    uint64_t va{0};      //!< remote virtual address (8-byte aligned)
+    uint32_t rkey{0};    //!< remote key
+    uint64_t swapAdd{0}; //!< Compare&Swap: value stored; Fetch&Add: value added
+    uint64_t compare{0}; //!< Compare&Swap: value compared (Fetch&Add: 0)
+
+    /// \return the header parsed from \p p.
+    static AtomicEth Read(const uint8_t* p);
+    /// Write the header to \p p.
+    void Write(uint8_t* p) const;
+};
+
+/**
+ * InfiniBand Atomic Acknowledge Extended Transport Header (8 bytes), after the AETH of an
+ * Atomic Acknowledge: the remote value before the operation.
+ *
+ * \verbatim
+ +---------------------------------------------------------------+
+ |               Original Remote Data (63..32)                   |
+ +---------------------------------------------------------------+
+ |               Original Remote Data (31..0)                    |
+ +---------------------------------------------------------------+
+ \endverbatim
+ */
+struct AtomicAckEth
+{
+    static constexpr size_t SIZE = 8;     //!< header length
+    static constexpr size_t ORIGINAL = 0; //!< offset of Original Remote Data
+
+    uint64_t original{0}; //!< the 64-bit value the atomic operation found
+
+    /// \return the header parsed from \p p.
+    static AtomicAckEth Read(const uint8_t* p);
+    /// Write the header to \p p.
+    void Write(uint8_t* p) const;
+};
+
 /// InfiniBand Immediate Data header (4 bytes, opaque to the transport).
 struct ImmDt
 {
@@ -509,17 +577,19 @@ struct CnpPad
 /// Headers that follow the BTH, as bits of OpcodeInfo::headers (in wire order).
 enum HeaderBit : uint32_t
 {
-    HDR_MDH = 1u << 0,     //!< MetaRoCE data header
-    HDR_RETH = 1u << 1,    //!< RDMA extended transport header
-    HDR_RSH = 1u << 2,     //!< MetaRoCE receive slot header
-    HDR_IMMDT = 1u << 3,   //!< immediate data
-    HDR_AETH = 1u << 4,    //!< ACK extended transport header
-    HDR_MAH = 1u << 5,     //!< MetaRoCE ACK header
-    HDR_MNH = 1u << 6,     //!< MetaRoCE NAK header
-    HDR_CNP_PAD = 1u << 7, //!< the 16 reserved bytes after the BTH of a RoCEv2 CNP
-    HDR_IRH = 1u << 8,     //!< IRN request header (after RETH)
-    HDR_ISH = 1u << 9,     //!< IRN SACK header (after AETH)
-    HDR_MCH = 1u << 10,    //!< MetaRoCE coalesced ACK header
+    HDR_MDH = 1u << 0,             //!< MetaRoCE data header
+    HDR_RETH = 1u << 1,            //!< RDMA extended transport header
+    HDR_RSH = 1u << 2,             //!< MetaRoCE receive slot header
+    HDR_IMMDT = 1u << 3,           //!< immediate data
+    HDR_AETH = 1u << 4,            //!< ACK extended transport header
+    HDR_MAH = 1u << 5,             //!< MetaRoCE ACK header
+    HDR_MNH = 1u << 6,             //!< MetaRoCE NAK header
+    HDR_CNP_PAD = 1u << 7,         //!< the 16 reserved bytes after the BTH of a RoCEv2 CNP
+    HDR_IRH = 1u << 8,             //!< IRN request header (after RETH)
+    HDR_ISH = 1u << 9,             //!< IRN SACK header (after AETH)
+    HDR_MCH = 1u << 10,            //!< MetaRoCE coalesced ACK header
+    HDR_ATOMIC_ETH = 1u << 11,     //!< atomic extended transport header (requests)
+    HDR_ATOMIC_ACK_ETH = 1u << 12, //!< atomic acknowledge header (after AETH)
 };
 
 /// Which transport an opcode belongs to.
@@ -533,8 +603,10 @@ enum class Transport : uint8_t
 /// What role a packet plays.
 enum class PacketKind : uint8_t
 {
-    DATA,  //!< carries payload to place
-    ACK,   //!< acknowledgement / NAK
+    DATA, //!< carries payload to place
+    ACK,  //!< acknowledgement / NAK
+    /// RDMA READ response or atomic acknowledge: answers a request, to the requester
+    RESPONSE,
     PROBE, //!< path probe
     CNP,   //!< congestion notification
 };
@@ -561,6 +633,8 @@ struct OpcodeInfo
     bool write{false};                               //!< RDMA WRITE family
     bool consumesRecv{false};                        //!< consumes a posted receive at the responder
     bool immediate{false};                           //!< carries immediate data
+    bool read{false};                                //!< RDMA READ family (request or response)
+    bool atomic{false}; //!< atomic family (Compare&Swap, Fetch&Add, Atomic Acknowledge)
 };
 
 /// MetaRoCE opcodes, in the manufacturer-specific range (0xC0-0xFF) of the BTH opcode space.
@@ -580,20 +654,28 @@ enum MetaRoceOpcode : uint8_t
 /// InfiniBand RC opcodes used by the RoCEv2 baseline.
 enum RoceOpcode : uint8_t
 {
-    RC_SEND_FIRST = 0x00,     //!< SEND First
-    RC_SEND_MIDDLE = 0x01,    //!< SEND Middle
-    RC_SEND_LAST = 0x02,      //!< SEND Last
-    RC_SEND_LAST_IMM = 0x03,  //!< SEND Last with Immediate
-    RC_SEND_ONLY = 0x04,      //!< SEND Only
-    RC_SEND_ONLY_IMM = 0x05,  //!< SEND Only with Immediate
-    RC_WRITE_FIRST = 0x06,    //!< RDMA WRITE First
-    RC_WRITE_MIDDLE = 0x07,   //!< RDMA WRITE Middle
-    RC_WRITE_LAST = 0x08,     //!< RDMA WRITE Last
-    RC_WRITE_LAST_IMM = 0x09, //!< RDMA WRITE Last with Immediate
-    RC_WRITE_ONLY = 0x0A,     //!< RDMA WRITE Only
-    RC_WRITE_ONLY_IMM = 0x0B, //!< RDMA WRITE Only with Immediate
-    RC_ACKNOWLEDGE = 0x11,    //!< Acknowledge
-    ROCE_CNP = 0x81,          //!< RoCEv2 Congestion Notification Packet
+    RC_SEND_FIRST = 0x00,           //!< SEND First
+    RC_SEND_MIDDLE = 0x01,          //!< SEND Middle
+    RC_SEND_LAST = 0x02,            //!< SEND Last
+    RC_SEND_LAST_IMM = 0x03,        //!< SEND Last with Immediate
+    RC_SEND_ONLY = 0x04,            //!< SEND Only
+    RC_SEND_ONLY_IMM = 0x05,        //!< SEND Only with Immediate
+    RC_WRITE_FIRST = 0x06,          //!< RDMA WRITE First
+    RC_WRITE_MIDDLE = 0x07,         //!< RDMA WRITE Middle
+    RC_WRITE_LAST = 0x08,           //!< RDMA WRITE Last
+    RC_WRITE_LAST_IMM = 0x09,       //!< RDMA WRITE Last with Immediate
+    RC_WRITE_ONLY = 0x0A,           //!< RDMA WRITE Only
+    RC_WRITE_ONLY_IMM = 0x0B,       //!< RDMA WRITE Only with Immediate
+    RC_READ_REQUEST = 0x0C,         //!< RDMA READ Request
+    RC_READ_RESPONSE_FIRST = 0x0D,  //!< RDMA READ Response First
+    RC_READ_RESPONSE_MIDDLE = 0x0E, //!< RDMA READ Response Middle
+    RC_READ_RESPONSE_LAST = 0x0F,   //!< RDMA READ Response Last
+    RC_READ_RESPONSE_ONLY = 0x10,   //!< RDMA READ Response Only
+    RC_ACKNOWLEDGE = 0x11,          //!< Acknowledge
+    RC_ATOMIC_ACKNOWLEDGE = 0x12,   //!< Atomic Acknowledge
+    RC_CMP_SWAP = 0x13,             //!< Compare & Swap
+    RC_FETCH_ADD = 0x14,            //!< Fetch & Add
+    ROCE_CNP = 0x81,                //!< RoCEv2 Congestion Notification Packet
 };
 
 /**
@@ -655,6 +737,8 @@ struct ParsedPacket
     Irh irh;                         //!< valid if info->headers & HDR_IRH
     Ish ish;                         //!< valid if info->headers & HDR_ISH
     Mch mch;                         //!< valid if info->headers & HDR_MCH
+    AtomicEth atomicEth;             //!< valid if info->headers & HDR_ATOMIC_ETH
+    AtomicAckEth atomicAckEth;       //!< valid if info->headers & HDR_ATOMIC_ACK_ETH
     const uint8_t* payload{nullptr}; //!< payload bytes (not copied)
     uint32_t payloadLength{0};       //!< payload length without pad
 };

@@ -1,0 +1,486 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+// RDMA READ and atomics on the RoCEv2 engine (issue 17): the IB wire formats, ibv_wc
+// statuses, PSN accounting, recovery of lost responses and exactly-once atomics, under both
+// recovery modes; MetaRoCE rejects the operations for now.
+
+#include "engine-network.h"
+#include "metaroce-rocev2-connection.h"
+#include "pair-fixture.h"
+
+#include <cstring>
+#include <gtest/gtest.h>
+
+namespace metaroce
+{
+namespace test
+{
+namespace
+{
+
+TEST(RoceV2ReadAtomicWire, OpcodesAndHeadersAreTheInfiniBandOnes)
+{
+    // The IB RC opcode table: opcode, headers after the BTH, payload.
+    struct Expect
+    {
+        uint8_t op;
+        uint32_t headers;
+        bool payload;
+        PacketKind kind;
+    };
+
+    const Expect rows[] = {
+        {0x0C, HDR_RETH, false, PacketKind::DATA},
+        {0x0D, HDR_AETH, true, PacketKind::RESPONSE},
+        {0x0E, 0, true, PacketKind::RESPONSE},
+        {0x0F, HDR_AETH, true, PacketKind::RESPONSE},
+        {0x10, HDR_AETH, true, PacketKind::RESPONSE},
+        {0x12, HDR_AETH | HDR_ATOMIC_ACK_ETH, false, PacketKind::RESPONSE},
+        {0x13, HDR_ATOMIC_ETH, false, PacketKind::DATA},
+        {0x14, HDR_ATOMIC_ETH, false, PacketKind::DATA},
+    };
+    for (const Expect& e : rows)
+    {
+        const OpcodeInfo& info = LookupOpcode(e.op);
+        ASSERT_NE(info.name, nullptr) << int(e.op);
+        SCOPED_TRACE(info.name);
+        EXPECT_EQ(info.transport, Transport::ROCEV2);
+        EXPECT_EQ(info.headers, e.headers);
+        EXPECT_EQ(info.payload, e.payload);
+        EXPECT_EQ(info.kind, e.kind);
+        EXPECT_EQ(info.read, e.op <= 0x10);
+        EXPECT_EQ(info.atomic, e.op >= 0x12);
+    }
+    EXPECT_EQ(AtomicEth::SIZE, 28u);
+    EXPECT_EQ(AtomicAckEth::SIZE, 8u);
+}
+
+TEST(RoceV2ReadAtomicWire, AtomicHeadersLayout)
+{
+    ParsedPacket cas;
+    cas.info = &LookupOpcode(RC_CMP_SWAP);
+    cas.bth.opcode = RC_CMP_SWAP;
+    cas.bth.psn = 0x010203;
+    cas.atomicEth.va = 0x1122334455667788ull;
+    cas.atomicEth.rkey = 0xA1B2C3D4;
+    cas.atomicEth.swapAdd = 0x0102030405060708ull;
+    cas.atomicEth.compare = 0xF1F2F3F4F5F6F7F8ull;
+    uint8_t buf[128];
+    size_t len = WriteDatagram(buf, sizeof(buf), cas, nullptr, 0);
+    ASSERT_EQ(len, Bth::SIZE + 28 + ICRC_SIZE);
+    // VA, R_Key, Swap Data, Compare Data: all big-endian, as IB defines the AtomicETH.
+    const uint8_t eth[] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0xA1, 0xB2,
+                           0xC3, 0xD4, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+                           0xF1, 0xF2, 0xF3, 0xF4, 0xF5, 0xF6, 0xF7, 0xF8};
+    EXPECT_EQ(0, std::memcmp(buf + Bth::SIZE, eth, sizeof(eth)));
+    ParsedPacket back;
+    ASSERT_EQ(ParseDatagram(buf, len, back), ParseStatus::OK);
+    EXPECT_EQ(back.atomicEth.va, cas.atomicEth.va);
+    EXPECT_EQ(back.atomicEth.rkey, cas.atomicEth.rkey);
+    EXPECT_EQ(back.atomicEth.swapAdd, cas.atomicEth.swapAdd);
+    EXPECT_EQ(back.atomicEth.compare, cas.atomicEth.compare);
+
+    ParsedPacket ack;
+    ack.info = &LookupOpcode(RC_ATOMIC_ACKNOWLEDGE);
+    ack.bth.opcode = RC_ATOMIC_ACKNOWLEDGE;
+    ack.aeth.syndrome = Aeth::TYPE_ACK | Aeth::CREDITS_INVALID;
+    ack.aeth.msn = 5;
+    ack.atomicAckEth.original = 0x0A0B0C0D0E0F1011ull;
+    len = WriteDatagram(buf, sizeof(buf), ack, nullptr, 0);
+    ASSERT_EQ(len, Bth::SIZE + Aeth::SIZE + 8 + ICRC_SIZE);
+    const uint8_t tail[] = {0x1F, 0x00, 0x00, 0x05, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11};
+    EXPECT_EQ(0, std::memcmp(buf + Bth::SIZE, tail, sizeof(tail)));
+    ASSERT_EQ(ParseDatagram(buf, len, back), ParseStatus::OK);
+    EXPECT_EQ(back.atomicAckEth.original, 0x0A0B0C0D0E0F1011ull);
+    EXPECT_EQ(back.aeth.msn, 5u);
+}
+
+/// A pair whose responder B exposes a remote region with chosen rights.
+class ReadAtomicPair : public PairTest, public ::testing::WithParamInterface<const char*>
+{
+  protected:
+    /// Build with recovery GetParam() (or \p transport), and a remote region at B of
+    /// \p remoteBytes random bytes with \p remoteAccess.
+    void Setup(uint32_t remoteAccess,
+               size_t remoteBytes = 256 * 1024,
+               ConnectionConfig cfg = RoceConfig())
+    {
+        if (cfg.transport == "rocev2")
+        {
+            cfg.rocev2.recovery = GetParam();
+        }
+        PairTest::Build(cfg, 256 * 1024);
+        ASSERT_NE(m_qa, 0u);
+        m_remote.resize(remoteBytes);
+        Rng rng(7);
+        for (auto& byte : m_remote)
+        {
+            byte = uint8_t(rng.Next());
+        }
+        m_remoteMr = B().RegisterMemory(m_remote.data(), m_remote.size(), remoteAccess);
+        ASSERT_NE(m_remoteMr.lkey, 0u);
+        std::memset(m_local, 0, sizeof(m_local));
+        m_localMr = A().RegisterMemory(m_local, sizeof(m_local), ACCESS_LOCAL_WRITE);
+        m_net->EnableTxLog(true);
+    }
+
+    /// Post a READ of \p len bytes at \p offset of B's region into A's source buffer.
+    PostStatus Read(uint64_t wrId, size_t offset, uint32_t len)
+    {
+        SendWr wr;
+        wr.wrId = wrId;
+        wr.opcode = WrOpcode::RDMA_READ;
+        wr.sge = {m_srcMr.addr + offset, len, m_srcMr.lkey};
+        wr.remoteAddr = m_remoteMr.addr + offset;
+        wr.rkey = m_remoteMr.rkey;
+        PostStatus st = A().PostSend(m_net->Now(), m_qa, wr);
+        m_net->Kick(m_a);
+        return st;
+    }
+
+    /// Post an atomic on the word at \p offset of B's region; the original lands in slot \p k.
+    PostStatus Atomic(uint64_t wrId,
+                      WrOpcode op,
+                      size_t offset,
+                      uint64_t compareAdd,
+                      uint64_t swap,
+                      size_t k = 0,
+                      uint32_t len = 8)
+    {
+        SendWr wr;
+        wr.wrId = wrId;
+        wr.opcode = op;
+        wr.sge = {m_localMr.addr + 8 * k, len, m_localMr.lkey};
+        wr.remoteAddr = m_remoteMr.addr + offset;
+        wr.rkey = m_remoteMr.rkey;
+        wr.compareAdd = compareAdd;
+        wr.swap = swap;
+        PostStatus st = A().PostSend(m_net->Now(), m_qa, wr);
+        m_net->Kick(m_a);
+        return st;
+    }
+
+    uint64_t RemoteWord(size_t offset) const
+    {
+        uint64_t v = 0;
+        std::memcpy(&v, m_remote.data() + offset, 8);
+        return v;
+    }
+
+    void SetRemoteWord(size_t offset, uint64_t v)
+    {
+        std::memcpy(m_remote.data() + offset, &v, 8);
+    }
+
+    /// \return transmissions by \p src with opcode \p op.
+    size_t Sent(uint32_t src, uint8_t op) const
+    {
+        size_t n = 0;
+        for (const TxRecord& r : m_net->TxLog())
+        {
+            n += r.src == src && r.opcode == op;
+        }
+        return n;
+    }
+
+    std::vector<uint8_t> m_remote;
+    MemoryRegion m_remoteMr;
+    uint64_t m_local[64]{};
+    MemoryRegion m_localMr;
+};
+
+TEST_P(ReadAtomicPair, ReadReturnsTheExactBytesAndTakesOnePsnPerResponse)
+{
+    Setup(ACCESS_REMOTE_READ);
+    const uint32_t len = 10 * 4096 + 123; // 11 response packets at PMTU 4096
+    ASSERT_EQ(Read(1, 100, len), PostStatus::OK);
+    ASSERT_EQ(Write(2, 200000, 1000), PostStatus::OK); // a WRITE after it: PSN 11
+    ASSERT_TRUE(m_net->RunUntilIdle(MilliSeconds(10)));
+    const auto& c = m_net->Completions(m_a);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].wrId, 1u);
+    EXPECT_EQ(c[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(c[0].opcode, WcOpcode::RDMA_READ);
+    EXPECT_EQ(c[0].byteLen, len);
+    EXPECT_EQ(c[1].opcode, WcOpcode::RDMA_WRITE);
+    EXPECT_EQ(0, std::memcmp(m_src.data() + 100, m_remote.data() + 100, len));
+    EXPECT_NE(m_src[99], m_remote[99]) << "not one byte before";
+    EXPECT_NE(m_src[100 + len], m_remote[100 + len]) << "nor one after";
+    EXPECT_TRUE(m_net->Completions(m_b).empty()) << "a READ completes nothing at the responder";
+    // PSNs: the request takes 0..10, one per response packet; the WRITE gets 11.
+    uint8_t respOps[11] = {};
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.opcode == RC_READ_REQUEST)
+        {
+            EXPECT_EQ(r.psn, 0u);
+        }
+        if (r.src == m_a && LookupOpcode(r.opcode).write)
+        {
+            EXPECT_EQ(r.psn, 11u);
+        }
+        if (r.src == m_b && LookupOpcode(r.opcode).kind == PacketKind::RESPONSE)
+        {
+            ASSERT_LT(r.psn, 11u);
+            respOps[r.psn] = r.opcode;
+        }
+    }
+    EXPECT_EQ(respOps[0], RC_READ_RESPONSE_FIRST);
+    for (int i = 1; i < 10; ++i)
+    {
+        EXPECT_EQ(respOps[i], RC_READ_RESPONSE_MIDDLE) << i;
+    }
+    EXPECT_EQ(respOps[10], RC_READ_RESPONSE_LAST);
+    EXPECT_EQ(Sent(m_a, RC_READ_REQUEST), 1u);
+    const auto& conn = *static_cast<const RoceV2Connection*>(B().GetConnection(m_qb));
+    EXPECT_EQ(conn.ExpectedPsn(), 12u);
+    EXPECT_EQ(conn.Msn(), 2u) << "the READ is one message";
+}
+
+TEST_P(ReadAtomicPair, SmallAndEmptyReadsUseReadResponseOnly)
+{
+    Setup(ACCESS_REMOTE_READ);
+    ASSERT_EQ(Read(1, 0, 1), PostStatus::OK);
+    ASSERT_EQ(Read(2, 64, 0), PostStatus::OK);
+    ASSERT_TRUE(m_net->RunUntilIdle(MilliSeconds(10)));
+    const auto& c = m_net->Completions(m_a);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(c[1].status, WcStatus::SUCCESS);
+    EXPECT_EQ(c[1].byteLen, 0u);
+    EXPECT_EQ(m_src[0], m_remote[0]);
+    EXPECT_EQ(Sent(m_b, RC_READ_RESPONSE_ONLY), 2u);
+}
+
+TEST_P(ReadAtomicPair, ReadWithoutRemoteReadIsRemoteAccessErrorAndReadsNothing)
+{
+    Setup(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE);
+    std::vector<uint8_t> before = m_src;
+    ASSERT_EQ(Read(1, 0, 3 * 4096), PostStatus::OK);
+    ASSERT_EQ(Write(2, 100000, 64), PostStatus::OK);
+    m_net->RunUntilIdle(MilliSeconds(10));
+    const auto& c = m_net->Completions(m_a);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].wrId, 1u);
+    EXPECT_EQ(c[0].status, WcStatus::REM_ACCESS_ERR);
+    EXPECT_EQ(c[1].status, WcStatus::WR_FLUSH_ERR);
+    EXPECT_EQ(m_src, before) << "nothing was read";
+    for (uint8_t op = RC_READ_RESPONSE_FIRST; op <= RC_READ_RESPONSE_ONLY; ++op)
+    {
+        EXPECT_EQ(Sent(m_b, op), 0u);
+    }
+    EXPECT_EQ(CounterB(Counter::RX_ACCESS_ERROR), 1u);
+}
+
+TEST_P(ReadAtomicPair, ReadOutOfBoundsAndWithABadKeyFail)
+{
+    Setup(ACCESS_REMOTE_READ, 8192);
+    ASSERT_EQ(Read(1, 4096, 8192), PostStatus::OK); // ends 4096 bytes past the region
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::REM_ACCESS_ERR);
+}
+
+TEST_P(ReadAtomicPair, ReadIntoABufferWithoutLocalWriteIsLocalProtectionError)
+{
+    Setup(ACCESS_REMOTE_READ);
+    std::vector<uint8_t> ro(4096, 0xEE);
+    MemoryRegion mr = A().RegisterMemory(ro.data(), ro.size(), 0);
+    SendWr wr;
+    wr.wrId = 9;
+    wr.opcode = WrOpcode::RDMA_READ;
+    wr.sge = {mr.addr, 4096, mr.lkey};
+    wr.remoteAddr = m_remoteMr.addr;
+    wr.rkey = m_remoteMr.rkey;
+    ASSERT_EQ(A().PostSend(m_net->Now(), m_qa, wr), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::LOC_PROT_ERR);
+    EXPECT_EQ(ro, std::vector<uint8_t>(4096, 0xEE));
+}
+
+TEST_P(ReadAtomicPair, CompareAndSwapAndFetchAndAdd)
+{
+    Setup(ACCESS_REMOTE_ATOMIC);
+    SetRemoteWord(0, 100);
+    SetRemoteWord(8, 7);
+    // CAS that matches: stores 555, returns 100.
+    ASSERT_EQ(Atomic(1, WrOpcode::ATOMIC_CMP_AND_SWP, 0, 100, 555, 0), PostStatus::OK);
+    // CAS that does not match (the word is 555 by then): stores nothing, returns 555.
+    ASSERT_EQ(Atomic(2, WrOpcode::ATOMIC_CMP_AND_SWP, 0, 100, 999, 1), PostStatus::OK);
+    // FETCH_AND_ADD: returns 7, leaves 7 + 2^40 + 3; the add wraps modulo 2^64.
+    ASSERT_EQ(Atomic(3, WrOpcode::ATOMIC_FETCH_AND_ADD, 8, (1ull << 40) + 3, 0, 2), PostStatus::OK);
+    ASSERT_EQ(Atomic(4, WrOpcode::ATOMIC_FETCH_AND_ADD, 8, ~uint64_t(0), 0, 3), PostStatus::OK);
+    ASSERT_TRUE(m_net->RunUntilIdle(MilliSeconds(10)));
+    const auto& c = m_net->Completions(m_a);
+    ASSERT_EQ(c.size(), 4u);
+    for (const Completion& x : c)
+    {
+        EXPECT_EQ(x.status, WcStatus::SUCCESS);
+        EXPECT_EQ(x.byteLen, 8u);
+    }
+    EXPECT_EQ(c[0].opcode, WcOpcode::COMP_SWAP);
+    EXPECT_EQ(c[2].opcode, WcOpcode::FETCH_ADD);
+    EXPECT_EQ(m_local[0], 100u);
+    EXPECT_EQ(m_local[1], 555u);
+    EXPECT_EQ(RemoteWord(0), 555u);
+    EXPECT_EQ(m_local[2], 7u);
+    EXPECT_EQ(m_local[3], 7u + (1ull << 40) + 3);
+    EXPECT_EQ(RemoteWord(8), 7u + (1ull << 40) + 2) << "minus one, modulo 2^64";
+    EXPECT_EQ(Sent(m_b, RC_ATOMIC_ACKNOWLEDGE), 4u);
+    EXPECT_EQ(Sent(m_a, RC_CMP_SWAP), 2u);
+    EXPECT_EQ(Sent(m_a, RC_FETCH_ADD), 2u);
+}
+
+TEST_P(ReadAtomicPair, AtomicsNeedRemoteAtomicAndAlignment)
+{
+    Setup(ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE);
+    SetRemoteWord(0, 1);
+    ASSERT_EQ(Atomic(1, WrOpcode::ATOMIC_FETCH_AND_ADD, 0, 1, 0), PostStatus::OK);
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::REM_ACCESS_ERR);
+    EXPECT_EQ(RemoteWord(0), 1u);
+    EXPECT_EQ(m_local[0], 0u);
+
+    Setup(ACCESS_REMOTE_ATOMIC);
+    SetRemoteWord(0, 1);
+    SetRemoteWord(8, 1);
+    ASSERT_EQ(Atomic(2, WrOpcode::ATOMIC_FETCH_AND_ADD, 4, 1, 0), PostStatus::OK);
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::REM_INV_REQ_ERR) << "misaligned";
+    EXPECT_EQ(RemoteWord(0), 1u);
+    EXPECT_EQ(RemoteWord(8), 1u);
+
+    Setup(ACCESS_REMOTE_ATOMIC);
+    EXPECT_EQ(Atomic(3, WrOpcode::ATOMIC_FETCH_AND_ADD, 0, 1, 0, 0, 4),
+              PostStatus::INVALID_ARGUMENT)
+        << "the local buffer holds one 64-bit word";
+}
+
+TEST_P(ReadAtomicPair, LostReadResponsesAreAskedForAgainFromTheMissingPsn)
+{
+    Setup(ACCESS_REMOTE_READ);
+    constexpr uint32_t LOST = 4;
+    // The response with PSN 4 (a Middle), and again when it is served again (a First): the
+    // first loss is seen from the responses after it, the second waits for the timer.
+    int drops = 2;
+    m_net->Link(m_b, m_a).dropIf = [&](const WireInfo& w) {
+        return LookupOpcode(w.opcode).read && w.psn == LOST && drops-- > 0;
+    };
+    const uint32_t len = 16 * 4096;
+    ASSERT_EQ(Read(1, 0, len), PostStatus::OK);
+    ASSERT_TRUE(m_net->RunUntilIdle(MilliSeconds(50)));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(0, std::memcmp(m_src.data(), m_remote.data(), len));
+    // Every resent request starts at the missing PSN and asks for the rest of the message.
+    size_t requests = 0;
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.opcode == RC_READ_REQUEST)
+        {
+            EXPECT_EQ(r.psn, requests == 0 ? 0u : LOST);
+            ++requests;
+        }
+    }
+    EXPECT_EQ(requests, 3u);
+    EXPECT_EQ(CounterA(Counter::RTO), 1u);
+    EXPECT_GE(CounterB(Counter::RX_DUPLICATE), 2u) << "duplicate READs are served again";
+    EXPECT_EQ(CounterA(Counter::BYTES_PLACED), len) << "every byte placed once";
+}
+
+TEST_P(ReadAtomicPair, LostAtomicAcknowledgeIsAnsweredFromTheReplayCache)
+{
+    Setup(ACCESS_REMOTE_ATOMIC);
+    SetRemoteWord(0, 40);
+    int drops = 3;
+    m_net->Link(m_b, m_a).dropIf = [&](const WireInfo& w) {
+        return w.opcode == RC_ATOMIC_ACKNOWLEDGE && w.psn == 1 && drops-- > 0;
+    };
+    for (uint64_t i = 0; i < 3; ++i)
+    {
+        ASSERT_EQ(Atomic(i, WrOpcode::ATOMIC_FETCH_AND_ADD, 0, 1, 0, i), PostStatus::OK);
+    }
+    ASSERT_TRUE(m_net->RunUntilIdle(MilliSeconds(50)));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 3u);
+    for (const Completion& c : m_net->Completions(m_a))
+    {
+        EXPECT_EQ(c.status, WcStatus::SUCCESS);
+    }
+    EXPECT_EQ(RemoteWord(0), 43u) << "each add executed exactly once";
+    EXPECT_EQ(m_local[0], 40u);
+    EXPECT_EQ(m_local[1], 41u) << "the replayed answer is the saved original";
+    EXPECT_EQ(m_local[2], 42u);
+    EXPECT_GE(Sent(m_a, RC_FETCH_ADD), 6u) << "the atomic at PSN 1 was sent 4 times";
+    EXPECT_GE(CounterB(Counter::RX_DUPLICATE), 3u);
+}
+
+TEST_P(ReadAtomicPair, MaxRdAtomicBoundsOutstandingRequests)
+{
+    ConnectionConfig cfg = RoceConfig();
+    cfg.rocev2.maxRdAtomic = 2;
+    Setup(ACCESS_REMOTE_ATOMIC | ACCESS_REMOTE_READ, 256 * 1024, cfg);
+    SetRemoteWord(0, 0);
+    // Count the requests in flight on the wire: sent minus answered, at every transmission.
+    int inflight = 0;
+    int peak = 0;
+    m_net->onTransmit = [&](Time, uint32_t src, const TxDatagram& tx, bool) {
+        ParsedPacket p;
+        if (ParseDatagram(tx.buffer, tx.length, p) != ParseStatus::OK)
+        {
+            return;
+        }
+        if (src == m_a && p.info->atomic)
+        {
+            peak = std::max(peak, ++inflight);
+        }
+        if (src == m_b && p.info->atomic)
+        {
+            --inflight;
+        }
+    };
+    for (uint64_t i = 0; i < 20; ++i)
+    {
+        ASSERT_EQ(Atomic(i, WrOpcode::ATOMIC_FETCH_AND_ADD, 0, 1, 0, i), PostStatus::OK);
+    }
+    ASSERT_TRUE(m_net->RunUntilIdle(MilliSeconds(10)));
+    EXPECT_EQ(RemoteWord(0), 20u);
+    EXPECT_EQ(peak, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Recovery, ReadAtomicPair, ::testing::Values("gbn", "irn"));
+
+TEST(MetaRoceReadAtomic, RejectedAtPostAsNotSupported)
+{
+    EngineNetwork net;
+    uint32_t a = net.AddEndpoint();
+    uint32_t b = net.AddEndpoint();
+    ConnectionConfig cfg; // transport "metaroce"
+    auto [qa, qb] = net.Connect(a, b, cfg);
+    ASSERT_NE(qa, 0u);
+    (void)qb;
+    uint64_t word = 0;
+    MemoryRegion mr = net.At(a).RegisterMemory(&word, sizeof(word), ACCESS_LOCAL_WRITE);
+    for (WrOpcode op :
+         {WrOpcode::RDMA_READ, WrOpcode::ATOMIC_CMP_AND_SWP, WrOpcode::ATOMIC_FETCH_AND_ADD})
+    {
+        SendWr wr;
+        wr.opcode = op;
+        wr.sge = {mr.addr, 8, mr.lkey};
+        EXPECT_EQ(net.At(a).PostSend(net.Now(), qa, wr), PostStatus::NOT_SUPPORTED)
+            << WrOpcodeName(op);
+    }
+    EXPECT_STREQ(PostStatusName(PostStatus::NOT_SUPPORTED), "NOT_SUPPORTED");
+    EXPECT_EQ(net.At(a).GetConnection(qa)->InError(), false) << "the connection is unharmed";
+}
+
+} // namespace
+} // namespace test
+} // namespace metaroce
