@@ -179,7 +179,7 @@ class TimerTable
         {
             // At or before the minimum (or, when stale, before a lower bound of it).
             m_earliest = at;
-            m_holder = i;
+            m_holder = uint32_t(i);
             m_stale = false;
         }
         else if (i == m_holder)
@@ -198,7 +198,7 @@ class TimerTable
             if (m_slots[i] < m_earliest)
             {
                 m_earliest = m_slots[i];
-                m_holder = i;
+                m_holder = uint32_t(i);
             }
         }
         m_stale = false;
@@ -206,7 +206,7 @@ class TimerTable
 
     std::vector<Time> m_slots;              //!< connection slots, then each path's slots
     mutable Time m_earliest{TIME_INFINITE}; //!< earliest deadline (a lower bound when stale)
-    mutable size_t m_holder{0};             //!< slot holding m_earliest
+    mutable uint32_t m_holder{0};           //!< slot holding m_earliest
     mutable bool m_stale{false};            //!< m_holder moved later since m_earliest was found
 };
 
