@@ -221,6 +221,7 @@ MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const Parsed
         rp = RecvPath{};
         rp.seen = true;
         rp.epoch = pkt.mdh.pathEpoch;
+        m_timers.Clear(pkt.mdh.pathId, ResponderPathTimer::ACK); // (a fresh record's timer)
     }
     Count(Counter::RX_PROBE);
     rp.srcPort = meta.srcPort; // the reply goes back on the probe's (new) source port
@@ -283,6 +284,7 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
     if (newEpoch)
     {
         rp = fresh;
+        m_timers.Clear(pkt.mdh.pathId, ResponderPathTimer::ACK); // (a fresh record's timer)
     }
     rp.srcPort = meta.srcPort;
     if (duplicate)
