@@ -31,11 +31,11 @@ class SackGapLossDetection : public LossDetection
         return "sack-gap";
     }
 
-    void DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
+    Time DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
     {
         if (!path.anyAcked)
         {
-            return;
+            return TIME_INFINITE;
         }
         for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
         {
@@ -45,6 +45,7 @@ class SackGapLossDetection : public LossDetection
                 lost.push_back(psn);
             }
         }
+        return TIME_INFINITE; // (the SACK gap and the RTO decide: no deadline of its own)
     }
 };
 
@@ -63,9 +64,9 @@ class RackLossDetection : public LossDetection
         return wait < 0 ? TIME_INFINITE : std::max(sentTime + wait, path.lastAck + wait);
     }
 
-    void DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
+    Time DetectLosses(PathState& path, const LossContext& ctx, std::vector<uint32_t>& lost) override
     {
-        path.lossDeadline = TIME_INFINITE;
+        Time again = TIME_INFINITE;
         path.lossAwaitsEvidence = false;
         const Time wait = Wait(path, ctx);
         for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
@@ -90,7 +91,7 @@ class RackLossDetection : public LossDetection
             Time due = std::max(e.sentTime + wait, path.lastAck + wait);
             if (due > ctx.now)
             {
-                path.lossDeadline = std::min(path.lossDeadline, due);
+                again = std::min(again, due);
                 if (!e.retransmitted)
                 {
                     // Every later PSN was first sent after this packet: none is due earlier.
@@ -106,6 +107,7 @@ class RackLossDetection : public LossDetection
                 path.lossAwaitsEvidence = true; // overdue, but nothing sent later arrived
             }
         }
+        return again;
     }
 
   private:

@@ -49,10 +49,12 @@ class LossDetection
 
     /**
      * Append to \p lost the PSNs of \p path's INFLIGHT packets that are now deemed lost; the
-     * caller changes their state. Also sets path.lossDeadline (when to look again) and
-     * path.lossAwaitsEvidence (a packet is overdue, but no later-sent packet has arrived).
+     * caller changes their state. Also sets path.lossAwaitsEvidence (a packet is overdue, but
+     * no later-sent packet has arrived).
+     * \return when to look at the path again (TIME_INFINITE: no packet waits on time); the
+     * caller arms the path's LOSS timer with it
      */
-    virtual void DetectLosses(PathState& path,
+    virtual Time DetectLosses(PathState& path,
                               const LossContext& ctx,
                               std::vector<uint32_t>& lost) = 0;
 };

@@ -79,7 +79,7 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     Time jitter = rto >= 4 ? Time(z % uint64_t(rto / 4)) : 0;
-    path.rtoDeadline = now + rto + jitter;
+    m_timers.Set(path.id, RequesterPathTimer::RTO, now + rto + jitter);
 }
 
 void
@@ -104,6 +104,14 @@ MultipathRequester::NoteProgress(Time now)
 {
     m_progressTime = now;
     ++m_progressCount; // older timeout counts no longer spend the retry budget
+    SyncConnectionTimer();
+}
+
+void
+MultipathRequester::SyncConnectionTimer()
+{
+    m_timers.Set(RequesterTimer::CONNECTION,
+                 m_outstanding > 0 ? m_progressTime + m_cfg.connectionTimeout : TIME_INFINITE);
 }
 
 void
@@ -204,6 +212,7 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
     // not NAKed packets: the first NAK of a wait and the answer to each asking packet count;
     // the NAKs of packets that were already on their way do not.
     m_progressTime = now;
+    SyncConnectionTimer();
     Stream& s = m_streams[nak.streamId];
     const uint32_t packetIndex = nak.offset / m_cfg.mtu;
     bool newWait = !s.rnrHold || int32_t(m.recvSlot - s.rnrSlot) < 0;
@@ -228,6 +237,7 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
         s.rnrHold = true;
         s.rnrProbeOut = false;
         s.rnrProbeAt = now + m_cfg.rnrRetryDelay;
+        SyncRnrTimer();
     }
     // Park the packet until the wait ends, and fill its PSN with a NOP at once: the path's
     // cumulative PSN must not wait on a receive, and an RNR wait is not path silence.
@@ -273,6 +283,7 @@ MultipathRequester::ReleaseRnr(uint16_t streamId)
     s.rnrHold = false;
     s.rnrProbeOut = false;
     --m_rnrHeldStreams;
+    SyncRnrTimer();
     size_t kept = 0;
     for (const Resend& r : m_rnrParked)
     {
@@ -329,6 +340,25 @@ MultipathRequester::AskAfterRnr(Time now)
         s.rnrProbePacket = r.packetIndex;
         m_resends.push_back(r);
     }
+    SyncRnrTimer();
+}
+
+void
+MultipathRequester::SyncRnrTimer()
+{
+    // (Runs only when an RNR wait starts, ends or asks: a pass over the streams is cheap.)
+    Time earliest = TIME_INFINITE;
+    if (m_rnrHeldStreams > 0)
+    {
+        for (const Stream& s : m_streams)
+        {
+            if (s.rnrHold)
+            {
+                earliest = std::min(earliest, s.rnrProbeAt); // always moved ahead when reached
+            }
+        }
+    }
+    m_timers.Set(RequesterTimer::RNR, earliest);
 }
 
 void
@@ -345,7 +375,7 @@ MultipathRequester::ResetPathSequence(PathState& path)
     path.lostPsns.clear();
     path.probeSentTime = -1;
     path.probesInEpoch = 0;
-    path.lossDeadline = TIME_INFINITE;
+    m_timers.Clear(path.id, RequesterPathTimer::LOSS);
     path.lossAwaitsEvidence = false;
     path.silentLosses = 0;
 }
@@ -418,7 +448,7 @@ MultipathRequester::SuspectPath(Time now, PathState& path)
     {
         return;
     }
-    path.rtoDeadline = TIME_INFINITE;
+    m_timers.Clear(path.id, RequesterPathTimer::RTO);
     path.status = PathStatus::SUSPECT;
     NotifyPath(now, PathEvent::SUSPECT, path);
     m_probeNow.Insert(path.id);
@@ -440,7 +470,9 @@ void
 MultipathRequester::DetectLosses(Time now, PathState& path)
 {
     m_lostScratch.clear();
-    m_loss->DetectLosses(path, MakeLossContext(now), m_lostScratch);
+    m_timers.Set(path.id,
+                 RequesterPathTimer::LOSS,
+                 m_loss->DetectLosses(path, MakeLossContext(now), m_lostScratch));
     for (uint32_t psn : m_lostScratch)
     {
         InflightEntry& e = path.Entry(psn);
@@ -476,11 +508,11 @@ MultipathRequester::ArmTailProbe(Time now)
 {
     // RFC 8985's probe timeout: tailProbeRtts smoothed RTTs, plus the receiver's ACK delay
     // when a single packet is out (its ACK may be held back).
-    m_tailProbeAt = TIME_INFINITE;
     uint32_t inflight = TotalInflight();
     Time srtt = FallbackRtt();
     if (srtt < 0 || inflight == 0)
     {
+        m_timers.Clear(RequesterTimer::TAIL_PROBE);
         return;
     }
     Time pto = Time(double(srtt) * m_cfg.tailProbeRtts);
@@ -488,13 +520,13 @@ MultipathRequester::ArmTailProbe(Time now)
     {
         pto += m_cfg.ackDelay;
     }
-    m_tailProbeAt = now + pto;
+    m_timers.Set(RequesterTimer::TAIL_PROBE, now + pto);
 }
 
 void
 MultipathRequester::SendTailProbe()
 {
-    m_tailProbeAt = TIME_INFINITE;
+    m_timers.Clear(RequesterTimer::TAIL_PROBE);
     if (m_outstanding == 0 || m_tailProbeOut || HasNewData() || HasResendReady())
     {
         return; // more is to be sent: those packets reveal a lost tail
@@ -548,7 +580,7 @@ MultipathRequester::OnRto(Time now, PathState& path)
         m_cc[path.id]->OnTimeout(path, m_cfg);
     }
     path.rtt.Backoff(m_cfg.rtoMax);
-    path.rtoDeadline = TIME_INFINITE;
+    m_timers.Clear(path.id, RequesterPathTimer::RTO);
     NotifyPath(now, PathEvent::TIMEOUT, path);
     if (path.consecutiveRtos >= m_cfg.failureThreshold)
     {
@@ -556,8 +588,10 @@ MultipathRequester::OnRto(Time now, PathState& path)
         return;
     }
     // Silence, not congestion: carry no data on the path, ask it with a probe whether it
-    // still works; an unanswered probe times out like data.
+    // still works; an unanswered probe times out like data. (A PROBE deadline is armed only
+    // while the path is FAILED: NextDeadline counts every armed slot.)
     path.status = PathStatus::SUSPECT;
+    m_timers.Clear(path.id, RequesterPathTimer::PROBE);
     m_probeNow.Insert(path.id);
     ArmRto(path, now);
 }
@@ -600,7 +634,7 @@ MultipathRequester::FailPath(Time now, PathState& path)
 {
     path.status = PathStatus::FAILED;
     path.sourcePort = FreshSourcePort(); // steer the path onto another route
-    path.probeDeadline = now;
+    m_timers.Set(path.id, RequesterPathTimer::PROBE, now);
     Count(Counter::PATH_FAILED);
     NotifyPath(now, PathEvent::FAILED, path);
 }
@@ -608,35 +642,14 @@ MultipathRequester::FailPath(Time now, PathState& path)
 Time
 MultipathRequester::NextDeadline(Time lastNow) const
 {
-    Time t = TIME_INFINITE;
-    for (const PathState& p : m_paths)
-    {
-        t = std::min(t, std::min(p.rtoDeadline, p.lossDeadline));
-        if (p.status == PathStatus::FAILED)
-        {
-            t = std::min(t, p.probeDeadline);
-        }
-    }
-    if (m_rnrHeldStreams > 0)
-    {
-        for (const Stream& s : m_streams)
-        {
-            if (s.rnrHold)
-            {
-                t = std::min(t, s.rnrProbeAt); // always moved ahead when reached
-            }
-        }
-    }
+    // Every armed timer is in the table, which keeps the earliest: no pass over the paths.
+    Time t = m_timers.Earliest();
     bool dataPending = HasNewData() || HasResendReady();
     if (PacingRate() > 0 && dataPending && m_pacer.NextRelease() > lastNow)
     {
         t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
     }
-    if (m_outstanding > 0)
-    {
-        t = std::min(t, m_progressTime + m_cfg.connectionTimeout);
-    }
-    return std::min(t, m_tailProbeAt);
+    return t;
 }
 
 void
@@ -646,37 +659,48 @@ MultipathRequester::HandleTimeout(Time now)
     {
         AskAfterRnr(now);
     }
-    if (m_outstanding > 0 && now - m_progressTime >= m_cfg.connectionTimeout)
+    if (m_timers.Get(RequesterTimer::CONNECTION) <= now)
     {
         EnterError(now, NONE, WcStatus::RETRY_EXC_ERR);
         return;
     }
-    for (PathState& p : m_paths)
+    // Paths act only on their own due timers: with none due (say, at a pacing release), the
+    // pass over the paths is skipped.
+    if (m_timers.Earliest() <= now)
     {
-        if (p.lossDeadline <= now)
+        for (PathState& p : m_paths)
         {
-            DetectLosses(now, p);
-        }
-        if (p.rtoDeadline <= now)
-        {
-            if (m_adaptiveRto && QueuedNotLost(p, now))
-            {
-                ArmRto(p, now); // no back-off: nothing says the path lost anything
-            }
-            else
-            {
-                OnRto(now, p);
-            }
-        }
-        if (p.status == PathStatus::FAILED && p.probeDeadline <= now)
-        {
-            m_probeNow.Insert(p.id);
-            p.probeDeadline = now + ProbeInterval();
+            HandlePathTimeout(now, p);
         }
     }
-    if (m_tailProbeAt <= now)
+    if (m_timers.Get(RequesterTimer::TAIL_PROBE) <= now)
     {
         SendTailProbe();
+    }
+}
+
+void
+MultipathRequester::HandlePathTimeout(Time now, PathState& p)
+{
+    if (m_timers.Get(p.id, RequesterPathTimer::LOSS) <= now)
+    {
+        DetectLosses(now, p);
+    }
+    if (m_timers.Get(p.id, RequesterPathTimer::RTO) <= now)
+    {
+        if (m_adaptiveRto && QueuedNotLost(p, now))
+        {
+            ArmRto(p, now); // no back-off: nothing says the path lost anything
+        }
+        else
+        {
+            OnRto(now, p);
+        }
+    }
+    if (p.status == PathStatus::FAILED && m_timers.Get(p.id, RequesterPathTimer::PROBE) <= now)
+    {
+        m_probeNow.Insert(p.id);
+        m_timers.Set(p.id, RequesterPathTimer::PROBE, now + ProbeInterval());
     }
 }
 

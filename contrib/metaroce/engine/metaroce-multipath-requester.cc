@@ -43,6 +43,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_scheduler(CreatePathScheduler(conn.Config().pathScheduler)),
       m_loss(CreateLossDetection(conn.Config().lossDetection)),
       m_paths(conn.Config().numPaths),
+      m_timers(conn.Config().numPaths),
       m_rateHint(conn.Config().lineRateBps),
       m_initialPathWindow(conn.Config().initialPathWindow),
       m_timeLoss(conn.Config().lossDetection == "rack"),
@@ -94,7 +95,7 @@ MultipathRequester::HeapBytes() const
     bytes += m_freeSlots.capacity() * sizeof(uint32_t) + m_resends.CapacityBytes() +
              m_sendStreams.CapacityBytes() + m_rnrParked.capacity() * sizeof(Resend) +
              m_ackRecords.capacity() * sizeof(AckRecord) +
-             m_ackProgress.capacity() * sizeof(AckProgress);
+             m_ackProgress.capacity() * sizeof(AckProgress) + m_timers.HeapBytes();
     return bytes;
 }
 
@@ -176,6 +177,7 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
         m_progressTime = now;
     }
     ++m_outstanding;
+    SyncConnectionTimer();
     return PostStatus::OK;
 }
 
@@ -552,13 +554,16 @@ MultipathRequester::TransmitPacket(Time now,
     {
         Count(Counter::TX_DATA);
     }
-    if (path.rtoDeadline == TIME_INFINITE)
+    if (!m_timers.Armed(path.id, RequesterPathTimer::RTO))
     {
         ArmRto(path, now);
     }
-    if (m_timeLoss && path.lossDeadline == TIME_INFINITE && !path.lossAwaitsEvidence)
+    if (m_timeLoss && !m_timers.Armed(path.id, RequesterPathTimer::LOSS) &&
+        !path.lossAwaitsEvidence)
     {
-        path.lossDeadline = m_loss->DueTime(path, MakeLossContext(now), now);
+        m_timers.Set(path.id,
+                     RequesterPathTimer::LOSS,
+                     m_loss->DueTime(path, MakeLossContext(now), now));
     }
     if (m_tailProbe && !m_tailProbeOut)
     {
@@ -744,8 +749,8 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         bool failed = path.status == PathStatus::FAILED;
         path.status = PathStatus::ACTIVE;
         path.cwnd = std::max(path.cwnd, m_initialPathWindow);
-        path.probeDeadline = TIME_INFINITE;
-        path.rtoDeadline = TIME_INFINITE;
+        m_timers.Clear(path.id, RequesterPathTimer::PROBE);
+        m_timers.Clear(path.id, RequesterPathTimer::RTO);
         if (failed)
         {
             Count(Counter::PATH_RECOVERED);
@@ -839,7 +844,7 @@ MultipathRequester::FinishAck(Time now, const AckProgress& done)
     }
     if (path.status == PathStatus::ACTIVE) // (not taken out by DetectLosses)
     {
-        path.rtoDeadline = TIME_INFINITE;
+        m_timers.Clear(path.id, RequesterPathTimer::RTO);
         if (path.inflight > 0 || !path.lostPsns.empty())
         {
             ArmRto(path, now);
@@ -854,7 +859,7 @@ MultipathRequester::DetectLossesElsewhere(Time now, const PathSet& acked)
     for (PathState& other : m_paths)
     {
         // (a path with packets out and no deadline sent them before any RTT was known)
-        bool unexamined = other.lossDeadline == TIME_INFINITE && other.inflight > 0;
+        bool unexamined = !m_timers.Armed(other.id, RequesterPathTimer::LOSS) && other.inflight > 0;
         if ((other.lossAwaitsEvidence || unexamined) && !acked.Contains(other.id) && other.Usable())
         {
             DetectLosses(now, other);
@@ -916,6 +921,7 @@ MultipathRequester::CompleteStreamHead(uint16_t streamId)
         m_freeSlots.push_back(slot);
         --m_outstanding;
     }
+    SyncConnectionTimer();
     if (s.head == NONE)
     {
         s.tail = NONE;
@@ -975,13 +981,11 @@ MultipathRequester::ClearAfterError()
         s.rnrHold = false;
     }
     m_probeNow.Clear();
-    m_tailProbeAt = TIME_INFINITE;
+    m_timers.ClearAll();
+    SyncConnectionTimer(); // (kept as FlushStream left it; the error state ignores it)
     for (PathState& p : m_paths)
     {
         p.lostPsns.clear();
-        p.rtoDeadline = TIME_INFINITE;
-        p.probeDeadline = TIME_INFINITE;
-        p.lossDeadline = TIME_INFINITE;
         p.lossAwaitsEvidence = false;
     }
 }

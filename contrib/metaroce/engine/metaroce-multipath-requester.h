@@ -13,6 +13,7 @@
 #include "metaroce-pacer.h"
 #include "metaroce-path-scheduler.h"
 #include "metaroce-ring-queue.h"
+#include "metaroce-timer-table.h"
 #include "metaroce-transport.h"
 
 #include <memory>
@@ -83,6 +84,7 @@ class MultipathRequester : public MultipathRole
     void ForgiveLateness(Time late)
     {
         m_progressTime += late;
+        SyncConnectionTimer();
     }
 
     /// Process every requester deadline due at \p now.
@@ -168,7 +170,7 @@ class MultipathRequester : public MultipathRole
         uint32_t rnrSlot{0};        //!< first receive slot the responder lacked
         uint32_t rnrProbeSeq{0};    //!< message of the asking packet
         uint32_t rnrProbePacket{0}; //!< its packet index
-        Time rnrProbeAt{0};         //!< when the next packet may ask
+        Time rnrProbeAt{0};         //!< when the next packet may ask (RNR timer: earliest)
     };
 
     // Posting and transmission (metaroce-multipath-requester.cc)
@@ -231,7 +233,13 @@ class MultipathRequester : public MultipathRole
     bool RnrHeld(uint32_t slot) const;
     void ReleaseRnr(uint16_t streamId);
     void AskAfterRnr(Time now);
+    /// Arm the RNR timer for the earliest stream in an RNR wait (disarm it if none waits).
+    void SyncRnrTimer();
+    /// Arm the CONNECTION timer from m_progressTime (disarm it if no message is outstanding).
+    void SyncConnectionTimer();
     void ArmRto(PathState& path, Time now);
+    /// Process the LOSS, RTO and PROBE timers of path \p p due at \p now, in that order.
+    void HandlePathTimeout(Time now, PathState& p);
     void OnRto(Time now, PathState& path);
     bool QueuedNotLost(const PathState& path, Time now) const;
     bool MoveOutstanding(Time now, PathState& path, bool timeout);
@@ -256,6 +264,7 @@ class MultipathRequester : public MultipathRole
     std::unique_ptr<PathScheduler> m_scheduler;           //!< path choice
     std::unique_ptr<LossDetection> m_loss;                //!< loss detection
     std::vector<PathState> m_paths;                       //!< paths
+    RequesterTimers m_timers;                             //!< every deadline, per path and own
     std::vector<Stream> m_streams;                        //!< streams by id (grown on use)
     std::vector<SendMessage> m_messages;                  //!< message slots (grown on use)
     std::vector<uint32_t> m_freeSlots;                    //!< free message slots
@@ -282,7 +291,6 @@ class MultipathRequester : public MultipathRole
     std::vector<AckProgress> m_ackProgress; //!< scratch: what they acknowledged
     Time m_minRtt{0};                       //!< smallest RTT sample of any path (0: none yet)
     Time m_lastSrtt{-1};                    //!< smoothed RTT of the path sampled last (-1: none)
-    Time m_tailProbeAt{TIME_INFINITE};      //!< when the tail probe goes
     bool m_tailProbeOut{false};             //!< a tail probe is out, no progress since
     bool m_newEvidence{false};       //!< the ACK being processed delivered a later-sent packet
     Time m_latestDeliveredSent{-1};  //!< latest send time of any packet acknowledged

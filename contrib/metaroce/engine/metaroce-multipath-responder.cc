@@ -65,6 +65,7 @@ LeadingOnes(const std::array<uint64_t, 4>& b)
 MultipathResponder::MultipathResponder(MultipathConnection& conn)
     : MultipathRole(conn),
       m_recvPaths(conn.Config().numPaths),
+      m_timers(conn.Config().numPaths),
       m_coalesced(conn.Config().ackPolicy == "coalesced")
 {
 }
@@ -82,7 +83,7 @@ MultipathResponder::HeapBytes() const
         bytes += sizeof(m) + m.bits.capacity() * sizeof(uint64_t);
     }
     bytes += m_doneAbove.capacity() * sizeof(m_doneAbove[0]) + m_rejected.CapacityBytes() +
-             m_naks.CapacityBytes() + m_records.capacity();
+             m_naks.CapacityBytes() + m_records.capacity() + m_timers.HeapBytes();
     return bytes;
 }
 
@@ -125,32 +126,28 @@ MultipathResponder::PollTransmit(Time now, TxDatagram& out)
 Time
 MultipathResponder::NextDeadline() const
 {
-    if (m_coalesced)
-    {
-        return m_ackDeadline; // (no per-path deadline is armed)
-    }
-    Time t = TIME_INFINITE;
-    for (const RecvPath& rp : m_recvPaths)
-    {
-        t = std::min(t, rp.ackDeadline);
-    }
-    return t;
+    // ("coalesced" arms only the connection's ACK timer, "per-path" only the paths' ones.)
+    return m_timers.Earliest();
 }
 
 void
 MultipathResponder::HandleTimeout(Time now)
 {
-    if (m_ackDeadline <= now)
+    if (m_timers.Earliest() > now)
+    {
+        return; // nothing due (the requester's timer fired)
+    }
+    if (m_timers.Get(ResponderTimer::ACK) <= now)
     {
         m_ackDue = true;
-        m_ackDeadline = TIME_INFINITE;
+        m_timers.Clear(ResponderTimer::ACK);
     }
-    for (size_t i = 0; i < m_recvPaths.size(); ++i)
+    for (uint32_t i = 0; i < m_recvPaths.size(); ++i)
     {
-        if (m_recvPaths[i].ackDeadline <= now)
+        if (m_timers.Get(i, ResponderPathTimer::ACK) <= now)
         {
-            m_ackNow.Insert(uint32_t(i));
-            m_recvPaths[i].ackDeadline = TIME_INFINITE;
+            m_ackNow.Insert(i);
+            m_timers.Clear(i, ResponderPathTimer::ACK);
         }
     }
 }
@@ -182,11 +179,7 @@ MultipathResponder::ClearAfterError()
     m_ackNow.Clear();
     m_ackPending.Clear();
     m_ackDue = false;
-    m_ackDeadline = TIME_INFINITE;
-    for (RecvPath& rp : m_recvPaths)
-    {
-        rp.ackDeadline = TIME_INFINITE;
-    }
+    m_timers.ClearAll();
 }
 
 PostStatus
@@ -228,6 +221,7 @@ MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const Parsed
         rp = RecvPath{};
         rp.seen = true;
         rp.epoch = pkt.mdh.pathEpoch;
+        m_timers.Clear(pkt.mdh.pathId, ResponderPathTimer::ACK); // (a fresh record's timer)
     }
     Count(Counter::RX_PROBE);
     rp.srcPort = meta.srcPort; // the reply goes back on the probe's (new) source port
@@ -290,6 +284,7 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
     if (newEpoch)
     {
         rp = fresh;
+        m_timers.Clear(pkt.mdh.pathId, ResponderPathTimer::ACK); // (a fresh record's timer)
     }
     rp.srcPort = meta.srcPort;
     if (duplicate)
@@ -614,29 +609,28 @@ MultipathResponder::QueueNak(const ParsedPacket& pkt, uint8_t syndrome)
 void
 MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
 {
-    RecvPath& rp = m_recvPaths[pathId];
     if (m_coalesced)
     {
         m_ackPending.Insert(pathId);
         if (immediate || m_cfg.ackDelay == 0)
         {
             m_ackDue = true;
-            m_ackDeadline = TIME_INFINITE;
+            m_timers.Clear(ResponderTimer::ACK);
         }
-        else if (m_ackDeadline == TIME_INFINITE)
+        else if (!m_timers.Armed(ResponderTimer::ACK))
         {
-            m_ackDeadline = now + m_cfg.ackDelay;
+            m_timers.Set(ResponderTimer::ACK, now + m_cfg.ackDelay);
         }
         return;
     }
     if (immediate || m_cfg.ackDelay == 0)
     {
         m_ackNow.Insert(pathId);
-        rp.ackDeadline = TIME_INFINITE;
+        m_timers.Clear(pathId, ResponderPathTimer::ACK);
     }
-    else if (rp.ackDeadline == TIME_INFINITE)
+    else if (!m_timers.Armed(pathId, ResponderPathTimer::ACK))
     {
-        rp.ackDeadline = now + m_cfg.ackDelay;
+        m_timers.Set(pathId, ResponderPathTimer::ACK, now + m_cfg.ackDelay);
     }
 }
 
@@ -655,7 +649,7 @@ MultipathResponder::TakeAckState(uint8_t pathId)
     rp.unacked = 0;
     rp.ceCount = 0;
     rp.flags = 0;
-    rp.ackDeadline = TIME_INFINITE;
+    m_timers.Clear(pathId, ResponderPathTimer::ACK);
     return mah;
 }
 
@@ -701,7 +695,7 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
     if (!m_ackDue)
     {
         m_unackedPackets = 0;
-        m_ackDeadline = TIME_INFINITE;
+        m_timers.Clear(ResponderTimer::ACK);
     }
     if (count == 0)
     {

@@ -10,6 +10,7 @@
 #include "metaroce-multipath-role.h"
 #include "metaroce-path.h"
 #include "metaroce-ring-queue.h"
+#include "metaroce-timer-table.h"
 #include "metaroce-transport.h"
 
 #include <array>
@@ -105,17 +106,16 @@ class MultipathResponder : public MultipathRole
     /// Per-path receive state.
     struct RecvPath
     {
-        bool seen{false};                //!< a packet arrived on this path
-        uint8_t epoch{0};                //!< current epoch
-        uint32_t cumulativePsn{0};       //!< next expected PSN
-        std::array<uint64_t, 4> bits{};  //!< bit i: PSN cumulativePsn+1+i arrived
-        uint32_t unacked{0};             //!< packets since the last ACK
-        uint32_t ceCount{0};             //!< CE marks since the last ACK
-        uint32_t triggerPsn{0};          //!< PSN of the latest arrival
-        uint8_t flags{0};                //!< Mah flags for the next ACK
-        uint16_t srcPort{0};             //!< requester's source port (ACKs go back on it)
-        Time ackDeadline{TIME_INFINITE}; //!< delayed ACK deadline ("per-path")
-        Time triggerAt{0};               //!< arrival of triggerPsn ("coalesced": AckDelay)
+        bool seen{false};               //!< a packet arrived on this path
+        uint8_t epoch{0};               //!< current epoch
+        uint32_t cumulativePsn{0};      //!< next expected PSN
+        std::array<uint64_t, 4> bits{}; //!< bit i: PSN cumulativePsn+1+i arrived
+        uint32_t unacked{0};            //!< packets since the last ACK
+        uint32_t ceCount{0};            //!< CE marks since the last ACK
+        uint32_t triggerPsn{0};         //!< PSN of the latest arrival
+        uint8_t flags{0};               //!< Mah flags for the next ACK
+        uint16_t srcPort{0};            //!< requester's source port (ACKs go back on it)
+        Time triggerAt{0};              //!< arrival of triggerPsn ("coalesced": AckDelay)
     };
 
     Stream& GetStream(uint16_t id);
@@ -142,6 +142,7 @@ class MultipathResponder : public MultipathRole
     void ScheduleAck(Time now, uint8_t pathId, bool immediate);
 
     std::vector<RecvPath> m_recvPaths;                      //!< per-path receive state
+    ResponderTimers m_timers;                               //!< delayed-ACK deadlines
     std::vector<Stream> m_streams;                          //!< streams by id (grown on use)
     std::vector<RecvMessage> m_recvMessages;                //!< messages being received
     std::vector<std::pair<uint16_t, uint32_t>> m_doneAbove; //!< complete, above doneBelow
@@ -149,14 +150,13 @@ class MultipathResponder : public MultipathRole
     RingQueue<Mnh> m_naks;                                  //!< NAKs to send
     PathSet m_ackNow;                                       //!< paths with an ACK due now
     // ackPolicy "coalesced": one ACK for the connection, with a record per pending path.
-    const bool m_coalesced;            //!< ackPolicy "coalesced"
-    bool m_ackDue{false};              //!< a coalesced ACK is due now
-    bool m_messageDone{false};         //!< the packet being handled completed a message
-    uint32_t m_unackedPackets{0};      //!< data packets since the last coalesced ACK
-    uint32_t m_acksSent{0};            //!< coalesced ACKs sent (rotates the ACK's path)
-    Time m_ackDeadline{TIME_INFINITE}; //!< delayed coalesced ACK deadline
-    PathSet m_ackPending;              //!< paths with state the next coalesced ACK reports
-    std::vector<uint8_t> m_records;    //!< scratch: the records of one coalesced ACK
+    const bool m_coalesced;         //!< ackPolicy "coalesced"
+    bool m_ackDue{false};           //!< a coalesced ACK is due now
+    bool m_messageDone{false};      //!< the packet being handled completed a message
+    uint32_t m_unackedPackets{0};   //!< data packets since the last coalesced ACK
+    uint32_t m_acksSent{0};         //!< coalesced ACKs sent (rotates the ACK's path)
+    PathSet m_ackPending;           //!< paths with state the next coalesced ACK reports
+    std::vector<uint8_t> m_records; //!< scratch: the records of one coalesced ACK
 };
 
 } // namespace metaroce

@@ -133,14 +133,11 @@ struct PathState
     double cwnd{1};   //!< window, packets
     Time lastEcn{-1}; //!< last ECN echo (the scheduler steers away from fresh marks)
 
-    // RTT and timers
-    RttEstimator rtt;                  //!< RTT estimate and RTO
-    Time rtoDeadline{TIME_INFINITE};   //!< when the RTO fires
-    uint64_t jitterState{0};           //!< the path's own generator of RTO jitter
-    Time probeDeadline{TIME_INFINITE}; //!< when the next probe goes (FAILED paths)
-    Time lastAck{0};                   //!< time of the last ACK for this path
-    Time probeSentTime{-1};            //!< when the last probe of this epoch left
-    Time lossDeadline{TIME_INFINITE};  //!< when time-based loss detection looks again
+    // RTT (the path's deadlines are in the requester's timer table)
+    RttEstimator rtt;          //!< RTT estimate and RTO
+    uint64_t jitterState{0};   //!< the path's own generator of RTO jitter
+    Time lastAck{0};           //!< time of the last ACK for this path
+    Time probeSentTime{-1};    //!< when the last probe of this epoch left
     uint32_t probesInEpoch{0}; //!< probes sent in this epoch (one: its reply is an RTT sample)
     uint32_t silentLosses{0};  //!< packets declared lost by time since the path's last ACK
 

@@ -72,6 +72,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-role.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-timer-table.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.h
