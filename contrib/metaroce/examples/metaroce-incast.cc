@@ -68,7 +68,10 @@ main(int argc, char** argv)
     stack.SetNicAttribute("Transport", StringValue(transport));
     stack.SetNicAttribute("RateHint", BooleanValue(hint));
     std::vector<Ptr<MetaRoceNic>> nics = stack.Install(fabric);
-    MetaRoceStackHelper::AssignStreams(nics, 100);
+    // Every random variable on a fixed stream, the switch's ECN marking too, so that the
+    // output does not depend on how many streams other modules drew first (in-tree test).
+    const int64_t used = MetaRoceStackHelper::AssignStreams(nics, 100);
+    fabric->AssignStreams(100 + used);
     Ptr<MetaRoceWorkloadHelper> load = CreateObject<MetaRoceWorkloadHelper>();
     load->Setup(fabric, nics);
     load->SetStopWhenDone(true);
