@@ -13,6 +13,7 @@
 #include "pair-fixture.h"
 
 #include <gtest/gtest.h>
+#include <map>
 #include <set>
 #include <string>
 
@@ -100,6 +101,41 @@ TEST_F(RecoveryTest, RackFindsALostPacketFromLaterPacketsOnOtherPaths)
     // Round trip about 4.5 us: a few of them, against one RtoMin (100 us) and more.
     EXPECT_LT(rack, 20.0);
     EXPECT_GT(classic, 100.0);
+}
+
+TEST_F(RecoveryTest, RackTailFindsALostTailPacketFromLaterPacketsOnOtherPaths)
+{
+    // The whole message is one flight, so the connection is at its tail once it is sent:
+    // "rack-tail" judges packet 3, alone on its path, by time, as "rack" does.
+    ConnectionConfig cfg = Classic();
+    cfg.lossDetection = "rack-tail";
+    double rackTail = OnePacketPerPathLosing(cfg, 3);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::LOSS_DETECTED), 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u);
+    EXPECT_LT(rackTail, 20.0);
+}
+
+TEST_F(RecoveryTest, RackTailLeavesAQueueingPathToItsSackGapsMidTransfer)
+{
+    // Path 3 is a tenth of the others' rate: its queue grows while the other paths' later
+    // packets are acknowledged. Nothing is lost, so every loss declared is spurious.
+    std::map<std::string, uint64_t> declared;
+    for (const char* detection : {"rack", "rack-tail"})
+    {
+        SCOPED_TRACE(detection);
+        ConnectionConfig cfg = InRoundTrips();
+        cfg.lossDetection = detection;
+        Build(cfg, 4 << 20);
+        m_net->Link(m_a, m_b, 3).rateBps = 10e9;
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntilIdle(MilliSeconds(50));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_src, m_dst);
+        declared[detection] = CounterA(Counter::LOSS_DETECTED);
+    }
+    EXPECT_GT(declared["rack"], 0u) << "the case no longer shows what rack-tail avoids";
+    EXPECT_EQ(declared["rack-tail"], 0u);
 }
 
 TEST_F(RecoveryTest, TailProbeRecoversALostLastPacket)

@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 712;
+constexpr size_t CONNECTION_CONFIG_SIZE = 720;
 } // namespace
 
 bool
@@ -117,11 +117,11 @@ ConnectionConfig::Validate(std::string& why) const
         why = "lineRateBps must not be negative";
         return false;
     }
-    if (!(rackReorderFraction >= 0) || rackReorderMin < 0 || !(tailProbeRtts > 0) ||
-        suspectLosses < 1)
+    if (!(rackReorderFraction >= 0) || rackReorderMin < 0 || !(tailRttEpochRtts > 0) ||
+        !(tailProbeRtts > 0) || suspectLosses < 1)
     {
-        why = "need rackReorderFraction >= 0, rackReorderMin >= 0, tailProbeRtts > 0 and "
-              "suspectLosses >= 1";
+        why = "need rackReorderFraction >= 0, rackReorderMin >= 0, tailRttEpochRtts > 0, "
+              "tailProbeRtts > 0 and suspectLosses >= 1";
         return false;
     }
     if (rtoFloor <= 0 || !(rtoMinRttFactor >= 0) || !(initialConnectionWindow >= 1))
@@ -176,6 +176,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     reorderThreshold,
                     rackReorderFraction,
                     rackReorderMin,
+                    tailRttEpochRtts,
                     tailProbe,
                     tailProbeRtts,
                     failureDetection,
@@ -221,6 +222,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                           o.reorderThreshold,
                                           o.rackReorderFraction,
                                           o.rackReorderMin,
+                                          o.tailRttEpochRtts,
                                           o.tailProbe,
                                           o.tailProbeRtts,
                                           o.failureDetection,

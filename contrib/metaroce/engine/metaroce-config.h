@@ -96,6 +96,9 @@ struct ConnectionConfig
     /// "rack": the reordering window as a fraction of the connection's minimum RTT ...
     double rackReorderFraction{0.25};
     Time rackReorderMin{NanoSeconds(500)}; //!< ... and its floor
+    /// "rack-tail": a path's RTT is taken as at least the largest sample of any path in the
+    /// last one to two epochs of this many minimum RTTs.
+    double tailRttEpochRtts{4};
     /// "tlp": with packets outstanding and nothing else to send, resend the newest one after
     /// tailProbeRtts smoothed RTTs, so a lost tail costs round trips, not an RTO; "none".
     std::string tailProbe{"tlp"};

@@ -49,17 +49,39 @@ class SackGapLossDetection : public LossDetection
     }
 };
 
-/// SACK gaps on the path, plus send-time ordering across the connection's paths.
+/// SACK gaps on the path, plus send-time ordering across the connection's paths: always
+/// ("rack"), or only at the connection's tail, against the connection's recent largest RTT
+/// ("rack-tail").
 class RackLossDetection : public LossDetection
 {
   public:
+    /// \param tailOnly the time rule applies at the connection's tail only
+    explicit RackLossDetection(bool tailOnly)
+        : m_tailOnly(tailOnly)
+    {
+    }
+
     const char* Name() const override
     {
-        return "rack";
+        return m_tailOnly ? "rack-tail" : "rack";
+    }
+
+    bool UsesTime() const override
+    {
+        return true;
+    }
+
+    bool TimeRuleApplies(bool atTail) const override
+    {
+        return !m_tailOnly || atTail;
     }
 
     Time DueTime(const PathState& path, const LossContext& ctx, Time sentTime) const override
     {
+        if (!TimeRuleApplies(ctx.atTail))
+        {
+            return TIME_INFINITE;
+        }
         Time wait = Wait(path, ctx);
         return wait < 0 ? TIME_INFINITE : std::max(sentTime + wait, path.lastAck + wait);
     }
@@ -68,6 +90,10 @@ class RackLossDetection : public LossDetection
     {
         Time again = TIME_INFINITE;
         path.lossAwaitsEvidence = false;
+        if (!TimeRuleApplies(ctx.atTail))
+        {
+            return m_sackGap.DetectLosses(path, ctx, lost); // later packets of the path come
+        }
         const Time wait = Wait(path, ctx);
         for (uint32_t psn = path.ackedPsn; psn != path.nextPsn; psn = PsnAdd(psn, 1))
         {
@@ -112,13 +138,18 @@ class RackLossDetection : public LossDetection
 
   private:
     /// \return how long after its transmission a packet of \p path is overdue (-1: unknown).
-    static Time Wait(const PathState& path, const LossContext& ctx)
+    Time Wait(const PathState& path, const LossContext& ctx) const
     {
         Time rtt = path.rtt.HasSample() ? std::max(path.rtt.Smoothed(), path.rtt.Latest())
                                         : ctx.fallbackRtt;
         if (rtt < 0)
         {
             return -1;
+        }
+        if (m_tailOnly)
+        {
+            // A tail packet of a path whose queue grew since its last sample is not lost yet.
+            rtt = std::max(rtt, ctx.recentMaxRtt);
         }
         Time base = std::max(ctx.cfg.rackReorderMin,
                              Time(double(ctx.minRtt) * ctx.cfg.rackReorderFraction));
@@ -129,6 +160,9 @@ class RackLossDetection : public LossDetection
         }
         return rtt + window;
     }
+
+    bool m_tailOnly;                //!< the time rule applies at the tail only
+    SackGapLossDetection m_sackGap; //!< the rule away from the tail ("rack-tail")
 };
 
 } // namespace
@@ -140,9 +174,9 @@ CreateLossDetection(const std::string& name)
     {
         return std::make_unique<SackGapLossDetection>();
     }
-    if (name == "rack")
+    if (name == "rack" || name == "rack-tail")
     {
-        return std::make_unique<RackLossDetection>();
+        return std::make_unique<RackLossDetection>(name == "rack-tail");
     }
     return nullptr;
 }

@@ -26,6 +26,8 @@ struct LossContext
     Time fallbackRtt;            //!< RTT to assume for a path without a sample (-1: none)
     Time latestDeliveredSent;    //!< latest send time of any packet acknowledged (-1: none)
     uint32_t reorderMultiplier;  //!< the reordering window in base windows (DSACK-adapted)
+    bool atTail;                 //!< nothing new to send and no resend queued
+    Time recentMaxRtt;           //!< largest RTT sample of any path lately (-1: none)
 };
 
 /// Decides which in-flight packets of a path are lost, after an ACK or at a deadline.
@@ -35,6 +37,22 @@ class LossDetection
     virtual ~LossDetection() = default;
     /// \return the name the strategy is chosen by.
     virtual const char* Name() const = 0;
+
+    /// \return true if the strategy may judge by time (deadlines, DSACK-adapted window).
+    virtual bool UsesTime() const
+    {
+        return false;
+    }
+
+    /**
+     * \return true if the time rule applies now (\p atTail: the connection has nothing new
+     * to send and no resend queued). When false, evidence that arrives on one path cannot
+     * make packets of the other paths lost, and the caller skips them.
+     */
+    virtual bool TimeRuleApplies(bool /* atTail */) const
+    {
+        return false;
+    }
 
     /**
      * \return when a packet sent at \p sentTime on \p path is due to be examined by time
@@ -78,6 +96,14 @@ class LossDetection
  * as SACK gaps; a slow path's growing queue is not loss). Send times, not sequence numbers,
  * are compared, so paths of different RTTs are told apart, and a lost retransmission is
  * detected the same way.
+ *
+ * "rack-tail" (our model [M]): "rack"'s time rule only while the connection is at its tail
+ * (nothing new to send, no resend queued), and "sack-gap" otherwise; a path's RTT is taken as
+ * at least the largest RTT sample of any of the connection's paths in the last one to two
+ * epochs of tailRttEpochRtts minimum RTTs. While new data is sent, a lost packet is usually
+ * followed on its path by later packets whose ACKs reveal the SACK gap; a tail has no such
+ * packets. Judging queued packets by time mid-transfer, against a path's own RTT, is what made
+ * "rack" resend packets that an asymmetric queue only delayed.
  */
 std::unique_ptr<LossDetection> CreateLossDetection(const std::string& name);
 

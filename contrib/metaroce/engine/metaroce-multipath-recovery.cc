@@ -94,6 +94,14 @@ MultipathRequester::UpdateRtt(Time now, PathState& path, Time sample)
     }
     path.rtt.AddSample(sample, floor, std::max(floor, m_cfg.rtoMax));
     m_minRtt = m_minRtt == 0 ? path.rtt.Min() : std::min(m_minRtt, path.rtt.Min());
+    // The largest sample of the last one to two epochs of tailRttEpochRtts minimum RTTs.
+    if (now - m_rttMaxEpoch >= Time(double(m_minRtt) * m_cfg.tailRttEpochRtts))
+    {
+        m_rttMax[1] = m_rttMax[0];
+        m_rttMax[0] = -1;
+        m_rttMaxEpoch = now;
+    }
+    m_rttMax[0] = std::max(m_rttMax[0], sample);
     m_lastSrtt = path.rtt.Smoothed();
     m_ep.lastSrtt = m_lastSrtt;
     NotifyPath(now, PathEvent::RTT, path);
@@ -463,7 +471,9 @@ MultipathRequester::MakeLossContext(Time now) const
                        m_minRtt,
                        FallbackRtt(),
                        m_latestDeliveredSent,
-                       m_reorderMultiplier};
+                       m_reorderMultiplier,
+                       AtTail(),
+                       std::max(m_rttMax[0], m_rttMax[1])};
 }
 
 void

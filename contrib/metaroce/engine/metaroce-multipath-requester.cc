@@ -46,7 +46,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_timers(conn.Config().numPaths),
       m_rateHint(conn.Config().lineRateBps),
       m_initialPathWindow(conn.Config().initialPathWindow),
-      m_timeLoss(conn.Config().lossDetection == "rack"),
+      m_timeLoss(m_loss && m_loss->UsesTime()),
       m_tailProbe(conn.Config().tailProbe == "tlp"),
       m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
       m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
@@ -320,6 +320,12 @@ bool
 MultipathRequester::HasResendReady() const
 {
     return !m_resends.empty();
+}
+
+bool
+MultipathRequester::AtTail() const
+{
+    return !HasNewData() && !HasResendReady();
 }
 
 bool
@@ -855,7 +861,13 @@ MultipathRequester::FinishAck(Time now, const AckProgress& done)
 void
 MultipathRequester::DetectLossesElsewhere(Time now, const PathSet& acked)
 {
-    // A later-sent packet arrived: overdue packets of the other paths are lost now.
+    // A later-sent packet arrived: overdue packets of the other paths are lost now. A rule
+    // that does not judge by time now (SACK gaps need an ACK of the path itself) has nothing
+    // to find there: no pass over the paths.
+    if (!m_loss->TimeRuleApplies(AtTail()))
+    {
+        return;
+    }
     for (PathState& other : m_paths)
     {
         // (a path with packets out and no deadline sent them before any RTT was known)

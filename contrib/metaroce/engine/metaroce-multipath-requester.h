@@ -188,6 +188,8 @@ class MultipathRequester : public MultipathRole
     bool PacketWanted(uint32_t slot, uint32_t generation, uint32_t packetIndex) const;
     bool HasNewData() const;
     bool HasResendReady() const;
+    /// \return true if nothing new is to be sent and no resend is queued (the tail).
+    bool AtTail() const;
     uint32_t TotalInflight() const;
     bool ConnectionWindowOpen() const;
     int PathWithPendingLoss() const;
@@ -281,7 +283,7 @@ class MultipathRequester : public MultipathRole
     uint32_t m_progressCount{0};      //!< bumped whenever data is acknowledged (retry budget)
     double m_initialPathWindow;       //!< a path's window at start and when it comes back
     bool m_anyAck{false};             //!< an ACK arrived ("per-connection" caps the first flight)
-    bool m_timeLoss{false};           //!< the loss detection sets deadlines ("rack")
+    bool m_timeLoss{false};           //!< the loss detection may judge by time
     bool m_tailProbe{false};          //!< tailProbe "tlp"
     bool m_crossPathFailure{false};   //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};        //!< rtoPolicy "adaptive"
@@ -290,6 +292,8 @@ class MultipathRequester : public MultipathRole
     std::vector<AckRecord> m_ackRecords;    //!< scratch: records of one coalesced ACK
     std::vector<AckProgress> m_ackProgress; //!< scratch: what they acknowledged
     Time m_minRtt{0};                       //!< smallest RTT sample of any path (0: none yet)
+    Time m_rttMax[2]{-1, -1};               //!< largest sample, this and the last epoch
+    Time m_rttMaxEpoch{0};                  //!< when this epoch began
     Time m_lastSrtt{-1};                    //!< smoothed RTT of the path sampled last (-1: none)
     bool m_tailProbeOut{false};             //!< a tail probe is out, no progress since
     bool m_newEvidence{false};       //!< the ACK being processed delivered a later-sent packet

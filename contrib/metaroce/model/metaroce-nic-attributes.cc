@@ -373,7 +373,7 @@ MetaRoceNic::GetTypeId()
                                                             cc.congestionControl,
                                                             METAROCE_CONN(congestionControl));
     static const PolicyAttribute<LossDetection> detection(PolicyKind::LOSS_DETECTION,
-                                                          LOSS_DETECTION_RACK + 1,
+                                                          LOSS_DETECTION_RACK_TAIL + 1,
                                                           cc.lossDetection,
                                                           METAROCE_CONN(lossDetection));
     static const PolicyAttribute<TailProbe> tailProbe(PolicyKind::TAIL_PROBE,
@@ -580,6 +580,12 @@ MetaRoceNic::GetTypeId()
                           TimeValue(PicoSeconds(cc.rackReorderMin)),
                           MakeFieldAccessor<TimeValue>(METAROCE_CONN(rackReorderMin)),
                           MakeTimeChecker())
+            .AddAttribute("TailRttEpochRtts",
+                          "\"rack-tail\": a path's RTT is taken as at least the largest sample "
+                          "of any path in the last one to two epochs of this many minimum RTTs.",
+                          DoubleValue(cc.tailRttEpochRtts),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(tailRttEpochRtts)),
+                          MakeDoubleChecker<double>(0))
             .AddAttribute("TailProbe",
                           "Tail-loss probe: \"tlp\" or \"none\".",
                           tailProbe.initialValue,

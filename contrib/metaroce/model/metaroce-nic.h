@@ -143,8 +143,9 @@ class MetaRoceNic : public Object
     /// LossDetection attribute (metaroce::PolicyKind::LOSS_DETECTION).
     enum LossDetection
     {
-        LOSS_DETECTION_SACK_GAP, //!< "sack-gap": SACK gaps of a path only (the default)
-        LOSS_DETECTION_RACK,     //!< "rack": time-based, across paths
+        LOSS_DETECTION_SACK_GAP,  //!< "sack-gap": SACK gaps of a path only (the default)
+        LOSS_DETECTION_RACK,      //!< "rack": time-based, across paths
+        LOSS_DETECTION_RACK_TAIL, //!< "rack-tail": time-based at the connection's tail only
     };
 
     /// TailProbe attribute (metaroce::PolicyKind::TAIL_PROBE).
