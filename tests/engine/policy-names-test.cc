@@ -83,6 +83,7 @@ TEST(PolicyNamesTest, RecoveryPoliciesAreCheckedByName)
         {PolicyKind::RTO_POLICY, &ConnectionConfig::rtoPolicy},
         {PolicyKind::INITIAL_WINDOW, &ConnectionConfig::initialWindow},
         {PolicyKind::ACK_POLICY, &ConnectionConfig::ackPolicy},
+        {PolicyKind::RETURN_WINDOW, &ConnectionConfig::returnWindow},
     };
     for (const auto& [kind, field] : kinds)
     {

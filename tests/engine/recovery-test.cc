@@ -138,6 +138,49 @@ TEST_F(RecoveryTest, RackTailLeavesAQueueingPathToItsSackGapsMidTransfer)
     EXPECT_EQ(declared["rack-tail"], 0u);
 }
 
+TEST_F(RecoveryTest, AReturnedPathStartsWithTheOtherPathsShareOfTheWindow)
+{
+    // Path 2 is black-holed for the first 3 ms of a long transfer, fails, and comes
+    // back on a probe reply: "share" gives it the others' mean window, "initial" 4 packets.
+    std::map<std::string, double> returned;
+    for (const char* policy : {"share", "initial"})
+    {
+        SCOPED_TRACE(policy);
+        ConnectionConfig cfg = InRoundTrips();
+        cfg.lossDetection = "sack-gap";
+        cfg.returnWindow = policy;
+        Build(cfg, 128 << 20);
+        m_net->Link(m_a, m_b, 2).blackHole = true;
+        m_net->At(MilliSeconds(3), [&]() { m_net->Link(m_a, m_b, 2).blackHole = false; });
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntil(MilliSeconds(3));
+        ASSERT_EQ(PathOf(2).status, PathStatus::FAILED);
+        Time t = MilliSeconds(3);
+        while (PathOf(2).status != PathStatus::ACTIVE && t < MilliSeconds(4))
+        {
+            t += NanoSeconds(100);
+            m_net->RunUntil(t);
+        }
+        ASSERT_EQ(PathOf(2).status, PathStatus::ACTIVE);
+        ASSERT_TRUE(m_net->Completions(m_a).empty()) << "the transfer must still be running";
+        double others = 0;
+        for (uint32_t p = 0; p < cfg.numPaths; ++p)
+        {
+            others += p == 2 ? 0 : PathOf(p).cwnd / (cfg.numPaths - 1);
+        }
+        returned[policy] = PathOf(2).cwnd;
+        if (std::string(policy) == "share")
+        {
+            EXPECT_NEAR(PathOf(2).cwnd, std::max(others, cfg.initialPathWindow), 0.5);
+        }
+        m_net->RunUntilIdle(MilliSeconds(100));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_src, m_dst);
+    }
+    EXPECT_LE(returned["initial"], ConnectionConfig().initialPathWindow + 1);
+    EXPECT_GT(returned["share"], 2 * returned["initial"]);
+}
+
 TEST_F(RecoveryTest, TailProbeRecoversALostLastPacket)
 {
     // The newest packet is lost: nothing sent after it can reveal the loss.

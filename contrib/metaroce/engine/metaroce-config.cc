@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 720;
+constexpr size_t CONNECTION_CONFIG_SIZE = 752;
 } // namespace
 
 bool
@@ -34,6 +34,7 @@ ConnectionConfig::Validate(std::string& why) const
         {PolicyKind::RTO_POLICY, &rtoPolicy},
         {PolicyKind::INITIAL_WINDOW, &initialWindow},
         {PolicyKind::ACK_POLICY, &ackPolicy},
+        {PolicyKind::RETURN_WINDOW, &returnWindow},
     };
     for (const auto& [kind, name] : named)
     {
@@ -189,6 +190,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     rtoMax,
                     failureThreshold,
                     probeInterval,
+                    returnWindow,
                     connectionTimeout,
                     retryLimit,
                     rnrRetryDelay,
@@ -235,6 +237,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                           o.rtoMax,
                                           o.failureThreshold,
                                           o.probeInterval,
+                                          o.returnWindow,
                                           o.connectionTimeout,
                                           o.retryLimit,
                                           o.rnrRetryDelay,

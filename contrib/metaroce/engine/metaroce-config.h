@@ -120,6 +120,10 @@ struct ConnectionConfig
     Time rtoMax{MilliSeconds(10)};         //!< RTO ceiling (after backoff)
     uint32_t failureThreshold{3};          //!< consecutive RTOs without an ACK that fail a path
     Time probeInterval{MicroSeconds(100)}; //!< probe period of a failed path
+    /// The window of a failed path whose probe is answered: "share", the mean window of the
+    /// connection's other active paths (at least initialPathWindow), so that a returned
+    /// plane carries its share at once; "initial", initialPathWindow (AIMD grows it back).
+    std::string returnWindow{"share"};
     /// Give up (RETRY_EXC_ERR) when no path has acknowledged data for this long. Time in
     /// which the host did not run the engine (a late timer, a clock jump) does not count.
     Time connectionTimeout{MilliSeconds(100)};

@@ -50,6 +50,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_tailProbe(conn.Config().tailProbe == "tlp"),
       m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
       m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
+      m_returnShare(conn.Config().returnWindow == "share"),
       m_perConnectionStart(conn.Config().initialWindow == "per-connection"),
       m_coalescedAcks(conn.Config().ackPolicy == "coalesced")
 {
@@ -320,6 +321,25 @@ bool
 MultipathRequester::HasResendReady() const
 {
     return !m_resends.empty();
+}
+
+double
+MultipathRequester::ShareWindow(const PathState& path) const
+{
+    // The returned path's route was idle while the others carried its traffic: it can take a
+    // share of the connection's window at once (the other paths' windows shrink by ECN if it
+    // cannot). (A pass over the paths, once per returned path.)
+    double sum = 0;
+    uint32_t n = 0;
+    for (const PathState& p : m_paths)
+    {
+        if (p.status == PathStatus::ACTIVE && p.id != path.id)
+        {
+            sum += p.cwnd;
+            ++n;
+        }
+    }
+    return std::max(m_initialPathWindow, n > 0 ? sum / n : 0.0);
 }
 
 bool
@@ -754,7 +774,8 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         // RTO must not time out again at once.
         bool failed = path.status == PathStatus::FAILED;
         path.status = PathStatus::ACTIVE;
-        path.cwnd = std::max(path.cwnd, m_initialPathWindow);
+        path.cwnd =
+            std::max(path.cwnd, failed && m_returnShare ? ShareWindow(path) : m_initialPathWindow);
         m_timers.Clear(path.id, RequesterPathTimer::PROBE);
         m_timers.Clear(path.id, RequesterPathTimer::RTO);
         if (failed)

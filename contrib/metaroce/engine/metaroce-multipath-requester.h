@@ -190,6 +190,8 @@ class MultipathRequester : public MultipathRole
     bool HasResendReady() const;
     /// \return true if nothing new is to be sent and no resend is queued (the tail).
     bool AtTail() const;
+    /// \return the window a returned path starts with under returnWindow "share".
+    double ShareWindow(const PathState& path) const;
     uint32_t TotalInflight() const;
     bool ConnectionWindowOpen() const;
     int PathWithPendingLoss() const;
@@ -287,6 +289,7 @@ class MultipathRequester : public MultipathRole
     bool m_tailProbe{false};          //!< tailProbe "tlp"
     bool m_crossPathFailure{false};   //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};        //!< rtoPolicy "adaptive"
+    bool m_returnShare{false};        //!< returnWindow "share"
     bool m_perConnectionStart{false}; //!< initialWindow "per-connection"
     bool m_coalescedAcks{false};      //!< ackPolicy "coalesced" (AckReq only when pausing)
     std::vector<AckRecord> m_ackRecords;    //!< scratch: records of one coalesced ACK

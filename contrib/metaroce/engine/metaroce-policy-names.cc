@@ -38,6 +38,8 @@ PolicyField(PolicyKind kind)
         return "rocev2.dcqcn";
     case PolicyKind::ACK_POLICY:
         return "ackPolicy";
+    case PolicyKind::RETURN_WINDOW:
+        return "returnWindow";
     }
     return "?";
 }
@@ -56,6 +58,7 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> initialWindows{"per-connection", "per-path"};
     static const std::vector<std::string> rateControls{"dcqcn", "none"};
     static const std::vector<std::string> ackPolicies{"coalesced", "per-path"};
+    static const std::vector<std::string> returnWindows{"share", "initial"};
     switch (kind)
     {
     case PolicyKind::TRANSPORT:
@@ -80,6 +83,8 @@ PolicyNames(PolicyKind kind)
         return rateControls;
     case PolicyKind::ACK_POLICY:
         return ackPolicies;
+    case PolicyKind::RETURN_WINDOW:
+        return returnWindows;
     }
     return transports;
 }

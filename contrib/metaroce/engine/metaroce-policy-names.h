@@ -36,6 +36,7 @@ enum class PolicyKind : uint8_t
     INITIAL_WINDOW,     //!< ConnectionConfig::initialWindow
     ROCE_RATE_CONTROL,  //!< ConnectionConfig::rocev2.dcqcn: "dcqcn" if true, else "none"
     ACK_POLICY,         //!< ConnectionConfig::ackPolicy
+    RETURN_WINDOW,      //!< ConnectionConfig::returnWindow
 };
 
 /// \return the ConnectionConfig field that \p kind names ("congestionControl", ...).

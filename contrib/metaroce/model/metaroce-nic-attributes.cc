@@ -396,6 +396,10 @@ MetaRoceNic::GetTypeId()
                                                       ACK_POLICY_PER_PATH + 1,
                                                       cc.ackPolicy,
                                                       METAROCE_CONN(ackPolicy));
+    static const PolicyAttribute<ReturnWindow> returnWindow(PolicyKind::RETURN_WINDOW,
+                                                            RETURN_WINDOW_INITIAL + 1,
+                                                            cc.returnWindow,
+                                                            METAROCE_CONN(returnWindow));
     static const PolicyAttribute<RoceRecovery> recovery(PolicyKind::ROCE_RECOVERY,
                                                         ROCE_RECOVERY_IRN + 1,
                                                         cc.rocev2.recovery,
@@ -671,6 +675,13 @@ MetaRoceNic::GetTypeId()
                           UintegerValue(cc.rnrRetryLimit),
                           MakeFieldAccessor<UintegerValue>(METAROCE_CONN(rnrRetryLimit)),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("ReturnWindow",
+                          "Window of a failed path whose probe is answered: \"share\" (the mean "
+                          "window of the connection's other active paths, at least "
+                          "InitialPathWindow) or \"initial\" (InitialPathWindow).",
+                          returnWindow.initialValue,
+                          returnWindow.accessor,
+                          returnWindow.checker)
             .AddAttribute("AckPolicy",
                           "MetaRoCE ACKs: \"coalesced\" (one ACK per connection with a record "
                           "per path, after AckCoalescePackets packets or at once when due) or "

@@ -183,6 +183,13 @@ class MetaRoceNic : public Object
         ACK_POLICY_PER_PATH,  //!< "per-path": one ACK per path
     };
 
+    /// ReturnWindow attribute (metaroce::PolicyKind::RETURN_WINDOW).
+    enum ReturnWindow
+    {
+        RETURN_WINDOW_SHARE,   //!< "share": the mean window of the other active paths
+        RETURN_WINDOW_INITIAL, //!< "initial": InitialPathWindow
+    };
+
     /// RoceRecovery attribute (metaroce::PolicyKind::ROCE_RECOVERY).
     enum RoceRecovery
     {

@@ -131,6 +131,7 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
             {"RtoPolicy", PolicyKind::RTO_POLICY, engine.rtoPolicy},
             {"InitialWindow", PolicyKind::INITIAL_WINDOW, engine.initialWindow},
             {"AckPolicy", PolicyKind::ACK_POLICY, engine.ackPolicy},
+            {"ReturnWindow", PolicyKind::RETURN_WINDOW, engine.returnWindow},
         };
         Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
         StringValue name;
@@ -195,6 +196,8 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
         byValue("InitialWindow", EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_PATH), "per-path");
         byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_COALESCED), "coalesced");
         byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_PER_PATH), "per-path");
+        byValue("ReturnWindow", EnumValue(MetaRoceNic::RETURN_WINDOW_SHARE), "share");
+        byValue("ReturnWindow", EnumValue(MetaRoceNic::RETURN_WINDOW_INITIAL), "initial");
         const metaroce::ConnectionConfig& cfg = nic->GetDefaultConnectionConfig();
         NS_TEST_ASSERT_MSG_EQ(cfg.transport, "rocev2", "Transport reaches the engine");
         NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "dctcp", "CongestionControl reaches it");
