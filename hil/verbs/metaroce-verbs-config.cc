@@ -106,6 +106,18 @@ LoadConfig(VerbsConfig& cfg, std::string& why)
         return false;
     }
     cfg.mtu = uint32_t(v);
+    v = cfg.rtoMinUs;
+    if (!ReadUnsigned("METAROCE_VERBS_RTO_MIN_US", 10, 1000000, v, why))
+    {
+        return false;
+    }
+    cfg.rtoMinUs = uint32_t(v);
+    v = cfg.connTimeoutMs;
+    if (!ReadUnsigned("METAROCE_VERBS_CONN_TIMEOUT_MS", 1, 3600000, v, why))
+    {
+        return false;
+    }
+    cfg.connTimeoutMs = uint32_t(v);
     v = cfg.seed;
     if (!ReadUnsigned("METAROCE_VERBS_SEED", 0, UINT64_MAX, v, why))
     {

@@ -35,6 +35,8 @@ struct VerbsConfig
     double loss{0};                    //!< METAROCE_VERBS_LOSS: fault wrapper drop probability
     uint64_t seed{1};                  //!< METAROCE_VERBS_SEED: engine and fault seed
     std::string logLevel{"warn"};      //!< METAROCE_VERBS_LOG: spdlog level
+    uint32_t rtoMinUs{1000};           //!< METAROCE_VERBS_RTO_MIN_US: RTO floor (docs/hil.md)
+    uint32_t connTimeoutMs{2000};      //!< METAROCE_VERBS_CONN_TIMEOUT_MS: give up on a silent peer
 };
 
 /**

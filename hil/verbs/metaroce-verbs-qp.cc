@@ -9,6 +9,7 @@
 // engine's Connect().
 
 #include "metaroce-hil-log.h"
+#include "metaroce-hil-timers.h"
 #include "metaroce-verbs-ext.h"
 #include "metaroce-verbs-objects.h"
 
@@ -502,6 +503,11 @@ CreateQp(ibv_pd* pd, ibv_qp_init_attr* init, const metaroce_verbs_qp_attr* ext)
         }
     }
     cc.mtu = rt.Mtu();
+    // Timers for a software endpoint on a real link, as metaroce-perf sets them.
+    hil::LinkTimerInputs timers;
+    timers.rtoFloor = MicroSeconds(rt.Config().rtoMinUs);
+    timers.connectionTimeout = MilliSeconds(rt.Config().connTimeoutMs);
+    hil::ApplyLinkTimers(cc, timers);
     auto q = std::make_unique<Qp>();
     q->runtime = &rt;
     q->cap = cap;

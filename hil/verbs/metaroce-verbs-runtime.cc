@@ -143,6 +143,18 @@ Runtime::Stop()
         m_sinks.clear();
         if (m_port)
         {
+            hil::PortCounters pc = m_port->Counters();
+            const CounterSet& ec = m_endpoint->Counters();
+            spdlog::info("metaroce0 closed: {} datagrams sent, {} received, {} kernel drops, "
+                         "{} fault drops; data {} new, {} retransmitted, {} RTOs, {} received",
+                         pc.txFrames,
+                         pc.rxFrames,
+                         pc.rxKernelDrops,
+                         pc.faultDropped,
+                         ec.Get(Counter::TX_DATA),
+                         ec.Get(Counter::TX_RETRANSMIT),
+                         ec.Get(Counter::RTO),
+                         ec.Get(Counter::RX_DATA));
             m_port->Close();
         }
         boost::system::error_code ignored;
