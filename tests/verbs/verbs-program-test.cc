@@ -259,3 +259,26 @@ TEST_F(PerftestTest, WriteBwMetaRoceThroughOnePercentLoss)
           {"ib_write_bw", "-s", "65536", "-n", "200"},
           "#bytes");
 }
+
+TEST_F(PerftestTest, ReadBwMetaRoceFailsWithTheDocumentedError)
+{
+    if (std::system("command -v ib_read_bw >/dev/null") != 0)
+    {
+        GTEST_SKIP() << "ib_read_bw is missing (apt-get install perftest)";
+    }
+    int s, c;
+    std::string so, co;
+    RunPair({"--transport", "metaroce"},
+            {"ib_read_bw", "-d", "metaroce0", "-x", "0", "-F", "-n", "100"},
+            s,
+            c,
+            so,
+            co);
+    EXPECT_NE(c, 0) << co;
+    EXPECT_NE(c, -1) << "the client hung: " << co;
+    EXPECT_NE(s, -1) << "the server hung: " << so;
+    EXPECT_NE(co.find("RDMA_READ is not supported by the metaroce transport (EOPNOTSUPP)"),
+              std::string::npos)
+        << co;
+    EXPECT_NE(co.find("Couldn't post send"), std::string::npos) << co;
+}
