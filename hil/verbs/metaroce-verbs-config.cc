@@ -83,6 +83,15 @@ LoadConfig(VerbsConfig& cfg, std::string& why)
             return false;
         }
     }
+    if (const char* v = std::getenv("METAROCE_VERBS_PORT"); v != nullptr && *v != '\0')
+    {
+        cfg.portMode = v;
+        if (cfg.portMode != "udp" && cfg.portMode != "raw")
+        {
+            why = "METAROCE_VERBS_PORT=" + cfg.portMode + ": use udp or raw";
+            return false;
+        }
+    }
     uint64_t v = cfg.numPaths;
     if (!ReadUnsigned("METAROCE_VERBS_PATHS", 1, ConnectionConfig::MAX_PATHS, v, why))
     {

@@ -9,6 +9,7 @@
 
 #include "metaroce-verbs-runtime.h"
 
+#include <atomic>
 #include <deque>
 #include <infiniband/verbs.h>
 #include <mutex>
@@ -46,7 +47,8 @@ struct Context
 /// A protection domain.
 struct Pd
 {
-    ibv_pd pd; //!< what the application sees
+    ibv_pd pd;                 //!< what the application sees
+    std::atomic<int> users{0}; //!< MRs and QPs on it (ibv_dealloc_pd: EBUSY while any)
 };
 
 /// A memory region.
@@ -76,6 +78,7 @@ struct Cq
     bool overrun{false};        //!< more completions arrived than cqe
     uint32_t eventsRaised{0};   //!< events put on the channel
     uint32_t eventsAcked{0};    //!< ibv_ack_cq_events so far
+    std::atomic<int> users{0};  //!< QPs that complete on it (ibv_destroy_cq: EBUSY)
 
     /// Queue \p wc and raise the channel event if armed.
     void Push(const ibv_wc& wc);

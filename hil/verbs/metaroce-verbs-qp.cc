@@ -547,6 +547,9 @@ CreateQp(ibv_pd* pd, ibv_qp_init_attr* init, const metaroce_verbs_qp_attr* ext)
     q->attr.qp_state = IBV_QPS_RESET;
     q->attr.cap = q->cap;
     q->attr.port_num = 1;
+    reinterpret_cast<Pd*>(pd)->users++;
+    reinterpret_cast<Cq*>(init->send_cq)->users++;
+    reinterpret_cast<Cq*>(init->recv_cq)->users++;
     q->sink.owner = q.get();
     rt.SetSink(qpn, &q->sink);
     spdlog::debug("QP {} created ({} transport, {} paths)", qpn, cc.transport, cc.numPaths);
@@ -615,6 +618,9 @@ extern "C"
             }
             q->runtime->Kick();
         }
+        reinterpret_cast<Pd*>(qp->pd)->users--;
+        reinterpret_cast<Cq*>(qp->send_cq)->users--;
+        reinterpret_cast<Cq*>(qp->recv_cq)->users--;
         pthread_mutex_destroy(&qp->mutex);
         pthread_cond_destroy(&qp->cond);
         delete q;

@@ -230,6 +230,10 @@ extern "C"
 
     int ibv_dealloc_pd(ibv_pd* pd)
     {
+        if (reinterpret_cast<Pd*>(pd)->users.load() > 0)
+        {
+            return EBUSY; // memory regions or QPs still use it
+        }
         delete reinterpret_cast<Pd*>(pd);
         return 0;
     }
@@ -274,6 +278,7 @@ extern "C"
             errno = EINVAL;
             return nullptr;
         }
+        reinterpret_cast<Pd*>(pd)->users++;
         auto* m = new Mr();
         m->mr.context = pd->context;
         m->mr.pd = pd;
@@ -306,6 +311,7 @@ extern "C"
             std::lock_guard<std::mutex> lock(c->runtime->Mutex());
             c->runtime->Engine().DeregisterMemory(mr->lkey);
         }
+        reinterpret_cast<Pd*>(mr->pd)->users--;
         delete reinterpret_cast<Mr*>(mr);
         return 0;
     }
@@ -364,6 +370,10 @@ extern "C"
     int ibv_destroy_cq(ibv_cq* cq)
     {
         Cq* q = reinterpret_cast<Cq*>(cq);
+        if (q->users.load() > 0)
+        {
+            return EBUSY; // QPs still complete on it
+        }
         if (cq->channel != nullptr)
         {
             Channel* ch = reinterpret_cast<Channel*>(cq->channel);

@@ -8,6 +8,7 @@
 
 #include "metaroce-hil-fault-port.h"
 #include "metaroce-hil-log.h"
+#include "metaroce-hil-raw-port.h"
 #include "metaroce-hil-udp-port.h"
 
 #include <boost/asio/post.hpp>
@@ -94,15 +95,33 @@ Runtime::Start(std::string& why)
     ecfg.localIp = m_iface.ip;
     ecfg.seed = m_cfg.seed;
     m_endpoint = std::make_unique<Endpoint>(ecfg);
-    hil::UdpPortConfig ucfg;
-    ucfg.localIp = m_iface.ip;
-    ucfg.dataPort = m_cfg.udpPort;
-    std::unique_ptr<hil::FramePort> port = hil::UdpFramePort::Open(m_io, m_clock, ucfg, why);
-    if (!port)
+    std::unique_ptr<hil::FramePort> port;
+    if (m_cfg.portMode == "raw")
     {
-        why = "cannot open the UDP port " + hil::Ipv4ToString(m_iface.ip) + ":" +
-              std::to_string(m_cfg.udpPort) + ": " + why;
-        return false;
+        // Ethernet frames on an AF_PACKET socket of the interface (CAP_NET_RAW).
+        hil::RawPortConfig rcfg;
+        rcfg.device = m_iface.name;
+        rcfg.localIp = m_iface.ip;
+        rcfg.dataPort = m_cfg.udpPort;
+        port = hil::RawFramePort::Open(m_io, m_clock, rcfg, why);
+        if (!port)
+        {
+            why = "cannot open the raw port on " + m_iface.name + ": " + why;
+            return false;
+        }
+    }
+    else
+    {
+        hil::UdpPortConfig ucfg;
+        ucfg.localIp = m_iface.ip;
+        ucfg.dataPort = m_cfg.udpPort;
+        port = hil::UdpFramePort::Open(m_io, m_clock, ucfg, why);
+        if (!port)
+        {
+            why = "cannot open the UDP port " + hil::Ipv4ToString(m_iface.ip) + ":" +
+                  std::to_string(m_cfg.udpPort) + ": " + why;
+            return false;
+        }
     }
     if (m_cfg.loss > 0)
     {

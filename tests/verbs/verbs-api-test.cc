@@ -338,6 +338,18 @@ TEST_F(VerbsTest, UnsupportedCallsReturnTheDocumentedErrors)
     EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
+TEST_F(VerbsTest, ResourcesInUseCannotBeDestroyed)
+{
+    ibv_qp* a = MakeQp();
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(ibv_destroy_cq(m_cq), EBUSY);                // the QP completes on it
+    EXPECT_EQ(ibv_dealloc_pd(m_pd), EBUSY);                // the MR and the QP
+    EXPECT_EQ(ibv_destroy_comp_channel(m_channel), EBUSY); // the CQ
+    ASSERT_EQ(ibv_destroy_qp(a), 0);
+    m_qps.clear();
+    EXPECT_EQ(ibv_dealloc_pd(m_pd), EBUSY); // the MR
+}
+
 TEST(VerbsConfigTest, BadEnvironmentIsAClearError)
 {
     setenv("METAROCE_VERBS_IFACE", "lo", 1);
@@ -347,6 +359,11 @@ TEST(VerbsConfigTest, BadEnvironmentIsAClearError)
     EXPECT_EQ(ibv_get_device_list(nullptr), nullptr);
     EXPECT_EQ(errno, EINVAL);
     unsetenv("METAROCE_VERBS_TRANSPORT");
+    setenv("METAROCE_VERBS_PORT", "tap", 1);
+    errno = 0;
+    EXPECT_EQ(ibv_get_device_list(nullptr), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    unsetenv("METAROCE_VERBS_PORT");
     setenv("METAROCE_VERBS_IFACE", "no-such-if0", 1);
     int n = -1;
     ibv_device** list = ibv_get_device_list(&n);

@@ -196,6 +196,45 @@ TEST_F(VerbsProgramTest, RcPingpongMetaRoceThroughOnePercentLoss)
 
 } // namespace
 
+TEST_F(VerbsProgramTest, RcPingpongMetaRoceOnTheRawPort)
+{
+    int s, c;
+    std::string so, co;
+    RunPair({"--transport", "metaroce", "--port-mode", "raw"},
+            {"ibv_rc_pingpong", "-g", "0", "-n", "200"},
+            s,
+            c,
+            so,
+            co);
+    ExpectPingpong(s, c, so, co);
+    EXPECT_NE(so.find("raw va 10.250.1.1"), std::string::npos) << so;
+}
+
+TEST_F(VerbsProgramTest, RawPortWithoutCapNetRawIsAClearError)
+{
+    if (std::system("command -v setpriv >/dev/null") != 0)
+    {
+        GTEST_SKIP() << "setpriv (util-linux) is missing";
+    }
+    std::vector<std::string> argv = {"setpriv",
+                                     "--inh-caps=-net_raw",
+                                     "--bounding-set=-net_raw",
+                                     METAROCE_VERBS_RUN_BIN,
+                                     "--iface",
+                                     "va",
+                                     "--port-mode",
+                                     "raw",
+                                     "--",
+                                     "ibv_rc_pingpong",
+                                     "-g",
+                                     "0"};
+    Process p(InNetns(m_net->A(), argv));
+    EXPECT_NE(p.Wait(10s), 0) << p.Output();
+    EXPECT_NE(p.Output().find("Raw mode needs CAP_NET_RAW"), std::string::npos) << p.Output();
+    EXPECT_NE(p.Output().find("Couldn't get context for metaroce0"), std::string::npos)
+        << p.Output();
+}
+
 /// Runs one perftest program between the namespaces.
 class PerftestTest : public VerbsProgramTest
 {
