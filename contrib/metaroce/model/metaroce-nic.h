@@ -9,6 +9,7 @@
 
 #include "metaroce-endpoint.h"
 #include "metaroce-frame.h"
+#include "metaroce-port-owner.h"
 
 #include "ns3/callback.h"
 #include "ns3/event-id.h"
@@ -95,7 +96,7 @@ struct MetaRocePathEventInfo
  * endpoint attributes and AssignStreams() must be set before; later changes to them have no
  * effect. Connection attributes may change at any time and apply to later connections.
  */
-class MetaRoceNic : public Object
+class MetaRoceNic : public Object, public MetaRocePortOwner
 {
   public:
     /// Completion callback: (NIC, completion).
@@ -336,7 +337,6 @@ class MetaRoceNic : public Object
   private:
     class Observer;
     friend class Observer;
-    friend class MetaRoceNetDevice; // calls Pull and Receive directly (SetNicPort)
 
     /// One port and the frames parked for it.
     struct PortState
@@ -374,12 +374,13 @@ class MetaRoceNic : public Object
      */
     Ptr<Packet> Pull(uint32_t port);
     /**
-     * Pull with the frame's record (MetaRoceNetDevice::SetNicPort).
+     * Pull with the frame's record (MetaRocePortOwner; the ports call it through
+     * MetaRoceNetDevice::SetPortOwner).
      * \param port port index
      * \param[out] info the record of the frame returned (left not valid for a parked frame)
      * \return the next frame for it, or nullptr
      */
-    Ptr<Packet> PullFrame(uint32_t port, MetaRoceFrameInfo& info);
+    Ptr<Packet> PullForPort(uint32_t port, MetaRoceFrameInfo& info) override;
     /**
      * Frame receive callback of the ports.
      * \param device the port
@@ -387,13 +388,18 @@ class MetaRoceNic : public Object
      */
     void Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame);
     /**
-     * A port received a frame with its record (MetaRoceNetDevice::SetNicPort): the record's
-     * pending rewrites are applied to the NIC's copy of the bytes, not to the packet.
+     * A port received a frame with its record (MetaRocePortOwner; the ports call it through
+     * MetaRoceNetDevice::SetPortOwner): the record's pending rewrites are applied to the NIC's
+     * copy of the bytes, not to the packet.
+     * \param port the port index (unused: the receive trace finds the port from \p device)
      * \param device the port
      * \param frame the frame
-     * \param info its record
+     * \param info its record (not changed)
      */
-    void ReceiveFrame(MetaRoceNetDevice* device, Ptr<Packet> frame, const MetaRoceFrameInfo& info);
+    void ReceiveFromPort(uint32_t port,
+                         MetaRoceNetDevice* device,
+                         Ptr<Packet> frame,
+                         MetaRoceFrameInfo& info) override;
     /**
      * \param tx a polled datagram
      * \return the index of the port it belongs to
