@@ -66,7 +66,9 @@ struct MetaRocePathEventInfo
 
 /**
  * \ingroup metaroce
- * A host NIC running the MetaRoCE / RoCEv2 engine: the ns-3 adapter of the shared pump.
+ * A host NIC running the MetaRoCE / RoCEv2 engine: its ns-3 adapter. It shares the engine and
+ * the frame encapsulation with the HIL daemon, not the pump code: the daemon's pump pushes
+ * datagrams into a kernel queue, this one is pulled by idle ports (doc/metaroce-nic.rst).
  *
  * The NIC is aggregated to a host Node and owns one metaroce::Endpoint. It drives the host's
  * MetaRoceNetDevice ports (one per plane) in pull mode. After every input (a frame received,
@@ -357,7 +359,7 @@ class MetaRoceNic : public Object, public MetaRocePortOwner
     static std::vector<uint8_t>& Scratch(bool receive);
     /// Create the endpoint if it does not exist yet.
     void EnsureEndpoint();
-    /// The shared pump: completions, wake ports, re-arm the timer.
+    /// The pump: completions, wake ports, re-arm the timer.
     void Pump();
     /// Deliver every pending completion.
     void DrainCompletions();
