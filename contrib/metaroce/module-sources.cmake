@@ -28,6 +28,7 @@ set(METAROCE_MODEL_SOURCES
 set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-frame.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-packet-fifo.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-port-owner.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-net-device.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-channel.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-gilbert-elliott-error-model.h

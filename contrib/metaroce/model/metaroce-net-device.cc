@@ -8,9 +8,8 @@
 
 #include "metaroce-byte-order.h"
 #include "metaroce-channel.h"
-#include "metaroce-nic.h"
+#include "metaroce-port-owner.h"
 #include "metaroce-scheduler.h"
-#include "metaroce-switch.h"
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -194,8 +193,7 @@ MetaRoceNetDevice::DoDispose()
     m_channel = nullptr;
     m_pullCallback = MakeNullCallback<Ptr<Packet>>();
     m_frameRxCallback = FrameReceiveCallback();
-    m_switch = nullptr;
-    m_nic = nullptr;
+    m_owner = nullptr;
     m_admissionCallback = AdmissionCallback();
     m_dequeueCallback = DequeueCallback();
     m_rxCallback = NetDevice::ReceiveCallback();
@@ -272,7 +270,11 @@ void
 MetaRoceNetDevice::SetPullCallback(PullCallback callback)
 {
     m_pullCallback = callback;
-    m_nic = nullptr;
+    if (m_ownerPulls)
+    {
+        m_owner = nullptr;
+        m_ownerPulls = false;
+    }
 }
 
 void
@@ -286,8 +288,8 @@ void
 MetaRoceNetDevice::SetFrameReceiveCallback(FrameReceiveCallback callback)
 {
     m_frameRxCallback = callback;
-    m_switch = nullptr;
-    m_nic = nullptr;
+    m_owner = nullptr;
+    m_ownerPulls = false;
 }
 
 void
@@ -300,29 +302,26 @@ void
 MetaRoceNetDevice::SetDequeueCallback(DequeueCallback callback)
 {
     m_dequeueCallback = callback;
-    m_switch = nullptr;
+    if (!m_ownerPulls)
+    {
+        m_owner = nullptr;
+    }
 }
 
 void
-MetaRoceNetDevice::SetSwitchPort(MetaRoceSwitch* owner, uint32_t index)
+MetaRoceNetDevice::SetPortOwner(MetaRocePortOwner* owner, uint32_t index)
 {
-    m_switch = owner;
-    m_switchPort = index;
-}
-
-void
-MetaRoceNetDevice::SetNicPort(MetaRoceNic* owner, uint32_t index)
-{
-    m_nic = owner;
-    m_nicPort = index;
+    m_owner = owner;
+    m_ownerPort = index;
+    m_ownerPulls = owner != nullptr && owner->GetFeedMode() == MetaRocePortOwner::PULL;
 }
 
 void
 MetaRoceNetDevice::NotifyDequeued(MetaRocePacketFifo::Entry& entry, uint8_t priority)
 {
-    if (m_switch)
+    if (m_owner != nullptr && !m_ownerPulls)
     {
-        m_switch->FrameDequeued(this, entry.packet, priority, entry.cookie);
+        m_owner->DequeuedFromPort(this, entry.packet, priority, entry.cookie);
     }
     else if (!m_dequeueCallback.IsNull())
     {
@@ -551,9 +550,9 @@ MetaRoceNetDevice::TryTransmit()
     }
     Ptr<Packet> frame;
     MetaRoceFrameInfo info;
-    if (m_nic)
+    if (m_ownerPulls)
     {
-        frame = m_nic->PullFrame(m_nicPort, info);
+        frame = m_owner->PullForPort(m_ownerPort, info);
     }
     else if (m_pullCallback.IsNull())
     {
@@ -668,7 +667,7 @@ MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info)
     // before it (TryTransmit): until then it holds the event's place in the order of events of
     // equal time instead of the event (MetaRoceScheduler::ReserveOrder).
     const MetaRocePacketFifo* next = NextQueue();
-    m_txEndOrder = next == nullptr && m_switch != nullptr && m_pullCallback.IsNull()
+    m_txEndOrder = next == nullptr && m_owner != nullptr && !m_ownerPulls && m_pullCallback.IsNull()
                        ? MetaRoceScheduler::ReserveOrder()
                        : 0;
     m_txEndAt = (Simulator::Now() + txTime).GetTimeStep();
@@ -773,22 +772,13 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame, MetaRoceFrameInfo& info)
     {
         MetaRoceWritePending(*frame, info);
     }
-    if (m_switch)
+    if (m_owner != nullptr)
     {
         if (!m_macRxTrace.IsEmpty())
         {
             m_macRxTrace(frame);
         }
-        m_switch->ForwardFrame(m_switchPort, this, frame, info);
-        return;
-    }
-    if (m_nic)
-    {
-        if (!m_macRxTrace.IsEmpty())
-        {
-            m_macRxTrace(frame);
-        }
-        m_nic->ReceiveFrame(this, frame, info);
+        m_owner->ReceiveFromPort(m_ownerPort, this, frame, info);
         return;
     }
     // Beyond here the frame leaves the model's path: its bytes must be complete.

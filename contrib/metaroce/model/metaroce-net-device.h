@@ -31,8 +31,7 @@ namespace ns3
 {
 
 class MetaRoceChannel;
-class MetaRoceSwitch;
-class MetaRoceNic;
+class MetaRocePortOwner;
 class Node;
 
 /**
@@ -188,26 +187,18 @@ class MetaRoceNetDevice : public NetDevice
     void SetDequeueCallback(DequeueCallback callback);
 
     /**
-     * Make this device port \p index of \p owner: received frames and dequeue notifications
-     * then go straight to the switch instead of through the frame receive and dequeue
-     * callbacks (a Callback costs several dependent loads per frame). MetaRoceSwitch::AddPort
-     * calls it after setting both callbacks to the same targets; setting either callback
-     * afterwards turns the shortcut off.
-     * \param owner the switch, or nullptr to use the callbacks
+     * Make this device port \p index of \p owner: received frames go straight to
+     * MetaRocePortOwner::ReceiveFromPort, and by the owner's feed mode the idle transmitter
+     * pulls from MetaRocePortOwner::PullForPort (PULL) or dequeue notifications go to
+     * MetaRocePortOwner::DequeuedFromPort (PUSH), instead of through the frame receive, pull and
+     * dequeue callbacks (a Callback costs several dependent loads per frame). MetaRoceNic::Setup
+     * and MetaRoceSwitch::AddPort call it after setting those callbacks to the same targets.
+     * Setting the frame receive callback afterwards turns the shortcut off, as does setting the
+     * pull callback (PULL owner) or the dequeue callback (PUSH owner).
+     * \param owner the NIC or switch, or nullptr to use the callbacks
      * \param index the port index on \p owner
      */
-    void SetSwitchPort(MetaRoceSwitch* owner, uint32_t index);
-
-    /**
-     * Make this device port \p index of the NIC \p owner: the idle transmitter pulls from it
-     * and received frames go to it directly instead of through the pull and frame receive
-     * callbacks (the same shortcut as SetSwitchPort). MetaRoceNic::Setup calls it after
-     * setting both callbacks to the same targets; setting either callback afterwards turns
-     * the shortcut off.
-     * \param owner the NIC, or nullptr to use the callbacks
-     * \param index the port index on \p owner
-     */
-    void SetNicPort(MetaRoceNic* owner, uint32_t index);
+    void SetPortOwner(MetaRocePortOwner* owner, uint32_t index);
 
     /**
      * Send a PFC frame for one priority ahead of all queued data.
@@ -449,22 +440,21 @@ class MetaRoceNetDevice : public NetDevice
     // first 512 bytes (8 cache lines, which PrefetchFrameFields loads), then the 8 data queues
     // (a frame uses one); before, they were spread over 12 of the object's 19 lines. Set-up and
     // rare-path state follows.
-    Ptr<MetaRoceChannel> m_channel;    //!< the channel
-    MetaRoceSwitch* m_switch{nullptr}; //!< owning switch (SetSwitchPort); not owned
-    MetaRoceNic* m_nic{nullptr};       //!< owning NIC (SetNicPort); not owned
-    uint32_t m_switchPort{0};          //!< this device's port index on m_switch
-    uint32_t m_nicPort{0};             //!< this device's port index on m_nic
-    DataRate m_rate;                   //!< line rate
-    uint64_t m_txCarry{0};             //!< serialization remainder (bit-steps below one step)
-    uint32_t m_wireOverhead{24};       //!< per-frame bytes beyond the frame (FCS+preamble+IFG)
-    uint32_t m_numPriorities{8};       //!< number of priority classes
-    uint16_t m_mtu{4200};              //!< MTU (frame payload after the Ethernet header)
-    bool m_pfcEnabled{true};           //!< whether received PFC pauses transmission
-    uint8_t m_dataPriority{3};         //!< priority of data DSCPs
-    uint8_t m_controlDscp{48};         //!< the DSCP of control traffic
-    uint8_t m_controlPriority{7};      //!< priority of the control DSCP
-    bool m_linkUp{true};               //!< link state
-    bool m_transmitting{false};        //!< a frame is on the wire
+    Ptr<MetaRoceChannel> m_channel;      //!< the channel
+    MetaRocePortOwner* m_owner{nullptr}; //!< owning NIC or switch (SetPortOwner); not owned
+    uint32_t m_ownerPort{0};             //!< this device's port index on m_owner
+    bool m_ownerPulls{false};            //!< m_owner is a PULL owner
+    DataRate m_rate;                     //!< line rate
+    uint64_t m_txCarry{0};               //!< serialization remainder (bit-steps below one step)
+    uint32_t m_wireOverhead{24};         //!< per-frame bytes beyond the frame (FCS+preamble+IFG)
+    uint32_t m_numPriorities{8};         //!< number of priority classes
+    uint16_t m_mtu{4200};                //!< MTU (frame payload after the Ethernet header)
+    bool m_pfcEnabled{true};             //!< whether received PFC pauses transmission
+    uint8_t m_dataPriority{3};           //!< priority of data DSCPs
+    uint8_t m_controlDscp{48};           //!< the DSCP of control traffic
+    uint8_t m_controlPriority{7};        //!< priority of the control DSCP
+    bool m_linkUp{true};                 //!< link state
+    bool m_transmitting{false};          //!< a frame is on the wire
     uint8_t m_busyQueues{0};      //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
     EventId m_txCompleteEvent;    //!< end of serialization
     bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire

@@ -83,6 +83,7 @@ class MetaRoceNic::Observer : public metaroce::EngineObserver
 };
 
 MetaRoceNic::MetaRoceNic()
+    : MetaRocePortOwner(MetaRocePortOwner::PULL)
 {
     NS_LOG_FUNCTION(this);
     m_seedStream = CreateObject<UniformRandomVariable>();
@@ -150,7 +151,7 @@ MetaRoceNic::Setup(Ptr<Node> node, uint32_t address, std::vector<Ptr<MetaRoceNet
         m_ports.push_back(p);
         ports[i]->SetPullCallback(MakeCallback(&MetaRoceNic::Pull, this).Bind(i));
         ports[i]->SetFrameReceiveCallback(MakeCallback(&MetaRoceNic::Receive, this));
-        ports[i]->SetNicPort(this, i);
+        ports[i]->SetPortOwner(this, i);
     }
     if (node && !node->GetObject<MetaRoceNic>())
     {
@@ -486,11 +487,11 @@ Ptr<Packet>
 MetaRoceNic::Pull(uint32_t index)
 {
     MetaRoceFrameInfo info;
-    return PullFrame(index, info);
+    return PullForPort(index, info);
 }
 
 Ptr<Packet>
-MetaRoceNic::PullFrame(uint32_t index, MetaRoceFrameInfo& info)
+MetaRoceNic::PullForPort(uint32_t index, MetaRoceFrameInfo& info)
 {
     if (!m_endpoint)
     {
@@ -611,13 +612,15 @@ MetaRoceNic::PullFrame(uint32_t index, MetaRoceFrameInfo& info)
 void
 MetaRoceNic::Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame)
 {
-    ReceiveFrame(PeekPointer(device), frame, MetaRoceFrameInfo());
+    MetaRoceFrameInfo info;
+    ReceiveFromPort(0, PeekPointer(device), frame, info);
 }
 
 void
-MetaRoceNic::ReceiveFrame(MetaRoceNetDevice* device,
-                          Ptr<Packet> frame,
-                          const MetaRoceFrameInfo& info)
+MetaRoceNic::ReceiveFromPort(uint32_t /* port */,
+                             MetaRoceNetDevice* device,
+                             Ptr<Packet> frame,
+                             MetaRoceFrameInfo& info)
 {
     if (!m_endpoint)
     {

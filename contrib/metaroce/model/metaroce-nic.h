@@ -9,6 +9,7 @@
 
 #include "metaroce-endpoint.h"
 #include "metaroce-frame.h"
+#include "metaroce-port-owner.h"
 
 #include "ns3/callback.h"
 #include "ns3/event-id.h"
@@ -65,7 +66,9 @@ struct MetaRocePathEventInfo
 
 /**
  * \ingroup metaroce
- * A host NIC running the MetaRoCE / RoCEv2 engine: the ns-3 adapter of the shared pump.
+ * A host NIC running the MetaRoCE / RoCEv2 engine: its ns-3 adapter. It shares the engine and
+ * the frame encapsulation with the HIL daemon, not the pump code: the daemon's pump pushes
+ * datagrams into a kernel queue, this one is pulled by idle ports (doc/metaroce-nic.rst).
  *
  * The NIC is aggregated to a host Node and owns one metaroce::Endpoint. It drives the host's
  * MetaRoceNetDevice ports (one per plane) in pull mode. After every input (a frame received,
@@ -95,7 +98,7 @@ struct MetaRocePathEventInfo
  * endpoint attributes and AssignStreams() must be set before; later changes to them have no
  * effect. Connection attributes may change at any time and apply to later connections.
  */
-class MetaRoceNic : public Object
+class MetaRoceNic : public Object, public MetaRocePortOwner
 {
   public:
     /// Completion callback: (NIC, completion).
@@ -344,7 +347,6 @@ class MetaRoceNic : public Object
   private:
     class Observer;
     friend class Observer;
-    friend class MetaRoceNetDevice; // calls Pull and Receive directly (SetNicPort)
 
     /// One port and the frames parked for it.
     struct PortState
@@ -365,7 +367,7 @@ class MetaRoceNic : public Object
     static std::vector<uint8_t>& Scratch(bool receive);
     /// Create the endpoint if it does not exist yet.
     void EnsureEndpoint();
-    /// The shared pump: completions, wake ports, re-arm the timer.
+    /// The pump: completions, wake ports, re-arm the timer.
     void Pump();
     /// Deliver every pending completion.
     void DrainCompletions();
@@ -382,12 +384,13 @@ class MetaRoceNic : public Object
      */
     Ptr<Packet> Pull(uint32_t port);
     /**
-     * Pull with the frame's record (MetaRoceNetDevice::SetNicPort).
+     * Pull with the frame's record (MetaRocePortOwner; the ports call it through
+     * MetaRoceNetDevice::SetPortOwner).
      * \param port port index
      * \param[out] info the record of the frame returned (left not valid for a parked frame)
      * \return the next frame for it, or nullptr
      */
-    Ptr<Packet> PullFrame(uint32_t port, MetaRoceFrameInfo& info);
+    Ptr<Packet> PullForPort(uint32_t port, MetaRoceFrameInfo& info) override;
     /**
      * Frame receive callback of the ports.
      * \param device the port
@@ -395,13 +398,18 @@ class MetaRoceNic : public Object
      */
     void Receive(Ptr<MetaRoceNetDevice> device, Ptr<Packet> frame);
     /**
-     * A port received a frame with its record (MetaRoceNetDevice::SetNicPort): the record's
-     * pending rewrites are applied to the NIC's copy of the bytes, not to the packet.
+     * A port received a frame with its record (MetaRocePortOwner; the ports call it through
+     * MetaRoceNetDevice::SetPortOwner): the record's pending rewrites are applied to the NIC's
+     * copy of the bytes, not to the packet.
+     * \param port the port index (unused: the receive trace finds the port from \p device)
      * \param device the port
      * \param frame the frame
-     * \param info its record
+     * \param info its record (not changed)
      */
-    void ReceiveFrame(MetaRoceNetDevice* device, Ptr<Packet> frame, const MetaRoceFrameInfo& info);
+    void ReceiveFromPort(uint32_t port,
+                         MetaRoceNetDevice* device,
+                         Ptr<Packet> frame,
+                         MetaRoceFrameInfo& info) override;
     /**
      * \param tx a polled datagram
      * \return the index of the port it belongs to

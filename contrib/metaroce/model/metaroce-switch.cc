@@ -181,7 +181,8 @@ MetaRoceSwitch::GetTypeId()
 }
 
 MetaRoceSwitch::MetaRoceSwitch()
-    : m_uniform(CreateObject<UniformRandomVariable>())
+    : MetaRocePortOwner(MetaRocePortOwner::PUSH),
+      m_uniform(CreateObject<UniformRandomVariable>())
 {
     NS_LOG_FUNCTION(this);
 }
@@ -200,7 +201,7 @@ MetaRoceSwitch::DoDispose()
         {
             event.Cancel();
         }
-        port.device->SetSwitchPort(nullptr, 0);
+        port.device->SetPortOwner(nullptr, 0);
         port.device = nullptr;
     }
     m_ports.clear();
@@ -221,7 +222,7 @@ MetaRoceSwitch::AddPort(Ptr<MetaRoceNetDevice> port)
     UpdateSaltKey();
     port->SetFrameReceiveCallback(MakeCallback(&MetaRoceSwitch::ReceiveOnPort, this).Bind(index));
     port->SetDequeueCallback(MakeCallback(&MetaRoceSwitch::FrameDequeued, this));
-    port->SetSwitchPort(this, index); // same targets as the two callbacks, without them
+    port->SetPortOwner(this, index); // same targets as the two callbacks, without them
     port->TraceConnectWithoutContext(
         "PfcPauseReceived",
         MakeCallback(&MetaRoceSwitch::PauseReceived, this).Bind(index));
@@ -533,14 +534,14 @@ void
 MetaRoceSwitch::ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<Packet> frame)
 {
     MetaRoceFrameInfo info;
-    ForwardFrame(inPort, PeekPointer(port), frame, info);
+    ReceiveFromPort(inPort, PeekPointer(port), frame, info);
 }
 
 void
-MetaRoceSwitch::ForwardFrame(uint32_t inPort,
-                             MetaRoceNetDevice* /* port */,
-                             Ptr<Packet> frame,
-                             MetaRoceFrameInfo& info)
+MetaRoceSwitch::ReceiveFromPort(uint32_t inPort,
+                                MetaRoceNetDevice* /* port */,
+                                Ptr<Packet> frame,
+                                MetaRoceFrameInfo& info)
 {
     PortState& in = m_ports[inPort];
     const uint32_t size = frame->GetSize();
@@ -679,10 +680,19 @@ MetaRoceSwitch::ForwardFrame(uint32_t inPort,
 }
 
 void
-MetaRoceSwitch::FrameDequeued(Ptr<MetaRoceNetDevice> /* egress */,
+MetaRoceSwitch::FrameDequeued(Ptr<MetaRoceNetDevice> egress,
                               Ptr<const Packet> frame,
                               uint8_t priority,
                               uint32_t inPort)
+{
+    DequeuedFromPort(PeekPointer(egress), frame, priority, inPort);
+}
+
+void
+MetaRoceSwitch::DequeuedFromPort(MetaRoceNetDevice* /* egress */,
+                                 Ptr<const Packet> frame,
+                                 uint8_t priority,
+                                 uint32_t inPort)
 {
     const uint32_t size = frame->GetSize();
     m_bufferUsed -= size;

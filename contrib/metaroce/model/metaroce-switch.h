@@ -8,6 +8,7 @@
 #define METAROCE_SWITCH_H
 
 #include "metaroce-frame.h"
+#include "metaroce-port-owner.h"
 
 #include "ns3/event-id.h"
 #include "ns3/object.h"
@@ -67,7 +68,7 @@ class Packet;
  * PfcXonThreshold or below it sends XON (quanta 0). The buffer must leave headroom for the
  * bytes in flight after an XOFF (about 2 x delay x rate + 2 MTU per port).
  */
-class MetaRoceSwitch : public Object
+class MetaRoceSwitch : public Object, public MetaRocePortOwner
 {
   public:
     /// Shared-buffer size presets (used when BufferSize is 0).
@@ -242,8 +243,6 @@ class MetaRoceSwitch : public Object
     void DoDispose() override;
 
   private:
-    friend class MetaRoceNetDevice; // calls ForwardFrame and FrameDequeued (SetSwitchPort)
-
     // Ordered so that forwarding a frame touches two cache lines of its ingress and of its
     // egress port state: what every frame reads first, then the counters, the PFC refresh
     // events last.
@@ -287,20 +286,32 @@ class MetaRoceSwitch : public Object
      */
     void ReceiveOnPort(uint32_t inPort, Ptr<MetaRoceNetDevice> port, Ptr<Packet> frame);
     /**
-     * Process a frame received on a port, with its record (MetaRoceNetDevice::SetSwitchPort).
-     * A valid record spares reading the header bytes; this hop's rewrites are added to it, not
-     * written (steps 1, 2 and 7 above then work on the record).
+     * Process a frame received on a port, with its record (MetaRocePortOwner; the ports call
+     * it through MetaRoceNetDevice::SetPortOwner). A valid record spares reading the header
+     * bytes; this hop's rewrites are added to it, not written (steps 1, 2 and 7 above then
+     * work on the record).
      * \param inPort the ingress port index
      * \param port the ingress device
      * \param frame the frame
      * \param info its record (filled from the bytes when not valid)
      */
-    void ForwardFrame(uint32_t inPort,
-                      MetaRoceNetDevice* port,
-                      Ptr<Packet> frame,
-                      MetaRoceFrameInfo& info);
+    void ReceiveFromPort(uint32_t inPort,
+                         MetaRoceNetDevice* port,
+                         Ptr<Packet> frame,
+                         MetaRoceFrameInfo& info) override;
     /**
-     * A queued frame left its egress queue (dequeue callback).
+     * A queued frame left its egress queue (MetaRocePortOwner).
+     * \param egress the egress device
+     * \param frame the frame
+     * \param priority its priority
+     * \param inPort its ingress port (the cookie)
+     */
+    void DequeuedFromPort(MetaRoceNetDevice* egress,
+                          Ptr<const Packet> frame,
+                          uint8_t priority,
+                          uint32_t inPort) override;
+    /**
+     * The dequeue callback of the ports: DequeuedFromPort.
      * \param egress the egress device
      * \param frame the frame
      * \param priority its priority
