@@ -487,6 +487,42 @@ TEST_F(PairTest, PerStreamStateIsSmall)
     EXPECT_LT(perStream, 400u) << "idle " << idle;
 }
 
+TEST_F(PairTest, PathStateIsCreatedOnFirstUse)
+{
+    // A connection end that never sends holds no requester path state, one that never
+    // receives no responder path state; until then Path() reports the records the paths
+    // start with, and the records created at the first send are the same.
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    const TransportConnection* a = A().GetConnection(m_qa);
+    const TransportConnection* b = B().GetConnection(m_qb);
+    ASSERT_EQ(b->PathCount(), cfg.numPaths);
+    const size_t idleA = a->StateBytes();
+    ASSERT_EQ(a->PathCount(), cfg.numPaths);
+    std::vector<PathState> before;
+    for (size_t i = 0; i < a->PathCount(); ++i)
+    {
+        before.push_back(*a->Path(i));
+    }
+    EXPECT_EQ(a->Path(cfg.numPaths), nullptr);
+    Write(1, 0, 64);
+    EXPECT_GE(a->StateBytes(), idleA + cfg.numPaths * sizeof(PathState));
+    for (size_t i = 0; i < a->PathCount(); ++i)
+    {
+        EXPECT_EQ(a->Path(i)->id, before[i].id);
+        EXPECT_EQ(a->Path(i)->sourcePort, before[i].sourcePort);
+        EXPECT_EQ(a->Path(i)->sourcePort, before[0].sourcePort + i);
+        EXPECT_EQ(a->Path(i)->cwnd, before[i].cwnd);
+        EXPECT_EQ(a->Path(i)->rtt.Rto(), before[i].rtt.Rto());
+        EXPECT_EQ(a->Path(i)->sackWindow, before[i].sackWindow);
+    }
+    m_net->RunUntilIdle(MilliSeconds(5));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    // B received and acknowledged but never sent: its paths report their starting records.
+    EXPECT_EQ(b->Path(0)->packetsSent, 0u);
+    EXPECT_EQ(b->Path(1)->sourcePort, b->Path(0)->sourcePort + 1);
+}
+
 } // namespace
 } // namespace test
 } // namespace metaroce

@@ -41,7 +41,7 @@ MultipathConnection::StateBytes() const
 uint16_t
 MultipathConnection::NakSourcePort() const
 {
-    return m_requester.Path(0)->sourcePort;
+    return m_requester.SourcePort(0);
 }
 
 PostStatus

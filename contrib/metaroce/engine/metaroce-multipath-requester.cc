@@ -42,8 +42,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
     : MultipathRole(conn),
       m_scheduler(CreatePathScheduler(conn.Config().pathScheduler)),
       m_loss(CreateLossDetection(conn.Config().lossDetection)),
-      m_paths(conn.Config().numPaths),
-      m_timers(conn.Config().numPaths),
+      m_timers(0),
       m_rateHint(conn.Config().lineRateBps),
       m_initialPathWindow(conn.Config().initialPathWindow),
       m_timeLoss(m_loss && m_loss->UsesTime()),
@@ -60,22 +59,59 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
             m_cfg.minPathWindow,
             std::min(m_cfg.initialPathWindow, m_cfg.initialConnectionWindow / m_cfg.numPaths));
     }
-    uint16_t base = m_cfg.sourcePortBase;
-    if (base == 0 || uint32_t(base) + m_cfg.numPaths > 65536)
+    // The ports are drawn now, in connection order, whenever the paths are created.
+    m_portBase = m_cfg.sourcePortBase;
+    if (m_portBase == 0 || uint32_t(m_portBase) + m_cfg.numPaths > 65536)
     {
-        base = uint16_t(EPHEMERAL_PORT_BASE + m_ep.rng.Below(16384 - m_cfg.numPaths));
+        m_portBase = uint16_t(EPHEMERAL_PORT_BASE + m_ep.rng.Below(16384 - m_cfg.numPaths));
     }
+}
+
+PathState
+MultipathRequester::FreshPath(uint32_t i) const
+{
+    PathState p;
+    p.id = uint8_t(i);
+    p.sourcePort = uint16_t(m_portBase + i);
+    p.cwnd = m_initialPathWindow;
+    p.rtt.Reset(m_cfg.rtoInitial);
+    p.jitterState = m_ep.Config().seed ^ (uint64_t(Qpn()) << 8) ^ i;
+    p.sackWindow = m_cfg.sackWindow;
+    return p;
+}
+
+void
+MultipathRequester::CreatePaths()
+{
+    // Half of the connection ends of a permutation never send: their paths need no state.
+    m_paths.reserve(m_cfg.numPaths);
+    m_cc.reserve(m_cfg.numPaths);
     for (uint32_t i = 0; i < m_cfg.numPaths; ++i)
     {
-        PathState& p = m_paths[i];
-        p.id = uint8_t(i);
-        p.sourcePort = uint16_t(base + i);
-        p.cwnd = m_initialPathWindow;
-        p.rtt.Reset(m_cfg.rtoInitial);
-        p.jitterState = m_ep.Config().seed ^ (uint64_t(Qpn()) << 8) ^ i;
+        m_paths.push_back(FreshPath(i));
         m_cc.push_back(CreateCongestionControl(m_cfg.congestionControl));
-        p.sackWindow = m_cfg.sackWindow;
     }
+    m_timers.SetPathCount(m_cfg.numPaths);
+    m_idleView.reset();
+}
+
+const PathState*
+MultipathRequester::Path(size_t i) const
+{
+    if (i >= m_cfg.numPaths)
+    {
+        return nullptr;
+    }
+    if (!m_paths.empty())
+    {
+        return &m_paths[i];
+    }
+    if (!m_idleView)
+    {
+        m_idleView = std::make_unique<PathState>();
+    }
+    *m_idleView = FreshPath(uint32_t(i));
+    return m_idleView.get();
 }
 
 size_t
@@ -128,6 +164,7 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
 {
     // The source is looked up again for every packet sent (TransmitPacket), so that a region
     // deregistered after the post is never read.
+    EnsurePaths();
     if (wr.streamId >= m_cfg.maxStreams)
     {
         return PostStatus::INVALID_STREAM;
@@ -545,7 +582,8 @@ MultipathRequester::TransmitPacket(Time now,
         size_t span = size_t(PsnDiff(path.nextPsn, path.ackedPsn)) + 1;
         if (path.ring.size() < span)
         {
-            size_t size = std::max<size_t>(8, path.ring.size());
+            // Sized by use: with 128 paths a path of a 2 MiB flow carries a few packets.
+            size_t size = std::max<size_t>(2, path.ring.size());
             while (size < span)
             {
                 size *= 2;
@@ -643,6 +681,7 @@ MultipathRequester::AckEntry(PathState& path,
 void
 MultipathRequester::HandleAck(Time now, const Mah& ack)
 {
+    EnsurePaths();
     if (ack.pathId >= m_paths.size())
     {
         Count(Counter::RX_INVALID);
@@ -673,6 +712,7 @@ void
 MultipathRequester::HandleCoalescedAck(Time now, const ParsedPacket& pkt)
 {
     // The whole ACK is checked before any record is applied: a malformed one changes nothing.
+    EnsurePaths();
     m_ackRecords.resize(pkt.mch.recordCount);
     size_t at = 0;
     for (AckRecord& r : m_ackRecords)

@@ -106,13 +106,20 @@ class MultipathRequester : public MultipathRole
     /// \return the number of paths.
     size_t PathCount() const
     {
-        return m_paths.size();
+        return m_cfg.numPaths;
     }
 
-    /// \return path \p i, or nullptr.
-    const PathState* Path(size_t i) const
+    /**
+     * \return path \p i, or nullptr. Before the requester's first send or ACK (its paths
+     * have no state yet) this is the record path \p i would start with, valid until the
+     * next call.
+     */
+    const PathState* Path(size_t i) const;
+
+    /// \return the UDP source port of path \p i (i < PathCount()).
+    uint16_t SourcePort(size_t i) const
     {
-        return i < m_paths.size() ? &m_paths[i] : nullptr;
+        return m_paths.empty() ? uint16_t(m_portBase + i) : m_paths[i].sourcePort;
     }
 
     /// \return the current pacing rate in b/s (0 = unpaced).
@@ -173,6 +180,19 @@ class MultipathRequester : public MultipathRole
         Time rnrProbeAt{0};         //!< when the next packet may ask (RNR timer: earliest)
     };
 
+    // Per-path state, created on first use (metaroce-multipath-requester.cc)
+    PathState FreshPath(uint32_t i) const;
+
+    /// Create every path's state, congestion controller and timer slots, if not yet done.
+    void EnsurePaths()
+    {
+        if (m_paths.empty())
+        {
+            CreatePaths();
+        }
+    }
+
+    void CreatePaths();
     // Posting and transmission (metaroce-multipath-requester.cc)
     Stream& GetStream(uint16_t id);
     uint32_t AllocateSlot();
@@ -267,7 +287,9 @@ class MultipathRequester : public MultipathRole
     std::vector<std::unique_ptr<CongestionControl>> m_cc; //!< window control, one per path
     std::unique_ptr<PathScheduler> m_scheduler;           //!< path choice
     std::unique_ptr<LossDetection> m_loss;                //!< loss detection
-    std::vector<PathState> m_paths;                       //!< paths
+    std::vector<PathState> m_paths;                       //!< paths (empty until first use)
+    mutable std::unique_ptr<PathState> m_idleView;        //!< Path() before first use
+    uint16_t m_portBase{0};                               //!< UDP source port of path 0
     RequesterTimers m_timers;                             //!< every deadline, per path and own
     std::vector<Stream> m_streams;                        //!< streams by id (grown on use)
     std::vector<SendMessage> m_messages;                  //!< message slots (grown on use)

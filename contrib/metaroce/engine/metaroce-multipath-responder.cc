@@ -64,10 +64,17 @@ LeadingOnes(const std::array<uint64_t, 4>& b)
 
 MultipathResponder::MultipathResponder(MultipathConnection& conn)
     : MultipathRole(conn),
-      m_recvPaths(conn.Config().numPaths),
-      m_timers(conn.Config().numPaths),
+      m_timers(0),
       m_coalesced(conn.Config().ackPolicy == "coalesced")
 {
+}
+
+void
+MultipathResponder::CreatePaths()
+{
+    // Half of the connection ends of a permutation never receive data: no per-path state.
+    m_recvPaths.resize(m_cfg.numPaths);
+    m_timers.SetPathCount(m_cfg.numPaths);
 }
 
 size_t
@@ -207,6 +214,7 @@ MultipathResponder::PostRecv(const RecvWr& wr)
 void
 MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
 {
+    EnsurePaths();
     if (pkt.mdh.pathId >= m_recvPaths.size())
     {
         Count(Counter::RX_INVALID);
@@ -233,6 +241,7 @@ MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const Parsed
 void
 MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedPacket& pkt)
 {
+    EnsurePaths();
     if (pkt.mdh.pathId >= m_recvPaths.size())
     {
         Count(Counter::RX_INVALID);

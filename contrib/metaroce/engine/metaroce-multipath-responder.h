@@ -118,6 +118,16 @@ class MultipathResponder : public MultipathRole
         Time triggerAt{0};              //!< arrival of triggerPsn ("coalesced": AckDelay)
     };
 
+    /// Create every path's receive state and timer slot, if not yet done (first packet).
+    void EnsurePaths()
+    {
+        if (m_recvPaths.empty())
+        {
+            CreatePaths();
+        }
+    }
+
+    void CreatePaths();
     Stream& GetStream(uint16_t id);
     uint8_t PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate);
     bool MessageDone(uint16_t streamId, uint32_t messageSeq) const;
@@ -141,7 +151,7 @@ class MultipathResponder : public MultipathRole
     bool SendCoalescedAck(Time now, TxDatagram& out);
     void ScheduleAck(Time now, uint8_t pathId, bool immediate);
 
-    std::vector<RecvPath> m_recvPaths;                      //!< per-path receive state
+    std::vector<RecvPath> m_recvPaths;                      //!< per path (empty until used)
     ResponderTimers m_timers;                               //!< delayed-ACK deadlines
     std::vector<Stream> m_streams;                          //!< streams by id (grown on use)
     std::vector<RecvMessage> m_recvMessages;                //!< messages being received

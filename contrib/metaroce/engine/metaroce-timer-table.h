@@ -82,6 +82,17 @@ class TimerTable
     {
     }
 
+    /**
+     * Give the table slots for \p numPaths paths (not fewer than it has), new ones unarmed; the
+     * connection slots and the paths' slots already there keep their deadlines. An owner that
+     * creates its per-path state on first use (a connection that never sends holds no per-path
+     * timers) starts with a table for 0 paths and calls this then.
+     */
+    void SetPathCount(uint32_t numPaths)
+    {
+        m_slots.resize(CONNECTION_SLOTS + size_t(numPaths) * PATH_SLOTS, TIME_INFINITE);
+    }
+
     /// \return the deadline of \p slot of path \p path (TIME_INFINITE: unarmed).
     Time Get(uint32_t path, PathSlot slot) const
     {

@@ -118,9 +118,11 @@ MetaRoceTrafficHelper::HopCount(uint32_t src, uint32_t dst)
             }
         }
     }
-    std::vector<int32_t>& dist = m_hopCache[src];
-    if (dist.empty())
+    std::vector<uint16_t>& hops = m_hopCache[src];
+    if (hops.empty())
     {
+        // Breadth-first over the nodes (scratch), then keep the distances to hosts only.
+        std::vector<int32_t>& dist = m_bfsScratch;
         dist.assign(m_adjacency.size(), -1);
         std::queue<uint32_t> q;
         const uint32_t from = m_fabric->GetHost(src)->GetId();
@@ -144,9 +146,17 @@ MetaRoceTrafficHelper::HopCount(uint32_t src, uint32_t dst)
                 }
             }
         }
+        hops.assign(m_fabric->GetHostCount(), 0);
+        for (uint32_t h = 0; h < hops.size(); ++h)
+        {
+            const uint32_t id = m_fabric->GetHost(h)->GetId();
+            if (id < dist.size() && dist[id] > 0)
+            {
+                hops[h] = static_cast<uint16_t>(std::min<int32_t>(dist[id], UINT16_MAX));
+            }
+        }
     }
-    const uint32_t to = m_fabric->GetHost(dst)->GetId();
-    return to < dist.size() && dist[to] > 0 ? static_cast<uint32_t>(dist[to]) : 0;
+    return hops[dst];
 }
 
 Time

@@ -108,7 +108,8 @@ class MetaRoceTrafficHelper
     std::vector<Ptr<MetaRoceNic>> m_nics;           //!< NICs by host
     metaroce::ConnectionConfig m_cfg;               //!< configuration given to applications
     bool m_haveConfig{false};                       //!< SetConnectionConfig was called
-    std::vector<std::vector<int32_t>> m_hopCache;   //!< BFS distances by source host
+    std::vector<std::vector<uint16_t>> m_hopCache;  //!< source host -> hops to each host (0: none)
+    std::vector<int32_t> m_bfsScratch;              //!< BFS distances by node id (reused)
     std::vector<std::vector<uint32_t>> m_adjacency; //!< node id -> neighbour ids
     std::vector<int64_t> m_hostOfNode;              //!< node id -> host index
 };

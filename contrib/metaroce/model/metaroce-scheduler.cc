@@ -264,6 +264,12 @@ MetaRoceScheduler::TakeFromBucket(uint64_t slot, std::vector<Entry>::iterator it
     std::vector<Entry>& bucket = m_buckets[slot];
     bucket.erase(it); // keeps the current bucket sorted; the last entry is the usual case
     --m_nearCount;
+    if (bucket.empty() && bucket.capacity() > KEPT_BUCKET_CAPACITY)
+    {
+        // A burst left this bucket large: give the memory back (the ring would otherwise hold
+        // every bucket's largest size ever, tens of MB on a large fabric).
+        std::vector<Entry>().swap(bucket);
+    }
     if (bucket.empty() && (slot != (m_current & (m_bucketCount - 1)) || m_late.empty()))
     {
         m_occupied[slot / 64] &= ~(uint64_t(1) << (slot % 64));

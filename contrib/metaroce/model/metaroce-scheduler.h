@@ -256,6 +256,9 @@ class MetaRoceScheduler : public Scheduler
     /// \return the earliest far-heap entry, removed
     Entry PopFar() const;
 
+    /// A bucket that empties with more room than this (entries) releases its memory.
+    static constexpr std::size_t KEPT_BUCKET_CAPACITY = 256;
+
     // Buckets (BucketWidth > 0): events earlier than m_windowEnd are in a ring of buckets of
     // 2^m_shift time steps each, m_heap holds the later ones. The current bucket is sorted
     // (earliest at the back) once it is the earliest non-empty one; the others are unsorted.
