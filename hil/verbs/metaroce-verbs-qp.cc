@@ -10,9 +10,11 @@
 
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-timers.h"
+#include "metaroce-rocev2-role.h"
 #include "metaroce-verbs-ext.h"
 #include "metaroce-verbs-objects.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
@@ -393,32 +395,88 @@ ModifyQp(Qp& q, const ibv_qp_attr& attr, int mask)
     return 0;
 }
 
+/// \return the packets \p conn has received from its peer (data, duplicates, ACKs, NAKs,
+/// probes): what changes while the peer is still talking to it.
+uint64_t
+ReceivedFromPeer(const TransportConnection& conn)
+{
+    const CounterSet& c = conn.Counters();
+    return c.Get(Counter::RX_DATA) + c.Get(Counter::RX_DUPLICATE) + c.Get(Counter::RX_ACK) +
+           c.Get(Counter::RX_NAK) + c.Get(Counter::RX_PROBE);
+}
+
 /**
- * Before a connection is destroyed, let the progress thread send what is due now or within
- * an ACK delay (the acknowledgement of the last message received, which a NIC sends at once
- * and the engine coalesces for up to ackDelay): without it the peer's last send would never
- * complete. Waits at most LINGER_MAX.
+ * How long a destroyed connection keeps answering after the last packet from its peer: four
+ * times the RTO the peer may be waiting out before it resends (its resends and our answers
+ * can be lost too: at 10 % loss a round trip fails one time in five), estimated from this side's
+ * own settings and paths (the same links). MetaRoCE: the largest path RTO, at least the initial
+ * RTO. RoCEv2: the local ACK timeout (go-back-N) or IRN's larger RTO.
+ */
+Time
+QuietPeriod(const TransportConnection& conn)
+{
+    const ConnectionConfig& cfg = conn.Config();
+    Time rto = cfg.rtoInitial;
+    if (conn.Kind() == Transport::ROCEV2)
+    {
+        rto = cfg.rocev2.recovery == "irn" ? cfg.rocev2.irnRtoHigh
+                                           : RoceLocalAckTimeout(cfg.rocev2.localAckTimeout);
+    }
+    for (size_t i = 0; i < conn.PathCount(); ++i)
+    {
+        const PathState* p = conn.Path(i);
+        if (p != nullptr)
+        {
+            rto = std::max(rto, p->rtt.Rto());
+        }
+    }
+    return 4 * rto;
+}
+
+/**
+ * Before a connection is destroyed, keep it answering its peer for a while, as TCP's
+ * TIME-WAIT does (docs/verbs.md, "Destroying a QP"):
+ *  1. send what is due now or within an ACK delay (the acknowledgement of the last message
+ *     received, which a NIC sends at once and the engine coalesces for up to ackDelay);
+ *  2. if the peer sent data, wait until it has been silent for QuietPeriod(): when that last
+ *     acknowledgement is lost, the peer resends after its RTO, and a connection that is gone
+ *     by then would leave the peer's last send to end in a retry-exceeded error.
+ * Waits at most LINGER_MAX.
  */
 void
 Linger(Qp& q)
 {
     constexpr Time SOON = MicroSeconds(20);
-    constexpr Time LINGER_MAX = MilliSeconds(5);
+    constexpr Time LINGER_MAX = MilliSeconds(1000);
     Runtime& rt = *q.runtime;
-    Time start = rt.Now();
+    const Time start = rt.Now();
+    Time lastHeard = start;
+    uint64_t heard = UINT64_MAX;
     while (rt.Now() - start < LINGER_MAX)
     {
         {
             std::lock_guard<std::mutex> lock(rt.Mutex());
             const TransportConnection* conn = rt.Engine().GetConnection(q.qp.qp_num);
-            Time now = rt.Now();
-            if (conn == nullptr || !conn->Connected() ||
-                (!conn->WantsToSend(now) && conn->NextDeadline() > start + SOON))
+            const Time now = rt.Now();
+            if (conn == nullptr || !conn->Connected() || conn->InError())
+            {
+                return;
+            }
+            const uint64_t received = ReceivedFromPeer(*conn);
+            if (received != heard)
+            {
+                heard = received;
+                lastHeard = now;
+            }
+            const bool flushed = !conn->WantsToSend(now) && conn->NextDeadline() > now + SOON;
+            const bool peerQuiet = conn->Counters().Get(Counter::RX_DATA) == 0 ||
+                                   now - lastHeard >= QuietPeriod(*conn);
+            if (flushed && peerQuiet)
             {
                 return;
             }
         }
-        std::this_thread::sleep_for(std::chrono::microseconds(10));
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
 }
 
