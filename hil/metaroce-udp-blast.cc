@@ -18,6 +18,7 @@
  */
 
 #include "metaroce-endpoint.h"
+#include "metaroce-hil-options.h"
 #include "metaroce-random.h"
 
 #include <arpa/inet.h>
@@ -41,17 +42,6 @@ double
 Seconds(Clock::time_point a, Clock::time_point b)
 {
     return std::chrono::duration<double>(b - a).count();
-}
-
-int
-Usage()
-{
-    std::fprintf(stderr,
-                 "usage: metaroce-udp-blast sink [--port P] [--idle S] [--duration S]\n"
-                 "       metaroce-udp-blast send DST_IP [--port P] [--size N | "
-                 "--engine-mtu M] [--duration S] [--count N] [--random SEED] "
-                 "[--src-port P]\n");
-    return 64;
 }
 
 int
@@ -234,85 +224,75 @@ Send(const std::string& dst,
 int
 main(int argc, char** argv)
 {
-    if (argc < 2)
-    {
-        return Usage();
-    }
-    std::string mode = argv[1];
-    std::string dst;
+    using namespace metaroce::hil;
     uint16_t port = metaroce::ROCE_UDP_PORT;
     uint16_t srcPort = 0;
-    size_t size = 4096;
+    uint64_t size = 4096;
     double duration = 2;
     double idle = 1;
     uint64_t count = 0;
     bool random = false;
     uint64_t seed = 1;
-    int i = 2;
-    if (mode == "send")
+    ToolOptions options("metaroce-udp-blast",
+                        "usage: metaroce-udp-blast sink [--port P] [--idle S] [--duration S]\n"
+                        "       metaroce-udp-blast send DST_IP [--port P] [--size N | "
+                        "--engine-mtu M] [--duration S]\n"
+                        "                          [--count N] [--random SEED] [--src-port P]\n"
+                        "Plain UDP datagrams at full speed, the ceiling for metaroce-perf.");
+    options.Add("port", "P", "UDP port (4791)", Number(port));
+    options.Add("src-port", "P", "send: UDP source port (0: any)", Number(srcPort));
+    options.Add("size", "N", "send: datagram bytes, 1..65507 (4096)", Number(size));
+    options.Add("engine-mtu",
+                "M",
+                "send: datagrams as large as the engine's at MTU M",
+                [&size](const std::string& text) {
+                    uint32_t mtu = 0;
+                    std::string expected = Number(mtu)(text);
+                    if (expected.empty())
+                    {
+                        size = metaroce::Endpoint::MaxDatagramSize(mtu);
+                    }
+                    return expected;
+                });
+    options.Add("duration", "S", "seconds to run (2)", Real(duration, 0, 1e9));
+    options.Add("idle", "S", "sink: stop after S idle seconds (1)", Real(idle, 0, 1e9));
+    options.Add("count", "N", "send: stop after N datagrams (0: no limit)", Number(count));
+    options.Add("random",
+                "SEED",
+                "send: random payload bytes from SEED",
+                [&random, &seed](const std::string& text) {
+                    std::string expected = Number(seed)(text);
+                    random = random || expected.empty();
+                    return expected;
+                });
+    options.AllowPositional(2);
+    int status = options.Parse(argc, argv);
+    if (status >= 0)
     {
-        if (argc < 3)
-        {
-            return Usage();
-        }
-        dst = argv[2];
-        i = 3;
+        return status;
     }
-    else if (mode != "sink")
+    const auto& words = options.Positional();
+    if (words.empty())
     {
-        return Usage();
+        return options.UsageError("a mode (sink or send) is needed");
     }
-    for (; i < argc; ++i)
+    const std::string& mode = words[0];
+    if (mode != "sink" && mode != "send")
     {
-        std::string a = argv[i];
-        if (i + 1 >= argc)
-        {
-            return Usage();
-        }
-        std::string v = argv[++i];
-        if (a == "--port")
-        {
-            port = uint16_t(std::stoul(v));
-        }
-        else if (a == "--src-port")
-        {
-            srcPort = uint16_t(std::stoul(v));
-        }
-        else if (a == "--size")
-        {
-            size = std::stoul(v);
-        }
-        else if (a == "--engine-mtu")
-        {
-            size = metaroce::Endpoint::MaxDatagramSize(uint32_t(std::stoul(v)));
-        }
-        else if (a == "--duration")
-        {
-            duration = std::stod(v);
-        }
-        else if (a == "--idle")
-        {
-            idle = std::stod(v);
-        }
-        else if (a == "--count")
-        {
-            count = std::stoull(v);
-        }
-        else if (a == "--random")
-        {
-            random = true;
-            seed = std::stoull(v);
-        }
-        else
-        {
-            return Usage();
-        }
+        return options.UsageError("unknown mode '" + mode + "' (sink or send)");
+    }
+    if (mode == "send" && words.size() < 2)
+    {
+        return options.UsageError("send needs DST_IP");
+    }
+    if (mode == "sink" && words.size() > 1)
+    {
+        return options.UsageError("unexpected argument '" + words[1] + "'");
     }
     if (size == 0 || size > 65507)
     {
-        std::fprintf(stderr, "size must be in 1..65507\n");
-        return 64;
+        return options.UsageError("the datagram size must be in 1..65507");
     }
     return mode == "sink" ? Sink(port, idle, duration)
-                          : Send(dst, port, srcPort, size, duration, count, random, seed);
+                          : Send(words[1], port, srcPort, size, duration, count, random, seed);
 }
