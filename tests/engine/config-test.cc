@@ -256,6 +256,11 @@ TEST(ConnectionConfigTest, EveryFieldTakesPartInEquality)
     }
     {
         ConnectionConfig c;
+        c.maxRdAtomic += 1;
+        EXPECT_NE(c, base) << "maxRdAtomic";
+    }
+    {
+        ConnectionConfig c;
         c.rocev2.localAckTimeout = uint8_t(c.rocev2.localAckTimeout + 1);
         EXPECT_NE(c, base) << "rocev2.localAckTimeout";
     }

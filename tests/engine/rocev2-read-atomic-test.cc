@@ -6,11 +6,11 @@
 
 // RDMA READ and atomics on the RoCEv2 engine (issue 17): the IB wire formats, ibv_wc
 // statuses, PSN accounting, recovery of lost responses and exactly-once atomics, under both
-// recovery modes; MetaRoCE rejects the operations for now.
+// recovery modes. The MetaRoCE engine's are in metaroce-read-atomic-test.cc.
 
 #include "engine-network.h"
 #include "metaroce-rocev2-connection.h"
-#include "pair-fixture.h"
+#include "read-atomic-fixture.h"
 
 #include <cstring>
 #include <gtest/gtest.h>
@@ -98,100 +98,6 @@ TEST(RoceV2ReadAtomicWire, AtomicHeadersLayout)
     EXPECT_EQ(back.atomicAckEth.original, 0x0A0B0C0D0E0F1011ull);
     EXPECT_EQ(back.aeth.msn, 5u);
 }
-
-/// A pair whose responder B exposes a remote region with chosen rights.
-class ReadAtomicPair : public PairTest, public ::testing::WithParamInterface<const char*>
-{
-  protected:
-    /// Build with recovery GetParam() (or \p transport), and a remote region at B of
-    /// \p remoteBytes random bytes with \p remoteAccess.
-    void Setup(uint32_t remoteAccess,
-               size_t remoteBytes = 256 * 1024,
-               ConnectionConfig cfg = RoceConfig())
-    {
-        if (cfg.transport == "rocev2")
-        {
-            cfg.rocev2.recovery = GetParam();
-        }
-        PairTest::Build(cfg, 256 * 1024);
-        ASSERT_NE(m_qa, 0u);
-        m_remote.resize(remoteBytes);
-        Rng rng(7);
-        for (auto& byte : m_remote)
-        {
-            byte = uint8_t(rng.Next());
-        }
-        m_remoteMr = B().RegisterMemory(m_remote.data(), m_remote.size(), remoteAccess);
-        ASSERT_NE(m_remoteMr.lkey, 0u);
-        std::memset(m_local, 0, sizeof(m_local));
-        m_localMr = A().RegisterMemory(m_local, sizeof(m_local), ACCESS_LOCAL_WRITE);
-        m_net->EnableTxLog(true);
-    }
-
-    /// Post a READ of \p len bytes at \p offset of B's region into A's source buffer.
-    PostStatus Read(uint64_t wrId, size_t offset, uint32_t len)
-    {
-        SendWr wr;
-        wr.wrId = wrId;
-        wr.opcode = WrOpcode::RDMA_READ;
-        wr.sge = {m_srcMr.addr + offset, len, m_srcMr.lkey};
-        wr.remoteAddr = m_remoteMr.addr + offset;
-        wr.rkey = m_remoteMr.rkey;
-        PostStatus st = A().PostSend(m_net->Now(), m_qa, wr);
-        m_net->Kick(m_a);
-        return st;
-    }
-
-    /// Post an atomic on the word at \p offset of B's region; the original lands in slot \p k.
-    PostStatus Atomic(uint64_t wrId,
-                      WrOpcode op,
-                      size_t offset,
-                      uint64_t compareAdd,
-                      uint64_t swap,
-                      size_t k = 0,
-                      uint32_t len = 8)
-    {
-        SendWr wr;
-        wr.wrId = wrId;
-        wr.opcode = op;
-        wr.sge = {m_localMr.addr + 8 * k, len, m_localMr.lkey};
-        wr.remoteAddr = m_remoteMr.addr + offset;
-        wr.rkey = m_remoteMr.rkey;
-        wr.compareAdd = compareAdd;
-        wr.swap = swap;
-        PostStatus st = A().PostSend(m_net->Now(), m_qa, wr);
-        m_net->Kick(m_a);
-        return st;
-    }
-
-    uint64_t RemoteWord(size_t offset) const
-    {
-        uint64_t v = 0;
-        std::memcpy(&v, m_remote.data() + offset, 8);
-        return v;
-    }
-
-    void SetRemoteWord(size_t offset, uint64_t v)
-    {
-        std::memcpy(m_remote.data() + offset, &v, 8);
-    }
-
-    /// \return transmissions by \p src with opcode \p op.
-    size_t Sent(uint32_t src, uint8_t op) const
-    {
-        size_t n = 0;
-        for (const TxRecord& r : m_net->TxLog())
-        {
-            n += r.src == src && r.opcode == op;
-        }
-        return n;
-    }
-
-    std::vector<uint8_t> m_remote;
-    MemoryRegion m_remoteMr;
-    uint64_t m_local[64]{};
-    MemoryRegion m_localMr;
-};
 
 TEST_P(ReadAtomicPair, ReadReturnsTheExactBytesAndTakesOnePsnPerResponse)
 {
@@ -456,30 +362,6 @@ TEST_P(ReadAtomicPair, MaxRdAtomicBoundsOutstandingRequests)
 }
 
 INSTANTIATE_TEST_SUITE_P(Recovery, ReadAtomicPair, ::testing::Values("gbn", "irn"));
-
-TEST(MetaRoceReadAtomic, RejectedAtPostAsNotSupported)
-{
-    EngineNetwork net;
-    uint32_t a = net.AddEndpoint();
-    uint32_t b = net.AddEndpoint();
-    ConnectionConfig cfg; // transport "metaroce"
-    auto [qa, qb] = net.Connect(a, b, cfg);
-    ASSERT_NE(qa, 0u);
-    (void)qb;
-    uint64_t word = 0;
-    MemoryRegion mr = net.At(a).RegisterMemory(&word, sizeof(word), ACCESS_LOCAL_WRITE);
-    for (WrOpcode op :
-         {WrOpcode::RDMA_READ, WrOpcode::ATOMIC_CMP_AND_SWP, WrOpcode::ATOMIC_FETCH_AND_ADD})
-    {
-        SendWr wr;
-        wr.opcode = op;
-        wr.sge = {mr.addr, 8, mr.lkey};
-        EXPECT_EQ(net.At(a).PostSend(net.Now(), qa, wr), PostStatus::NOT_SUPPORTED)
-            << WrOpcodeName(op);
-    }
-    EXPECT_STREQ(PostStatusName(PostStatus::NOT_SUPPORTED), "NOT_SUPPORTED");
-    EXPECT_EQ(net.At(a).GetConnection(qa)->InError(), false) << "the connection is unharmed";
-}
 
 } // namespace
 } // namespace test

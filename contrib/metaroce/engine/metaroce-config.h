@@ -145,6 +145,14 @@ struct ConnectionConfig
     uint32_t ackEveryPackets{1};    //!< "per-path": ACK after this many in-order packets
     Time ackDelay{MicroSeconds(2)}; //!< longest an ACK is held back for coalescing
 
+    // RDMA READ and atomics
+    /// READs and atomics outstanding at once (IB max_rd_atomic, 1-255; a later one waits to
+    /// be sent). The responder keeps up to 2 x maxRdAtomic responses until the requester has
+    /// acknowledged them (for an atomic, its result: the replay cache; a resent request is
+    /// recognised by its stream and message and never executed twice); a request beyond that
+    /// is left unacknowledged, so it comes again.
+    uint32_t maxRdAtomic{16};
+
     /**
      * Settings of the RoCEv2 baseline (transport "rocev2"): InfiniBand RC queue-pair
      * attributes, ACK coalescing and DCQCN. The shared fields above that RoCEv2 uses are

@@ -186,10 +186,6 @@ Endpoint::PostSend(Time now, uint32_t qpn, const SendWr& wr)
     {
         return PostStatus::CONNECTION_ERROR;
     }
-    if (IsReadOrAtomic(wr.opcode) && c->Kind() != Transport::ROCEV2)
-    {
-        return PostStatus::NOT_SUPPORTED; // MetaRoCE has no READ or atomics yet (issue 17)
-    }
     uint8_t* ptr = nullptr;
     if (wr.sge.length > 0)
     {

@@ -6,6 +6,8 @@
 
 #include "metaroce-memory.h"
 
+#include <cstring>
+
 namespace metaroce
 {
 
@@ -82,6 +84,20 @@ size_t
 MemoryTable::Size() const
 {
     return m_entries.size() - m_free.size();
+}
+
+uint64_t
+ApplyAtomic(uint8_t* word, bool compareSwap, uint64_t compare, uint64_t swapAdd)
+{
+    uint64_t original = 0;
+    if (word == nullptr)
+    {
+        return original;
+    }
+    std::memcpy(&original, word, sizeof(original));
+    uint64_t value = compareSwap ? (original == compare ? swapAdd : original) : original + swapAdd;
+    std::memcpy(word, &value, sizeof(value));
+    return original;
 }
 
 } // namespace metaroce

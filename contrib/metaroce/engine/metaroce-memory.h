@@ -65,6 +65,14 @@ class MemoryTable
     uint8_t m_tag{0};             //!< last tag handed out
 };
 
+/**
+ * Run an IB atomic on the 64-bit word at \p word (host order, as Linux rxe keeps it; nullptr:
+ * a virtual region, which reads 0 and keeps nothing): Compare&Swap stores \p swapAdd if the
+ * word equals \p compare (\p compareSwap), Fetch&Add adds \p swapAdd.
+ * \return the word's value before the operation
+ */
+uint64_t ApplyAtomic(uint8_t* word, bool compareSwap, uint64_t compare, uint64_t swapAdd);
+
 } // namespace metaroce
 
 #endif // METAROCE_MEMORY_H

@@ -73,6 +73,7 @@ MultipathConnection::HandlePacket(Time now, const DatagramMeta& meta, const Pars
     switch (pkt.info->kind)
     {
     case PacketKind::DATA:
+    case PacketKind::RESPONSE: // (answers travel on the answering end's paths, as data)
         m_responder.HandleData(now, meta, pkt);
         break;
     case PacketKind::PROBE:

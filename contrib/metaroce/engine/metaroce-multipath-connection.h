@@ -52,6 +52,18 @@ class MultipathConnection : public TransportConnection
         return m_requester.PacingRate();
     }
 
+    /// \return the requester role (the responder hands it READ and atomic answers to send).
+    MultipathRequester& Requester()
+    {
+        return m_requester;
+    }
+
+    /// \return the responder role (the requester NAKs through it a READ it cannot answer).
+    MultipathResponder& Responder()
+    {
+        return m_responder;
+    }
+
   private:
     friend class MultipathRole;
 

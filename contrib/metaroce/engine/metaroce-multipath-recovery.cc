@@ -280,7 +280,7 @@ bool
 MultipathRequester::RnrHeld(uint32_t slot) const
 {
     const SendMessage& m = m_messages[slot];
-    const Stream& s = m_streams[m.wr.streamId];
+    const Stream& s = GetStream(m.wr.streamId);
     return s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0;
 }
 
@@ -427,7 +427,7 @@ MultipathRequester::MoveOutstanding(Time now, PathState& path, bool timeout)
                 // As in IB, the error goes to the oldest unfinished message of the stream
                 // (completions are in stream order); the later ones are flushed.
                 EnterError(now,
-                           m_streams[m_messages[e.messageSlot].wr.streamId].head,
+                           GetStream(m_messages[e.messageSlot].wr.streamId).head,
                            WcStatus::RETRY_EXC_ERR);
                 return false;
             }

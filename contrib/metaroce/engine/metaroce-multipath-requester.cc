@@ -9,6 +9,7 @@
 #include "metaroce-multipath-connection.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace metaroce
 {
@@ -30,10 +31,21 @@ OpcodeFor(WrOpcode op)
         return MR_SEND;
     case WrOpcode::SEND_WITH_IMM:
         return MR_SEND_IMM;
-    default:
-        break; // READ and atomics: Endpoint::PostSend rejects them (NOT_SUPPORTED)
+    case WrOpcode::RDMA_READ:
+        return MR_READ_REQUEST;
+    case WrOpcode::ATOMIC_CMP_AND_SWP:
+        return MR_CMP_SWAP;
+    case WrOpcode::ATOMIC_FETCH_AND_ADD:
+        return MR_FETCH_ADD;
     }
     return MR_WRITE;
+}
+
+/// \return the number of packets of \p length bytes (at least one).
+uint32_t
+PacketsFor(uint32_t length, uint32_t mtu)
+{
+    return std::max<uint32_t>(1, (length + mtu - 1) / mtu);
 }
 
 } // namespace
@@ -127,8 +139,9 @@ MultipathRequester::HeapBytes() const
     bytes += m_streams.capacity() * sizeof(Stream);
     for (const auto& m : m_messages)
     {
-        bytes += sizeof(m) + m.acked.capacity() * sizeof(uint64_t);
+        bytes += sizeof(m) + (m.acked.capacity() + m.placed.capacity()) * sizeof(uint64_t);
     }
+    bytes += m_rdAtomicSlots.capacity() * sizeof(uint32_t);
     bytes += m_freeSlots.capacity() * sizeof(uint32_t) + m_resends.CapacityBytes() +
              m_sendStreams.CapacityBytes() + m_rnrParked.capacity() * sizeof(Resend) +
              m_ackRecords.capacity() * sizeof(AckRecord) +
@@ -139,6 +152,10 @@ MultipathRequester::HeapBytes() const
 MultipathRequester::Stream&
 MultipathRequester::GetStream(uint16_t id)
 {
+    if (id == m_cfg.maxStreams)
+    {
+        return m_answers;
+    }
     if (id >= m_streams.size())
     {
         m_streams.resize(size_t(id) + 1);
@@ -173,7 +190,11 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
     {
         return PostStatus::TOO_LONG;
     }
-    if (m_outstanding >= m_cfg.maxOutstandingWrs)
+    if (IsAtomic(wr.opcode) && wr.sge.length != ATOMIC_OPERAND_SIZE)
+    {
+        return PostStatus::INVALID_ARGUMENT; // the original value is one 64-bit word
+    }
+    if (m_outstanding - m_responsesHeld >= m_cfg.maxOutstandingWrs)
     {
         return PostStatus::QUEUE_FULL;
     }
@@ -183,7 +204,15 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
     m.wr = wr;
     m.messageSeq = s.nextMessageSeq++;
     m.recvSlot = ConsumesRecv(wr.opcode) ? s.nextRecvSlot++ : 0;
-    m.numPackets = std::max<uint32_t>(1, (wr.sge.length + m_cfg.mtu - 1) / m_cfg.mtu);
+    // A READ or atomic request is one packet; its answer comes back in responsePackets.
+    m.numPackets = IsReadOrAtomic(wr.opcode) ? 1 : PacketsFor(wr.sge.length, m_cfg.mtu);
+    m.response = false;
+    m.rdAtomicIssued = false;
+    m.responsePackets = wr.opcode == WrOpcode::RDMA_READ ? PacketsFor(wr.sge.length, m_cfg.mtu)
+                        : IsAtomic(wr.opcode)            ? 1
+                                                         : 0;
+    m.responsesPlaced = 0;
+    m.placed.assign(wr.opcode == WrOpcode::RDMA_READ ? (m.responsePackets + 63) / 64 : 0, 0);
     m.nextPacket = 0;
     m.packetsAcked = 0;
     m.acked.assign((m.numPackets + 63) / 64, 0);
@@ -205,7 +234,7 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
     {
         s.sendCursor = slot;
     }
-    if (!s.inSendRing)
+    if (!s.inSendRing && !s.rdAtomicHold)
     {
         s.inSendRing = true;
         m_sendStreams.push_back(wr.streamId);
@@ -232,7 +261,7 @@ MultipathRequester::NextNewPacket(uint32_t& slot, uint32_t& packetIndex)
     {
         uint16_t sid = m_sendStreams.front();
         m_sendStreams.pop_front();
-        Stream& s = m_streams[sid];
+        Stream& s = GetStream(sid);
         while (s.sendCursor != NONE &&
                m_messages[s.sendCursor].nextPacket >= m_messages[s.sendCursor].numPackets)
         {
@@ -244,6 +273,20 @@ MultipathRequester::NextNewPacket(uint32_t& slot, uint32_t& packetIndex)
             continue;
         }
         SendMessage& m = m_messages[s.sendCursor];
+        if (IsReadOrAtomic(m.wr.opcode) && !m.response && !m.rdAtomicIssued)
+        {
+            if (m_rdAtomicSlots.size() >= m_cfg.maxRdAtomic || OrderedBehind(s, s.sendCursor))
+            {
+                // IB max_rd_atomic: the stream waits (in order) until a READ or atomic ends;
+                // and a READ or atomic sees what the stream did before it (below).
+                s.inSendRing = false;
+                s.rdAtomicHold = true;
+                ++m_rdAtomicHeldStreams;
+                continue;
+            }
+            m.rdAtomicIssued = true;
+            m_rdAtomicSlots.push_back(s.sendCursor);
+        }
         slot = s.sendCursor;
         packetIndex = m.nextPacket++;
         if (m.nextPacket >= m.numPackets)
@@ -536,16 +579,47 @@ MultipathRequester::TransmitPacket(Time now,
     const uint8_t* payload = nullptr;
     uint32_t payloadLength = 0;
     uint32_t generation = 0;
-    if (slot == NONE)
+    if (slot != NONE && m_messages[slot].response)
     {
-        pkt.bth.opcode = MR_NOP;
+        // An answer to the peer's READ or atomic. A READ's source must still be registered
+        // with remote read access when the bytes are read (IB); if it is not, the request is
+        // NAKed, the answer dropped, and its PSN filled with a NOP.
+        SendMessage& m = m_messages[slot];
+        generation = m.generation;
+        uint32_t offset = packetIndex * m_cfg.mtu;
+        bool read = m.wr.opcode == WrOpcode::RDMA_READ;
+        payloadLength = read ? std::min(m_cfg.mtu, m.wr.sge.length - offset) : 0;
+        uint8_t* src = nullptr;
+        if (payloadLength > 0 && m_ep.memory.Check(m.wr.rkey,
+                                                   m.wr.remoteAddr + offset,
+                                                   payloadLength,
+                                                   ACCESS_REMOTE_READ,
+                                                   &src) != PostStatus::OK)
+        {
+            Count(Counter::RX_ACCESS_ERROR);
+            m_conn.Responder().QueueRequestNak(m.answerStream, m.answerSeq, Mnh::REMOTE_ACCESS);
+            FinishMessage(slot);
+            slot = NONE;
+            payloadLength = 0;
+        }
+        else
+        {
+            payload = src;
+            pkt.bth.opcode = read ? MR_READ_RESPONSE : MR_ATOMIC_RESPONSE;
+            pkt.mdh.streamId = m.answerStream;
+            pkt.mdh.messageSeq = m.answerSeq;
+            pkt.mdh.offset = offset;
+            pkt.atomicAckEth.original = m.original;
+        }
     }
-    else
+    else if (slot != NONE)
     {
         const SendMessage& m = m_messages[slot];
         generation = m.generation;
         uint32_t offset = packetIndex * m_cfg.mtu;
-        payloadLength = std::min(m_cfg.mtu, m.wr.sge.length - offset);
+        // A READ or atomic request carries no payload (its SGE is where the answer lands).
+        payloadLength =
+            IsReadOrAtomic(m.wr.opcode) ? 0 : std::min(m_cfg.mtu, m.wr.sge.length - offset);
         if (payloadLength > 0)
         {
             // IB: the source must still be registered when the NIC reads it.
@@ -570,6 +644,15 @@ MultipathRequester::TransmitPacket(Time now,
         pkt.rsh.recvSlot = m.recvSlot;
         pkt.rsh.messageLength = m.wr.sge.length;
         pkt.immDt = m.wr.immData;
+        bool cas = m.wr.opcode == WrOpcode::ATOMIC_CMP_AND_SWP;
+        pkt.atomicEth.va = m.wr.remoteAddr;
+        pkt.atomicEth.rkey = m.wr.rkey;
+        pkt.atomicEth.swapAdd = cas ? m.wr.swap : m.wr.compareAdd;
+        pkt.atomicEth.compare = cas ? m.wr.compareAdd : 0;
+    }
+    if (slot == NONE)
+    {
+        pkt.bth.opcode = MR_NOP;
     }
     pkt.info = &LookupOpcode(pkt.bth.opcode);
     if (!EmitDatagram(out, pkt, payload, payloadLength, Ecn::ECT0, path.sourcePort))
@@ -949,36 +1032,283 @@ MultipathRequester::CreditPacket(uint32_t slot, uint32_t generation, uint32_t pa
     }
     SendMessage& m = m_messages[slot];
     m.acked[packetIndex / 64] |= uint64_t(1) << (packetIndex % 64);
-    const Stream& s = m_streams[m.wr.streamId];
+    const Stream& s = GetStream(m.wr.streamId);
     if (s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0)
     {
         ReleaseRnr(m.wr.streamId); // the receive it waited for is there now
     }
+    // A READ or atomic request that arrived finishes when its answer is placed.
     if (++m.packetsAcked == m.numPackets)
     {
-        m.finished = true;
-        m.status = WcStatus::SUCCESS;
-        Count(Counter::MESSAGES_SENT);
-        CompleteStreamHead(m.wr.streamId);
+        if (m.responsesPlaced == m.responsePackets)
+        {
+            FinishMessage(slot);
+        }
+        ReleaseRdAtomicHolds(); // a READ or atomic behind it may go now
     }
+}
+
+void
+MultipathRequester::FinishMessage(uint32_t slot)
+{
+    SendMessage& m = m_messages[slot];
+    m.finished = true;
+    m.status = WcStatus::SUCCESS;
+    if (m.response)
+    {
+        --m_responsesHeld;
+    }
+    else
+    {
+        Count(Counter::MESSAGES_SENT);
+    }
+    if (m.rdAtomicIssued)
+    {
+        FinishRequest(slot);
+    }
+    CompleteStreamHead(m.wr.streamId);
+}
+
+void
+MultipathRequester::FinishRequest(uint32_t slot)
+{
+    m_messages[slot].rdAtomicIssued = false;
+    auto it = std::find(m_rdAtomicSlots.begin(), m_rdAtomicSlots.end(), slot);
+    if (it != m_rdAtomicSlots.end())
+    {
+        *it = m_rdAtomicSlots.back();
+        m_rdAtomicSlots.pop_back();
+    }
+    ReleaseRdAtomicHolds();
+}
+
+bool
+MultipathRequester::OrderedBehind(const Stream& s, uint32_t slot) const
+{
+    // Verbs order (IB RC): a READ or atomic is executed after every earlier request of the
+    // queue pair. Sprayed packets arrive in any order, so it is sent only once every earlier
+    // WRITE and SEND of its stream has been acknowledged and every earlier atomic executed
+    // (its request acknowledged or its answer in). Earlier READs do not hold it back: reads
+    // change nothing (and, as in IB, a READ's bytes are read when its answer leaves).
+    for (uint32_t k = s.head; k != slot && k != NONE; k = m_messages[k].nextInStream)
+    {
+        const SendMessage& e = m_messages[k];
+        bool executed = e.finished || e.packetsAcked == e.numPackets;
+        if (!executed && e.wr.opcode != WrOpcode::RDMA_READ)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+MultipathRequester::ReleaseRdAtomicHolds()
+{
+    if (m_rdAtomicHeldStreams == 0)
+    {
+        return;
+    }
+    // Every waiting stream tries again (in stream order; one that still has to wait is held
+    // again).
+    for (size_t sid = 0; sid < m_streams.size(); ++sid)
+    {
+        Stream& s = m_streams[sid];
+        if (s.rdAtomicHold)
+        {
+            s.rdAtomicHold = false;
+            if (!s.inSendRing)
+            {
+                s.inSendRing = true;
+                m_sendStreams.push_back(uint16_t(sid));
+            }
+        }
+    }
+    m_rdAtomicHeldStreams = 0;
+}
+
+uint32_t
+MultipathRequester::FindRequest(uint16_t streamId, uint32_t messageSeq) const
+{
+    for (uint32_t slot : m_rdAtomicSlots)
+    {
+        const SendMessage& m = m_messages[slot];
+        if (m.wr.streamId == streamId && m.messageSeq == messageSeq)
+        {
+            return slot;
+        }
+    }
+    return NONE;
+}
+
+bool
+MultipathRequester::QueueResponse(Time now, const ParsedPacket& pkt, uint64_t original)
+{
+    if (!ResponseRoom())
+    {
+        return false;
+    }
+    EnsurePaths();
+    // The answers form one internal stream, after the user's ones: they share the round
+    // robin with data, and complete (silently) in the order the requests arrived.
+    const uint16_t sid = m_cfg.maxStreams;
+    uint32_t slot = AllocateSlot();
+    SendMessage& m = m_messages[slot];
+    Stream& s = GetStream(sid);
+    bool read = pkt.info->read;
+    m.wr = SendWr{};
+    m.wr.opcode = read                            ? WrOpcode::RDMA_READ
+                  : pkt.bth.opcode == MR_CMP_SWAP ? WrOpcode::ATOMIC_CMP_AND_SWP
+                                                  : WrOpcode::ATOMIC_FETCH_AND_ADD;
+    m.wr.streamId = sid;
+    m.wr.signaled = false;
+    m.wr.remoteAddr = read ? pkt.reth.va : pkt.atomicEth.va;
+    m.wr.rkey = read ? pkt.reth.rkey : pkt.atomicEth.rkey;
+    m.wr.sge.length = read ? pkt.reth.dmaLength : 0;
+    m.messageSeq = s.nextMessageSeq++;
+    m.recvSlot = 0;
+    m.numPackets = read ? PacketsFor(m.wr.sge.length, m_cfg.mtu) : 1;
+    m.response = true;
+    m.rdAtomicIssued = false;
+    m.answerStream = pkt.mdh.streamId;
+    m.answerSeq = pkt.mdh.messageSeq;
+    m.original = original;
+    m.responsePackets = 0;
+    m.responsesPlaced = 0;
+    m.placed.clear();
+    m.nextPacket = 0;
+    m.packetsAcked = 0;
+    m.acked.assign((m.numPackets + 63) / 64, 0);
+    m.nextInStream = NONE;
+    m.rnrRetries = 0;
+    m.status = WcStatus::SUCCESS;
+    m.finished = false;
+    m.inUse = true;
+    if (s.tail != NONE)
+    {
+        m_messages[s.tail].nextInStream = slot;
+    }
+    else
+    {
+        s.head = slot;
+    }
+    s.tail = slot;
+    if (s.sendCursor == NONE)
+    {
+        s.sendCursor = slot;
+    }
+    if (!s.inSendRing)
+    {
+        s.inSendRing = true;
+        m_sendStreams.push_back(sid);
+    }
+    if (m_outstanding == 0)
+    {
+        m_progressTime = now;
+    }
+    ++m_outstanding;
+    ++m_responsesHeld;
+    SyncConnectionTimer();
+    return true;
+}
+
+uint8_t
+MultipathRequester::PlaceResponse(Time now, const ParsedPacket& pkt, bool& duplicate)
+{
+    uint32_t slot = FindRequest(pkt.mdh.streamId, pkt.mdh.messageSeq);
+    if (slot == NONE)
+    {
+        // Answers a request that is complete (an answer resent after its ACK was lost), or
+        // none: acknowledge it so that the peer lets it go, and place nothing.
+        duplicate = true;
+        Count(Counter::RX_DUPLICATE);
+        return 0;
+    }
+    SendMessage& m = m_messages[slot];
+    const bool read = m.wr.opcode == WrOpcode::RDMA_READ;
+    const uint32_t length = m.wr.sge.length;
+    const uint32_t offset = pkt.mdh.offset;
+    bool consistent = read ? pkt.info->read && offset % m_cfg.mtu == 0 &&
+                                 (offset < length || (length == 0 && offset == 0)) &&
+                                 pkt.payloadLength == std::min(m_cfg.mtu, length - offset)
+                           : pkt.info->atomic && offset == 0 && pkt.payloadLength == 0;
+    if (!consistent)
+    {
+        Count(Counter::RX_INVALID);
+        return PLACE_SILENT_DROP;
+    }
+    const uint32_t index = offset / m_cfg.mtu;
+    if (read && ((m.placed[index / 64] >> (index % 64)) & 1))
+    {
+        duplicate = true;
+        Count(Counter::RX_DUPLICATE);
+        return 0;
+    }
+    if (m.responsesPlaced == m.responsePackets)
+    {
+        duplicate = true; // (an atomic's answer, again, before the request finished)
+        Count(Counter::RX_DUPLICATE);
+        return 0;
+    }
+    // IB: the local buffer must still be registered, with local write access, when the
+    // answer lands.
+    uint32_t len = read ? pkt.payloadLength : ATOMIC_OPERAND_SIZE;
+    if (len > 0)
+    {
+        uint8_t* dst = nullptr;
+        if (m_ep.memory.Check(m.wr.sge.lkey,
+                              m.wr.sge.addr + offset,
+                              len,
+                              ACCESS_LOCAL_WRITE,
+                              &dst) != PostStatus::OK)
+        {
+            Count(Counter::RX_ACCESS_ERROR);
+            EnterError(now, slot, WcStatus::LOC_PROT_ERR);
+            return PLACE_SILENT_DROP;
+        }
+        if (dst != nullptr)
+        {
+            // An atomic's original value in host order, as Linux rxe stores it.
+            const void* src = read ? static_cast<const void*>(pkt.payload)
+                                   : static_cast<const void*>(&pkt.atomicAckEth.original);
+            std::memcpy(dst, src, len);
+        }
+    }
+    if (read)
+    {
+        m.placed[index / 64] |= uint64_t(1) << (index % 64);
+        Count(Counter::BYTES_PLACED, len);
+    }
+    Count(Counter::RX_DATA);
+    NoteProgress(now);
+    if (++m.responsesPlaced < m.responsePackets)
+    {
+        return 0;
+    }
+    // The whole answer is here: the request arrived, whether or not its ACK did.
+    if (m.packetsAcked < m.numPackets)
+    {
+        m.acked[0] |= 1;
+        m.packetsAcked = m.numPackets;
+    }
+    FinishMessage(slot);
+    return 0;
 }
 
 void
 MultipathRequester::CompleteStreamHead(uint16_t streamId)
 {
-    Stream& s = m_streams[streamId];
+    Stream& s = GetStream(streamId);
     while (s.head != NONE && m_messages[s.head].finished)
     {
         uint32_t slot = s.head;
         SendMessage& m = m_messages[slot];
-        if (m.wr.signaled || m.status != WcStatus::SUCCESS)
+        if (!m.response && (m.wr.signaled || m.status != WcStatus::SUCCESS))
         {
             Completion c;
             c.wrId = m.wr.wrId;
             c.status = m.status;
-            c.opcode = (m.wr.opcode == WrOpcode::SEND || m.wr.opcode == WrOpcode::SEND_WITH_IMM)
-                           ? WcOpcode::SEND
-                           : WcOpcode::RDMA_WRITE;
+            c.opcode = WcOpcodeFor(m.wr.opcode);
             c.connectionId = Qpn();
             c.byteLen = m.wr.sge.length;
             c.streamId = streamId;
@@ -1045,6 +1375,9 @@ MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus stat
 void
 MultipathRequester::ClearAfterError()
 {
+    m_responsesHeld = 0;
+    m_rdAtomicSlots.clear();
+    m_rdAtomicHeldStreams = 0;
     m_sendStreams.clear();
     m_resends.clear();
     m_rnrParked.clear();
@@ -1052,6 +1385,7 @@ MultipathRequester::ClearAfterError()
     for (Stream& s : m_streams)
     {
         s.rnrHold = false;
+        s.rdAtomicHold = false;
     }
     m_probeNow.Clear();
     m_timers.ClearAll();

@@ -26,7 +26,8 @@ namespace metaroce
 inline bool
 ConsumesRecv(WrOpcode op)
 {
-    return op != WrOpcode::RDMA_WRITE;
+    return op == WrOpcode::SEND || op == WrOpcode::SEND_WITH_IMM ||
+           op == WrOpcode::RDMA_WRITE_WITH_IMM;
 }
 
 /**
@@ -61,6 +62,29 @@ class MultipathRequester : public MultipathRole
     void HandleCoalescedAck(Time now, const ParsedPacket& pkt);
     /// Process a NAK.
     void HandleNak(Time now, const Mnh& nak);
+
+    /**
+     * Queue the answer to the READ or atomic request \p pkt, which the responder accepted
+     * (atomics: already executed, \p original is the value found). The answer is sent like
+     * data, sprayed over this end's paths, and kept until the peer acknowledges it.
+     * \return false if 2 x maxRdAtomic answers are held already (the request is left
+     * unacknowledged, so it comes again)
+     */
+    bool QueueResponse(Time now, const ParsedPacket& pkt, uint64_t original);
+
+    /// \return true if QueueResponse has room for one more answer.
+    bool ResponseRoom() const
+    {
+        return m_responsesHeld < 2 * m_cfg.maxRdAtomic;
+    }
+
+    /**
+     * Place a READ response or atomic response packet \p pkt (which arrived on the
+     * responder's path state) into the local buffer of the request it names.
+     * \return 0 if it is to be acknowledged (\p duplicate: it was placed before, or answers
+     * a request no longer outstanding), else a reason not to acknowledge it
+     */
+    uint8_t PlaceResponse(Time now, const ParsedPacket& pkt, bool& duplicate);
 
     /// \return true if a path probe is due.
     bool ProbeDue() const
@@ -148,6 +172,18 @@ class MultipathRequester : public MultipathRole
         WcStatus status{WcStatus::SUCCESS}; //!< outcome
         bool finished{false};               //!< acknowledged or failed
         bool inUse{false};                  //!< slot holds a message
+        // READ and atomics. A request is one packet; it finishes when its answer is placed.
+        // An answer (response) is a message of its own in the internal response stream:
+        // wr.remoteAddr/rkey/sge.length name the bytes read (atomics: original holds the
+        // result); it completes silently once acknowledged.
+        bool response{false};         //!< an answer to the peer's request
+        bool rdAtomicIssued{false};   //!< request sent, counted against maxRdAtomic
+        uint16_t answerStream{0};     //!< answer: the request's stream
+        uint32_t answerSeq{0};        //!< answer: the request's message
+        uint64_t original{0};         //!< atomic answer: the value found
+        uint32_t responsePackets{0};  //!< request: answer packets expected
+        uint32_t responsesPlaced{0};  //!< request: answer packets placed
+        std::vector<uint64_t> placed; //!< READ request: placed-answer bitmap
     };
 
     /// A packet that must be resent on any path (with a new PSN).
@@ -170,6 +206,7 @@ class MultipathRequester : public MultipathRole
         uint32_t nextMessageSeq{0}; //!< sequence number of the next posted message
         uint32_t nextRecvSlot{0};   //!< receive slot of the next receive-consuming message
         bool inSendRing{false};     //!< in m_sendStreams
+        bool rdAtomicHold{false};   //!< next message (a READ/atomic) waits: room or order
         // RNR wait: the responder had no receive for slot rnrSlot; messages that consume
         // slot rnrSlot or later wait, and one packet at a time asks again.
         bool rnrHold{false};        //!< in an RNR wait
@@ -194,7 +231,19 @@ class MultipathRequester : public MultipathRole
 
     void CreatePaths();
     // Posting and transmission (metaroce-multipath-requester.cc)
+    /// \return stream \p id (created on first use); id maxStreams is the answers' stream.
     Stream& GetStream(uint16_t id);
+
+    /// \return stream \p id, which exists.
+    const Stream& GetStream(uint16_t id) const
+    {
+        return id == m_cfg.maxStreams ? m_answers : m_streams[id];
+    }
+
+    /// \return true if the READ/atomic at \p slot must wait for earlier work of its stream.
+    bool OrderedBehind(const Stream& s, uint32_t slot) const;
+    /// Let every stream waiting in NextNewPacket for READ/atomic room or order try again.
+    void ReleaseRdAtomicHolds();
     uint32_t AllocateSlot();
     bool SendData(Time now, TxDatagram& out);
     bool TransmitPacket(Time now,
@@ -247,6 +296,12 @@ class MultipathRequester : public MultipathRole
                       bool resend) const;
     double ConnectionWindow() const;
     void CreditPacket(uint32_t slot, uint32_t generation, uint32_t packetIndex);
+    /// Finish READ/atomic request \p slot (its answer is complete): release its maxRdAtomic slot.
+    void FinishRequest(uint32_t slot);
+    /// Finish message \p slot successfully and complete its stream's finished head.
+    void FinishMessage(uint32_t slot);
+    /// \return the slot of the outstanding READ/atomic request (stream, message), or NONE.
+    uint32_t FindRequest(uint16_t streamId, uint32_t messageSeq) const;
     void CompleteStreamHead(uint16_t streamId);
     // Timers, path health, RNR waits (metaroce-multipath-recovery.cc)
     bool SendProbe(Time now, TxDatagram& out, PathState& path);
@@ -292,17 +347,21 @@ class MultipathRequester : public MultipathRole
     uint16_t m_portBase{0};                               //!< UDP source port of path 0
     RequesterTimers m_timers;                             //!< every deadline, per path and own
     std::vector<Stream> m_streams;                        //!< streams by id (grown on use)
-    std::vector<SendMessage> m_messages;                  //!< message slots (grown on use)
-    std::vector<uint32_t> m_freeSlots;                    //!< free message slots
-    uint32_t m_outstanding{0};                            //!< messages posted, not completed
-    RingQueue<uint16_t> m_sendStreams;   //!< streams with unsent packets (round robin)
-    RingQueue<Resend> m_resends;         //!< packets to resend on any path
-    std::vector<Resend> m_rnrParked;     //!< packets waiting out an RNR wait
-    uint32_t m_rnrHeldStreams{0};        //!< streams in an RNR wait
-    PathSet m_probeNow;                  //!< paths with a probe due now
-    std::vector<uint32_t> m_lostScratch; //!< reused by loss detection
-    RateHintFollower m_rateHint;         //!< pacing rate from the receiver's hints
-    Pacer m_pacer;                       //!< spaces data packets at that rate
+    Stream m_answers; //!< the answers to the peer's READs and atomics (stream maxStreams)
+    std::vector<SendMessage> m_messages;   //!< message slots (grown on use)
+    std::vector<uint32_t> m_freeSlots;     //!< free message slots
+    uint32_t m_outstanding{0};             //!< messages posted, not completed
+    uint32_t m_responsesHeld{0};           //!< answers queued, not yet acknowledged
+    std::vector<uint32_t> m_rdAtomicSlots; //!< READ/atomic requests sent, not finished
+    uint32_t m_rdAtomicHeldStreams{0};     //!< streams waiting for maxRdAtomic room
+    RingQueue<uint16_t> m_sendStreams;     //!< streams with unsent packets (round robin)
+    RingQueue<Resend> m_resends;           //!< packets to resend on any path
+    std::vector<Resend> m_rnrParked;       //!< packets waiting out an RNR wait
+    uint32_t m_rnrHeldStreams{0};          //!< streams in an RNR wait
+    PathSet m_probeNow;                    //!< paths with a probe due now
+    std::vector<uint32_t> m_lostScratch;   //!< reused by loss detection
+    RateHintFollower m_rateHint;           //!< pacing rate from the receiver's hints
+    Pacer m_pacer;                         //!< spaces data packets at that rate
     Time m_progressTime{0};           //!< last acknowledged data or RNR NAK, or start of the work
     uint32_t m_progressCount{0};      //!< bumped whenever data is acknowledged (retry budget)
     double m_initialPathWindow;       //!< a path's window at start and when it comes back

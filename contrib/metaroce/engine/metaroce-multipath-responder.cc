@@ -21,8 +21,6 @@ namespace
 constexpr size_t MAX_QUEUED_NAKS = 64;
 /// Largest number of remembered rejected messages.
 constexpr size_t MAX_REJECTED = 64;
-/// PlaceData result: drop silently (no ACK, no NAK); the sender will resend.
-constexpr uint8_t SILENT_DROP = 0xFF;
 
 /// Shift a 256-bit bitmap (word 0 = bits 0..63) right by \p n bits.
 void
@@ -283,7 +281,7 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
         if (syndrome != 0)
         {
             // Not acknowledged: a lost NAK is repaired like a lost packet.
-            if (syndrome != SILENT_DROP)
+            if (syndrome != PLACE_SILENT_DROP)
             {
                 QueueNak(pkt, syndrome);
             }
@@ -401,8 +399,12 @@ MultipathResponder::DeliverRecvCompletions(Stream& stream)
 uint8_t
 MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate)
 {
-    (void)now;
     const OpcodeInfo& info = *pkt.info;
+    if (info.kind == PacketKind::RESPONSE)
+    {
+        // An answer to one of this end's READs or atomics: the requester places it.
+        return m_conn.Requester().PlaceResponse(now, pkt, duplicate);
+    }
     uint16_t sid = pkt.mdh.streamId;
     uint32_t seq = pkt.mdh.messageSeq;
     if (sid >= m_cfg.maxStreams)
@@ -420,9 +422,22 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
     }
     if (MessageDone(sid, seq))
     {
+        // (A resent READ or atomic request too: it was answered once and is never executed
+        // again; its answer is held until acknowledged.)
         duplicate = true;
         Count(Counter::RX_DUPLICATE);
         return 0;
+    }
+    if (info.read || info.atomic)
+    {
+        uint8_t syndrome = AcceptRequest(now, pkt);
+        if (syndrome == 0)
+        {
+            Count(Counter::RX_DATA);
+            Count(Counter::MESSAGES_RECEIVED);
+            MarkMessageDone(GetStream(sid), sid, seq);
+        }
+        return syndrome;
     }
     uint32_t length = info.write ? pkt.reth.dmaLength : pkt.rsh.messageLength;
     uint32_t offset = pkt.mdh.offset;
@@ -536,7 +551,7 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
             if (m_recvMessages.size() >= m_cfg.maxOutstandingWrs)
             {
                 Count(Counter::RX_RESOURCE_DROP);
-                return SILENT_DROP;
+                return PLACE_SILENT_DROP;
             }
             m_recvMessages.emplace_back();
             free = &m_recvMessages.back();
@@ -576,6 +591,73 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
     }
     MarkMessageDone(GetStream(sid), sid, seq);
     return 0;
+}
+
+uint8_t
+MultipathResponder::AcceptRequest(Time now, const ParsedPacket& pkt)
+{
+    if (pkt.mdh.offset != 0 || pkt.payloadLength != 0)
+    {
+        Count(Counter::RX_INVALID);
+        return Mnh::INVALID_REQUEST;
+    }
+    MultipathRequester& answers = m_conn.Requester();
+    if (!answers.ResponseRoom())
+    {
+        Count(Counter::RX_RESOURCE_DROP); // beyond the responder's resources: it comes again
+        return PLACE_SILENT_DROP;
+    }
+    if (pkt.info->read)
+    {
+        const Reth& reth = pkt.reth;
+        if (reth.dmaLength > m_cfg.maxMessageSize)
+        {
+            Count(Counter::RX_INVALID);
+            return Mnh::INVALID_REQUEST;
+        }
+        // IB: a zero-length READ checks no R_Key. The bytes are read when each answer packet
+        // leaves (as an IB responder does), so a region deregistered meanwhile is not read.
+        uint8_t* unused = nullptr;
+        if (reth.dmaLength > 0 &&
+            m_ep.memory.Check(reth.rkey, reth.va, reth.dmaLength, ACCESS_REMOTE_READ, &unused) !=
+                PostStatus::OK)
+        {
+            Count(Counter::RX_ACCESS_ERROR);
+            return Mnh::REMOTE_ACCESS;
+        }
+        answers.QueueResponse(now, pkt, 0);
+        return 0;
+    }
+    const AtomicEth& a = pkt.atomicEth;
+    if (a.va % ATOMIC_OPERAND_SIZE != 0)
+    {
+        Count(Counter::RX_INVALID);
+        return Mnh::INVALID_REQUEST; // IB: a misaligned atomic is an invalid request
+    }
+    uint8_t* word = nullptr;
+    if (m_ep.memory.Check(a.rkey, a.va, ATOMIC_OPERAND_SIZE, ACCESS_REMOTE_ATOMIC, &word) !=
+        PostStatus::OK)
+    {
+        Count(Counter::RX_ACCESS_ERROR);
+        return Mnh::REMOTE_ACCESS;
+    }
+    uint64_t original = ApplyAtomic(word, pkt.bth.opcode == MR_CMP_SWAP, a.compare, a.swapAdd);
+    answers.QueueResponse(now, pkt, original);
+    return 0;
+}
+
+void
+MultipathResponder::QueueRequestNak(uint16_t sid, uint32_t seq, uint8_t syndrome)
+{
+    if (m_naks.size() >= MAX_QUEUED_NAKS)
+    {
+        return;
+    }
+    Mnh nak;
+    nak.streamId = sid;
+    nak.syndrome = syndrome;
+    nak.messageSeq = seq;
+    m_naks.push_back(nak);
 }
 
 uint8_t

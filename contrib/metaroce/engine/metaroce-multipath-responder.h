@@ -39,6 +39,9 @@ class MultipathResponder : public MultipathRole
     void HandleData(Time now, const DatagramMeta& meta, const ParsedPacket& pkt);
     /// Process a path probe.
     void HandleProbe(Time now, const DatagramMeta& meta, const ParsedPacket& pkt);
+    /// Queue a NAK with \p syndrome for message \p seq of stream \p sid (a READ whose source
+    /// was deregistered while its answer was going out).
+    void QueueRequestNak(uint16_t sid, uint32_t seq, uint8_t syndrome);
 
     /// \return true if an ACK or NAK is due.
     bool WantsToSend() const
@@ -130,6 +133,8 @@ class MultipathResponder : public MultipathRole
     void CreatePaths();
     Stream& GetStream(uint16_t id);
     uint8_t PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate);
+    /// Check and execute a READ or atomic request (a one-packet message), queue its answer.
+    uint8_t AcceptRequest(Time now, const ParsedPacket& pkt);
     bool MessageDone(uint16_t streamId, uint32_t messageSeq) const;
     void MarkMessageDone(Stream& stream, uint16_t streamId, uint32_t messageSeq);
     void DeliverRecvCompletions(Stream& stream);

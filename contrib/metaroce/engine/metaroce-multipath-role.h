@@ -14,6 +14,9 @@ namespace metaroce
 
 class MultipathConnection;
 
+/// A placement result: drop the packet silently (no ACK, no NAK); the sender will resend.
+constexpr uint8_t PLACE_SILENT_DROP = 0xFF;
+
 /**
  * What the requester and responder roles of a MetaRoCE connection share: the connection they
  * belong to, its endpoint and configuration, and the connection's services (counters,

@@ -31,26 +31,6 @@ HasImm(WrOpcode op)
     return op == WrOpcode::SEND_WITH_IMM || op == WrOpcode::RDMA_WRITE_WITH_IMM;
 }
 
-/// \return what the completion of a request with \p op reports.
-WcOpcode
-WcOpcodeOf(WrOpcode op)
-{
-    switch (op)
-    {
-    case WrOpcode::SEND:
-    case WrOpcode::SEND_WITH_IMM:
-        return WcOpcode::SEND;
-    case WrOpcode::RDMA_READ:
-        return WcOpcode::RDMA_READ;
-    case WrOpcode::ATOMIC_CMP_AND_SWP:
-        return WcOpcode::COMP_SWAP;
-    case WrOpcode::ATOMIC_FETCH_AND_ADD:
-        return WcOpcode::FETCH_ADD;
-    default:
-        return WcOpcode::RDMA_WRITE;
-    }
-}
-
 /// \return the completion status of a fatal NAK code.
 WcStatus
 StatusForNak(uint8_t code)
@@ -392,7 +372,7 @@ RoceRequester::Complete(const SendWqe& w, WcStatus status)
     Completion c;
     c.wrId = w.wr.wrId;
     c.status = status;
-    c.opcode = WcOpcodeOf(w.wr.opcode);
+    c.opcode = WcOpcodeFor(w.wr.opcode);
     c.connectionId = Qpn();
     c.byteLen = w.wr.sge.length;
     m_ep.PushCompletion(c);

@@ -218,18 +218,7 @@ RoceResponder::ExecuteAtomic(const ParsedPacket& pkt)
     {
         return RoceExec::ACCESS;
     }
-    // A 64-bit word in host order, as Linux rxe; a virtual region reads 0 and keeps nothing.
-    uint64_t original = 0;
-    if (word != nullptr)
-    {
-        std::memcpy(&original, word, sizeof(original));
-    }
-    uint64_t value = pkt.bth.opcode == RC_CMP_SWAP ? (original == a.compare ? a.swapAdd : original)
-                                                   : original + a.swapAdd;
-    if (word != nullptr)
-    {
-        std::memcpy(word, &value, sizeof(value));
-    }
+    uint64_t original = ApplyAtomic(word, pkt.bth.opcode == RC_CMP_SWAP, a.compare, a.swapAdd);
     AtomicResult& saved = m_atomicResults[m_atomicNext];
     m_atomicNext = (m_atomicNext + 1) % m_atomicResults.size();
     saved.valid = true;

@@ -90,6 +90,26 @@ enum class WcOpcode : uint8_t
     FETCH_ADD,          //!< IBV_WC_FETCH_ADD
 };
 
+/// \return what the completion of a send work request with \p op reports.
+inline WcOpcode
+WcOpcodeFor(WrOpcode op)
+{
+    switch (op)
+    {
+    case WrOpcode::SEND:
+    case WrOpcode::SEND_WITH_IMM:
+        return WcOpcode::SEND;
+    case WrOpcode::RDMA_READ:
+        return WcOpcode::RDMA_READ;
+    case WrOpcode::ATOMIC_CMP_AND_SWP:
+        return WcOpcode::COMP_SWAP;
+    case WrOpcode::ATOMIC_FETCH_AND_ADD:
+        return WcOpcode::FETCH_ADD;
+    default:
+        return WcOpcode::RDMA_WRITE;
+    }
+}
+
 /// Memory region access rights (ibv_access_flags subset).
 enum AccessFlags : uint32_t
 {

@@ -454,6 +454,56 @@ struct OpcodeTable
             false,
             false);
         Row(MR_NOP, "MR_NOP", T::METAROCE, K::DATA, P::NONE, HDR_MDH, false, false, false, false);
+        // READ and atomics: the request is a one-packet message to the responder (DATA); the
+        // answer travels back on the responder's own paths, each packet naming the request's
+        // stream, message and offset in its MDH (RESPONSE).
+        Row(MR_READ_REQUEST,
+            "MR_READ_REQUEST",
+            T::METAROCE,
+            K::DATA,
+            P::NONE,
+            HDR_MDH | HDR_RETH,
+            false,
+            false,
+            false,
+            false);
+        rows[MR_READ_REQUEST].read = true;
+        Row(MR_READ_RESPONSE,
+            "MR_READ_RESPONSE",
+            T::METAROCE,
+            K::RESPONSE,
+            P::NONE,
+            HDR_MDH,
+            true,
+            false,
+            false,
+            false);
+        rows[MR_READ_RESPONSE].read = true;
+        for (uint8_t op : {uint8_t(MR_CMP_SWAP), uint8_t(MR_FETCH_ADD)})
+        {
+            Row(op,
+                op == MR_CMP_SWAP ? "MR_CMP_SWAP" : "MR_FETCH_ADD",
+                T::METAROCE,
+                K::DATA,
+                P::NONE,
+                HDR_MDH | HDR_ATOMIC_ETH,
+                false,
+                false,
+                false,
+                false);
+            rows[op].atomic = true;
+        }
+        Row(MR_ATOMIC_RESPONSE,
+            "MR_ATOMIC_RESPONSE",
+            T::METAROCE,
+            K::RESPONSE,
+            P::NONE,
+            HDR_MDH | HDR_ATOMIC_ACK_ETH,
+            false,
+            false,
+            false,
+            false);
+        rows[MR_ATOMIC_RESPONSE].atomic = true;
         // InfiniBand RC, as carried by RoCEv2.
         Row(RC_SEND_FIRST,
             "RC_SEND_FIRST",

@@ -640,15 +640,20 @@ struct OpcodeInfo
 /// MetaRoCE opcodes, in the manufacturer-specific range (0xC0-0xFF) of the BTH opcode space.
 enum MetaRoceOpcode : uint8_t
 {
-    MR_WRITE = 0xC0,         //!< RDMA WRITE packet (any position)
-    MR_WRITE_IMM = 0xC1,     //!< RDMA WRITE with immediate packet (any position)
-    MR_SEND = 0xC2,          //!< SEND packet (any position)
-    MR_SEND_IMM = 0xC3,      //!< SEND with immediate packet (any position)
-    MR_ACK = 0xC4,           //!< per-path ACK with SACK bitmap and rate hint
-    MR_NAK = 0xC5,           //!< message-level NAK
-    MR_PROBE = 0xC6,         //!< path probe
-    MR_NOP = 0xC7,           //!< PSN filler: resends a PSN whose data is no longer needed
-    MR_ACK_COALESCED = 0xC8, //!< several paths' ACK records (Mch + AckRecords) and a rate hint
+    MR_WRITE = 0xC0,           //!< RDMA WRITE packet (any position)
+    MR_WRITE_IMM = 0xC1,       //!< RDMA WRITE with immediate packet (any position)
+    MR_SEND = 0xC2,            //!< SEND packet (any position)
+    MR_SEND_IMM = 0xC3,        //!< SEND with immediate packet (any position)
+    MR_ACK = 0xC4,             //!< per-path ACK with SACK bitmap and rate hint
+    MR_NAK = 0xC5,             //!< message-level NAK
+    MR_PROBE = 0xC6,           //!< path probe
+    MR_NOP = 0xC7,             //!< PSN filler: resends a PSN whose data is no longer needed
+    MR_ACK_COALESCED = 0xC8,   //!< several paths' ACK records (Mch + AckRecords) and a rate hint
+    MR_READ_REQUEST = 0xC9,    //!< RDMA READ request (MDH + RETH), a one-packet message
+    MR_READ_RESPONSE = 0xCA,   //!< READ response packet (MDH names the READ; any position)
+    MR_CMP_SWAP = 0xCB,        //!< Compare&Swap request (MDH + AtomicETH)
+    MR_FETCH_ADD = 0xCC,       //!< Fetch&Add request (MDH + AtomicETH)
+    MR_ATOMIC_RESPONSE = 0xCD, //!< atomic response (MDH names the request; AtomicAckETH)
 };
 
 /// InfiniBand RC opcodes used by the RoCEv2 baseline.

@@ -705,6 +705,13 @@ MetaRoceNic::GetTypeId()
                           TimeValue(PicoSeconds(cc.ackDelay)),
                           MakeFieldAccessor<TimeValue>(METAROCE_CONN(ackDelay)),
                           MakeTimeChecker())
+            .AddAttribute("MaxRdAtomic",
+                          "MetaRoCE: RDMA READs and atomics outstanding at once (IB "
+                          "max_rd_atomic); the responder keeps twice as many responses, with "
+                          "the atomics' results, until they are acknowledged.",
+                          UintegerValue(cc.maxRdAtomic),
+                          MakeFieldAccessor<UintegerValue>(METAROCE_CONN(maxRdAtomic)),
+                          MakeUintegerChecker<uint32_t>(1, 255))
             // ---- RoCEv2 baseline
             .AddAttribute("RoceLocalAckTimeout",
                           "IB Local ACK Timeout exponent (4.096 us * 2^n; 0 disables).",
