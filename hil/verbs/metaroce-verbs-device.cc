@@ -150,11 +150,12 @@ QueryDeviceAttr(ibv_context* ctx, ibv_device_attr* attr)
     attr->max_cqe = 1 << 20;
     attr->max_mr = 1 << 20;
     attr->max_pd = 1 << 16;
-    bool rocev2 = c->runtime->Config().transport == "rocev2";
-    attr->max_qp_rd_atom = rocev2 ? 16 : 0;
-    attr->max_qp_init_rd_atom = rocev2 ? 16 : 0;
-    attr->max_res_rd_atom = rocev2 ? 16 << 16 : 0;
-    attr->atomic_cap = rocev2 ? IBV_ATOMIC_HCA : IBV_ATOMIC_NONE;
+    // Both transports have RDMA READ and atomics, 16 outstanding per QP (the engines'
+    // maxRdAtomic default; ConnectX reports 16).
+    attr->max_qp_rd_atom = 16;
+    attr->max_qp_init_rd_atom = 16;
+    attr->max_res_rd_atom = 16 << 16;
+    attr->atomic_cap = IBV_ATOMIC_HCA;
     attr->max_pkeys = 1;
     attr->local_ca_ack_delay = 16;
     attr->phys_port_cnt = 1;

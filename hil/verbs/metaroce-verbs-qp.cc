@@ -144,8 +144,7 @@ PostOneSend(Qp& q, const ibv_send_wr& wr)
         if (!logged)
         {
             logged = true;
-            spdlog::warn("ibv_post_send: {} is not supported by the {} transport (EOPNOTSUPP); "
-                         "METAROCE_VERBS_TRANSPORT=rocev2 has RDMA READ and atomics",
+            spdlog::warn("ibv_post_send: {} is not supported by the {} transport (EOPNOTSUPP)",
                          WrOpcodeName(s.opcode),
                          rt.Config().transport);
         }

@@ -213,7 +213,7 @@ TEST_F(VerbsTest, PortAndGidAreThoseOfARoceNic)
     ibv_device_attr_ex dev;
     ASSERT_EQ(ibv_query_device_ex(m_ctx, nullptr, &dev), 0);
     EXPECT_EQ(dev.orig_attr.phys_port_cnt, 1);
-    EXPECT_EQ(dev.orig_attr.atomic_cap, IBV_ATOMIC_NONE); // MetaRoCE is the default
+    EXPECT_EQ(dev.orig_attr.atomic_cap, IBV_ATOMIC_HCA); // MetaRoCE (the default) has atomics
 }
 
 TEST_F(VerbsTest, SendRecvAndWriteWithImmCompleteAndTheChannelFdBecomesReadable)
@@ -271,15 +271,21 @@ TEST_F(VerbsTest, SendRecvAndWriteWithImmCompleteAndTheChannelFdBecomesReadable)
     EXPECT_STREQ(reinterpret_cast<const char*>(m_buf.data() + 8192), "inline!");
 }
 
-TEST_F(VerbsTest, ReadIsNotSupportedOnMetaRoceAndWorksOnRoceV2)
+TEST_F(VerbsTest, ReadWorksOnBothTransports)
 {
     ibv_qp* a = MakeQp();
     ibv_qp* b = MakeQp();
     ASSERT_EQ(Connect(a, b), 0);
     ASSERT_EQ(Connect(b, a), 0);
-    EXPECT_EQ(Post(a, IBV_WR_RDMA_READ, Addr(0), 64, Addr(1024)), EOPNOTSUPP);
     metaroce_verbs_path_info paths[16];
     EXPECT_EQ(metaroce_verbs_query_paths(a, paths, 16), 8); // METAROCE_VERBS_PATHS default
+    std::memcpy(m_buf.data() + 2048, "read me", 8);
+    ASSERT_EQ(Post(a, IBV_WR_RDMA_READ, Addr(3000), 8, Addr(2048)), 0);
+    std::vector<ibv_wc> wcs = PollN(1);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_READ);
+    EXPECT_STREQ(reinterpret_cast<const char*>(m_buf.data() + 3000), "read me");
 
     metaroce_verbs_qp_attr ext{};
     ext.comp_mask = METAROCE_VERBS_QP_ATTR_TRANSPORT;
@@ -289,13 +295,13 @@ TEST_F(VerbsTest, ReadIsNotSupportedOnMetaRoceAndWorksOnRoceV2)
     ASSERT_NE(c, nullptr);
     ASSERT_EQ(Connect(c, d), 0);
     ASSERT_EQ(Connect(d, c), 0);
-    std::memcpy(m_buf.data() + 2048, "read me", 8);
+    std::memcpy(m_buf.data() + 2048, "read us", 8);
     ASSERT_EQ(Post(c, IBV_WR_RDMA_READ, Addr(3000), 8, Addr(2048)), 0);
-    std::vector<ibv_wc> wcs = PollN(1);
+    wcs = PollN(1);
     ASSERT_EQ(wcs.size(), 1u);
     EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
     EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_READ);
-    EXPECT_STREQ(reinterpret_cast<const char*>(m_buf.data() + 3000), "read me");
+    EXPECT_STREQ(reinterpret_cast<const char*>(m_buf.data() + 3000), "read us");
     metaroce_verbs_qp_counters counters;
     ASSERT_EQ(metaroce_verbs_query_counters(c, &counters), 0);
     EXPECT_GE(counters.data_packets_sent + counters.data_packets_received, 1u);
