@@ -4,7 +4,7 @@
 -- SPDX-License-Identifier: GPL-2.0-only
 --
 -- MetaRoCE datagrams are RoCEv2 datagrams (UDP port 4791) whose BTH opcode is in the
--- manufacturer-specific range 0xC0-0xC8. This script takes over UDP port 4791 and chains to
+-- manufacturer-specific range 0xC0-0xCD. This script takes over UDP port 4791 and chains to
 -- Wireshark's own RoCEv2 dissector ("infiniband") for every other opcode, so plain RoCEv2
 -- traffic decodes exactly as before. For those frames it adds a small "RoCEv2 ICRC" tree
 -- (roce_icrc.*), because Wireshark 4.0 does not verify the ICRC itself.
@@ -35,6 +35,8 @@ local PSN_MASK = 0xFFFFFF
 
 -- Header bits, in wire order (as HeaderBit in metaroce-wire.h).
 local H_MDH, H_RETH, H_RSH, H_IMM, H_MAH, H_MNH, H_MCH = 1, 2, 4, 8, 32, 64, 1024
+local H_ATOMIC_ETH, H_ATOMIC_ACK_ETH = 2048, 4096
+local ATOMIC_ETH_SIZE, ATOMIC_ACK_ETH_SIZE = 28, 8
 
 -- The opcode table (metaroce-wire.cc): name, headers after the BTH, may carry payload
 -- (records: the payload is a list of ACK records).
@@ -48,6 +50,11 @@ local OPCODES = {
     [0xC6] = { name = "MR_PROBE", headers = H_MDH, payload = false },
     [0xC7] = { name = "MR_NOP", headers = H_MDH, payload = false },
     [0xC8] = { name = "MR_ACK_COALESCED", headers = H_MCH, payload = true, records = true },
+    [0xC9] = { name = "MR_READ_REQUEST", headers = H_MDH + H_RETH, payload = false },
+    [0xCA] = { name = "MR_READ_RESPONSE", headers = H_MDH, payload = true },
+    [0xCB] = { name = "MR_CMP_SWAP", headers = H_MDH + H_ATOMIC_ETH, payload = false },
+    [0xCC] = { name = "MR_FETCH_ADD", headers = H_MDH + H_ATOMIC_ETH, payload = false },
+    [0xCD] = { name = "MR_ATOMIC_RESPONSE", headers = H_MDH + H_ATOMIC_ACK_ETH, payload = false },
 }
 
 -- IRN mode of the RoCEv2 baseline (metaroce-wire.cc, OpcodeTable::Irn): IRN_x = 0xE0 | RC_x
@@ -155,6 +162,13 @@ local F = {
     rkey = ProtoField.uint32("metaroce.rkey", "Remote Key", base.HEX),
     dma_len = ProtoField.uint32("metaroce.dma_len", "DMA Length", base.DEC),
     -- RSH
+    atomic_eth = ProtoField.bytes("metaroce.atomic_eth", "Atomic Extended Transport Header"),
+    atomic_va = ProtoField.uint64("metaroce.atomic.va", "Virtual Address", base.HEX),
+    atomic_rkey = ProtoField.uint32("metaroce.atomic.rkey", "Remote Key", base.HEX),
+    atomic_swap_add = ProtoField.uint64("metaroce.atomic.swap_add", "Swap (or Add) Data", base.HEX),
+    atomic_compare = ProtoField.uint64("metaroce.atomic.compare", "Compare Data", base.HEX),
+    atomic_original = ProtoField.uint64("metaroce.atomic.original", "Original Remote Data",
+        base.HEX),
     rsh = ProtoField.bytes("metaroce.rsh", "MetaRoCE Receive Slot Header"),
     recv_slot = ProtoField.uint32("metaroce.recv_slot", "Receive Slot", base.DEC),
     msg_len = ProtoField.uint32("metaroce.msg_len", "Message Length", base.DEC),
@@ -636,8 +650,10 @@ local function dissect_metaroce(tvb, pinfo, root)
     local h = row.headers
     if bit.band(h, H_MDH) ~= 0 then need = need + MDH_SIZE end
     if bit.band(h, H_RETH) ~= 0 then need = need + RETH_SIZE end
+    if bit.band(h, H_ATOMIC_ETH) ~= 0 then need = need + ATOMIC_ETH_SIZE end
     if bit.band(h, H_RSH) ~= 0 then need = need + RSH_SIZE end
     if bit.band(h, H_IMM) ~= 0 then need = need + IMM_SIZE end
+    if bit.band(h, H_ATOMIC_ACK_ETH) ~= 0 then need = need + ATOMIC_ACK_ETH_SIZE end
     if bit.band(h, H_MAH) ~= 0 then need = need + MAH_SIZE end
     if bit.band(h, H_MNH) ~= 0 then need = need + MNH_SIZE end
     if bit.band(h, H_MCH) ~= 0 then need = need + MCH_SIZE end
@@ -672,6 +688,15 @@ local function dissect_metaroce(tvb, pinfo, root)
         t:add(F.dma_len, tvb(off + 12, 4))
         off = off + RETH_SIZE
     end
+    if bit.band(h, H_ATOMIC_ETH) ~= 0 then
+        local t = tree:add(F.atomic_eth, tvb(off, ATOMIC_ETH_SIZE))
+        t:set_text("Atomic Extended Transport Header (AtomicETH)")
+        t:add(F.atomic_va, tvb(off, 8))
+        t:add(F.atomic_rkey, tvb(off + 8, 4))
+        t:add(F.atomic_swap_add, tvb(off + 12, 8))
+        t:add(F.atomic_compare, tvb(off + 20, 8))
+        off = off + ATOMIC_ETH_SIZE
+    end
     if bit.band(h, H_RSH) ~= 0 then
         local t = tree:add(F.rsh, tvb(off, RSH_SIZE))
         t:set_text("MetaRoCE Receive Slot Header (RSH)")
@@ -684,6 +709,12 @@ local function dissect_metaroce(tvb, pinfo, root)
         tree:add(F.imm, tvb(off, IMM_SIZE))
         info[#info + 1] = string.format("imm=0x%08x", tvb(off, 4):uint())
         off = off + IMM_SIZE
+    end
+    if bit.band(h, H_ATOMIC_ACK_ETH) ~= 0 then
+        local t = tree:add(F.atomic_eth, tvb(off, ATOMIC_ACK_ETH_SIZE))
+        t:set_text("Atomic Acknowledge Extended Transport Header (AtomicAckETH)")
+        t:add(F.atomic_original, tvb(off, 8))
+        off = off + ATOMIC_ACK_ETH_SIZE
     end
     if bit.band(h, H_MAH) ~= 0 then
         local t = tree:add(F.mah, tvb(off, MAH_SIZE))
