@@ -27,6 +27,7 @@
  *   metaroce-per-path.{pcap,json}  the same with ackPolicy "per-path" (one MR_ACK per path)
  *   rocev2.pcap,   rocev2.json     the RoCEv2 baseline run (go-back-N)
  *   rocev2-read.pcap, .json        RDMA READ and atomics on the RoCEv2 baseline (go-back-N)
+ *   metaroce-read.pcap, .json      the same work on MetaRoCE (4 paths)
  *   irn.pcap,      irn.json        the RoCEv2 baseline with rocev2.recovery = "irn" (IRN_*
  *                                  opcodes with IRH, IRN NACKs with ISH, selective repeats)
  */
@@ -699,24 +700,28 @@ RunRoceV2Mode(const std::string& dir, uint64_t seed, uint32_t firstQpn, bool irn
 }
 
 /**
- * RDMA READ and atomics on the RoCEv2 baseline (go-back-N): a five-packet READ (Response
- * First, Middle, Last; the last one padded), a WRITE, a Compare&Swap, a Fetch&Add, a one-packet
- * and an empty READ (Response Only). The first READ Response Middle is lost, so the READ is
- * asked for again from its PSN (a duplicate READ, served again); the first Atomic Acknowledge
- * is lost, so the Fetch&Add is resent and answered from the replay cache.
+ * RDMA READ and atomics on the RoCEv2 baseline (go-back-N), or on MetaRoCE (\p metaroce): a
+ * five-packet READ (RoCEv2: Response First, Middle, Last; the last one padded), a WRITE, a
+ * Compare&Swap, a Fetch&Add, a one-packet and an empty READ (RoCEv2: Response Only). RoCEv2:
+ * the first READ Response Middle is lost, so the READ is asked for again from its PSN (a
+ * duplicate READ, served again); the first Atomic Acknowledge is lost, so the Fetch&Add is
+ * resent and answered from the replay cache. MetaRoCE: the first READ answer packet and the
+ * first atomic answer are lost and resent by the responder.
  */
 RunResult
-RunRoceV2Read(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+RunReadAtomicMode(const std::string& dir, uint64_t seed, uint32_t firstQpn, bool metaroce)
 {
     RunResult r;
-    CaptureSink sink(dir + "/rocev2-read", "rocev2-read");
+    const char* stem = metaroce ? "metaroce-read" : "rocev2-read";
+    CaptureSink sink(dir + "/" + stem, stem);
     NetworkConfig net;
     net.seed = seed;
     EngineNetwork n(net);
     uint32_t a = n.AddEndpoint();
     uint32_t b = n.AddEndpoint();
     ConnectionConfig cfg;
-    cfg.transport = "rocev2";
+    cfg.transport = metaroce ? "metaroce" : "rocev2";
+    cfg.numPaths = 4;
     cfg.mtu = 1024;
     cfg.sourcePortBase = 50001;
     cfg.rocev2.localAckTimeout = 7;
@@ -725,7 +730,9 @@ RunRoceV2Read(const std::string& dir, uint64_t seed, uint32_t firstQpn)
     n.onTransmit = [&sink](Time t, uint32_t s, const TxDatagram& tx, bool d) {
         sink.OnTransmit(t, s, tx, d);
     };
-    std::set<uint8_t> lostOnce = {RC_READ_RESPONSE_MIDDLE, RC_ATOMIC_ACKNOWLEDGE};
+    std::set<uint8_t> lostOnce =
+        metaroce ? std::set<uint8_t>{MR_READ_RESPONSE, MR_ATOMIC_RESPONSE}
+                 : std::set<uint8_t>{RC_READ_RESPONSE_MIDDLE, RC_ATOMIC_ACKNOWLEDGE};
     n.Link(b, a).dropIf = [&lostOnce](const WireInfo& w) { return lostOnce.erase(w.opcode) > 0; };
     std::vector<uint8_t> local(16 * 1024);
     std::vector<uint8_t> remote(16 * 1024);
@@ -768,6 +775,18 @@ RunRoceV2Read(const std::string& dir, uint64_t seed, uint32_t firstQpn)
     r.failures += exact ? 0 : 1;
     FinishRun(n, a, b, sink, seed, 6, 0, r);
     return r;
+}
+
+RunResult
+RunRoceV2Read(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    return RunReadAtomicMode(dir, seed, firstQpn, false);
+}
+
+RunResult
+RunMetaRoceRead(const std::string& dir, uint64_t seed, uint32_t firstQpn)
+{
+    return RunReadAtomicMode(dir, seed, firstQpn, true);
 }
 
 RunResult
@@ -825,7 +844,8 @@ main(int argc, char** argv)
                          "writes DIR/metaroce.pcap, DIR/metaroce.json, "
                          "DIR/metaroce-per-path.pcap, DIR/metaroce-per-path.json, "
                          "DIR/rocev2.pcap, DIR/rocev2.json, DIR/irn.pcap, DIR/irn.json, "
-                         "DIR/rocev2-read.pcap and DIR/rocev2-read.json\n",
+                         "DIR/rocev2-read.pcap, DIR/rocev2-read.json, "
+                         "DIR/metaroce-read.pcap and DIR/metaroce-read.json\n",
                          argv[0]);
             return arg == "--help" ? 0 : 2;
         }
@@ -841,7 +861,8 @@ main(int argc, char** argv)
                      std::make_pair("metaroce-per-path", &RunMetaRocePerPath),
                      std::make_pair("rocev2", &RunRoceV2),
                      std::make_pair("irn", &RunIrn),
-                     std::make_pair("rocev2-read", &RunRoceV2Read)})
+                     std::make_pair("rocev2-read", &RunRoceV2Read),
+                     std::make_pair("metaroce-read", &RunMetaRoceRead)})
     {
         RunResult r = run.second(out, seed, firstQpn);
         std::printf("%-17s %4" PRIu64 " frames (%" PRIu64 " dropped by faults), %" PRIu64
