@@ -4,7 +4,8 @@ RoCEv2 without PFC (go-back-N, and IRN), loss-free and at 1% loss: completion ti
 bandwidth.
 
 Reads the run folders examples/experiments/collectives.sh writes (<coll>-<arm>-loss<p>):
-all-reduce from collectives.csv (duration_us, busbw_gbps); all-to-all from flows.csv
+all-reduce from collectives.csv (duration_us, busbw_gbps); all-to-all (WRITEs, and READs:
+a flow's src is the host that reads) from flows.csv
 (completion = last finish_us - first start_us; bus bandwidth, NCCL's all-to-all convention
 algbw * (n-1)/n, = bytes a rank sends to the other ranks * 8 / completion time). Prints the
 Markdown table and draws two bar panels.
@@ -21,7 +22,8 @@ from exp_common import read_csv, read_summary  # noqa: E402
 
 ARMS = [("metaroce", "MetaRoCE"), ("rocev2-pfc", "RoCEv2+PFC+DCQCN"),
         ("rocev2-nopfc", "RoCEv2 no PFC"), ("rocev2-irn", "RoCEv2 IRN, no PFC")]
-COLLS = [("allreduce", "ring all-reduce"), ("alltoall", "all-to-all")]
+COLLS = [("allreduce", "ring all-reduce"), ("alltoall", "all-to-all"),
+         ("alltoall-read", "READ all-to-all")]
 LOSSES = ["0", "0.01"]
 
 
@@ -50,7 +52,7 @@ def measure(run, coll):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", help="the folder holding the 16 run folders")
+    ap.add_argument("folder", help="the folder holding the 24 run folders")
     ap.add_argument("-o", "--output", default=None, help="figure file (PNG/PDF)")
     args = ap.parse_args()
 
@@ -97,7 +99,7 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, len(COLLS), figsize=(16, 4))
     width = 0.8 / len(ARMS)
     for ax, (coll, cname) in zip(axes, COLLS):
         groups = [f"{cname}\nloss {float(l):.0%}" for l in LOSSES]
@@ -113,7 +115,7 @@ def main():
         ax.set_ylabel("bus bandwidth (Gb/s)")
         ax.axhline(100, color="grey", lw=0.8, ls=":")
         ax.set_title(f"{cname}, 64 hosts, 100 Gb/s")
-    axes[1].legend(fontsize=8, loc="upper right")
+    axes[-1].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     fig.savefig(args.output, dpi=130)
     print(f"wrote {args.output}")

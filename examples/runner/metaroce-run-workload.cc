@@ -107,6 +107,14 @@ BuildWorkload(const ScenarioPlan& plan,
     load->SetConnectionConfig(plan.connection);
     const pb::Workload& w = sc.workload();
     const Time start = FromUs(w.start_us());
+    if (w.operation() == pb::Workload::READ)
+    {
+        if (w.kind() == pb::Workload::RING_ALLREDUCE)
+        {
+            plan.loader.Invalid("workload.operation", "READ applies to flows, not to rings");
+        }
+        load->SetFlowOperation(MetaRoceFlowApplication::READ);
+    }
     switch (w.kind())
     {
     case pb::Workload::INCAST:

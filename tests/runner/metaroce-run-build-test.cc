@@ -128,6 +128,40 @@ TEST_F(RunBuildTest, BuildsTheFabricNicsAndFlowsOfTheScenario)
     EXPECT_EQ(metaroce_run::ReceivingHosts(load, 8), (std::vector<uint32_t>{5}));
 }
 
+TEST_F(RunBuildTest, ReadFlowsAndTheRingsThatCannotBe)
+{
+    for (const bool ring : {false, true})
+    {
+        const metaroce_run::ScenarioPlan plan =
+            Plan({ring ? "workload { kind: RING_ALLREDUCE operation: READ }"
+                       : "workload { operation: READ }"});
+        const pb::Scenario& sc = plan.loader.Get();
+        ns3::Ptr<ns3::MetaRoceFabric> fabric = metaroce_run::BuildFabric(sc.topology(), 1);
+        int64_t streams = 0;
+        const auto nics = metaroce_run::InstallNics(sc.transport(), fabric, streams);
+        try
+        {
+            ns3::Ptr<ns3::MetaRoceWorkloadHelper> load =
+                metaroce_run::BuildWorkload(plan, fabric, nics);
+            EXPECT_FALSE(ring) << "a READ ring was accepted";
+            ASSERT_EQ(load->GetFlows().size(), 3U);
+            ns3::Simulator::Stop(ns3::MilliSeconds(5));
+            ns3::Simulator::Run();
+            EXPECT_EQ(load->GetFlowsDone(), 3U);
+            // The incast's senders read from the receiver: host 5 placed nothing.
+            EXPECT_EQ(nics[5]->GetEngineCounters().Get(metaroce::Counter::BYTES_PLACED), 0U);
+            EXPECT_EQ(nics[0]->GetEngineCounters().Get(metaroce::Counter::BYTES_PLACED), 65536U);
+        }
+        catch (const ScenarioError& e)
+        {
+            EXPECT_TRUE(ring) << e.what();
+            EXPECT_NE(std::string(e.what()).find("workload.operation"), std::string::npos)
+                << e.what();
+        }
+        ns3::Simulator::Destroy();
+    }
+}
+
 TEST_F(RunBuildTest, LinkEventsMustNameExistingNodesAndLinks)
 {
     for (const auto& [set, error] : std::vector<std::pair<std::string, std::string>>{

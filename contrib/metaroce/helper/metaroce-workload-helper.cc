@@ -10,6 +10,7 @@
 #include "metaroce-random.h"
 
 #include "ns3/abort.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
@@ -140,6 +141,12 @@ MetaRoceWorkloadHelper::GetConnectionConfig() const
 }
 
 void
+MetaRoceWorkloadHelper::SetFlowOperation(MetaRoceFlowApplication::Operation op)
+{
+    m_operation = op;
+}
+
+void
 MetaRoceWorkloadHelper::SetStopWhenDone(bool stop)
 {
     m_stopWhenDone = stop;
@@ -167,6 +174,7 @@ MetaRoceWorkloadHelper::AddFlow(uint32_t src, uint32_t dst, uint64_t bytes, Time
     const uint32_t index = static_cast<uint32_t>(m_flowApps.size());
     m_flowHelper->SetConnectionConfig(m_cfg);
     m_flowHelper->SetStopWhenDone(m_stopWhenDone);
+    m_flowHelper->SetAttribute("Operation", EnumValue(m_operation));
     ApplicationContainer apps = m_flowHelper->Install(src, dst, bytes, id >= 0 ? id : index);
     apps.Start(StartDelay(start));
     m_flowApps.push_back(DynamicCast<MetaRoceFlowApplication>(apps.Get(0)));

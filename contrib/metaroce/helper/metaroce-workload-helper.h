@@ -97,6 +97,14 @@ class MetaRoceWorkloadHelper : public Object
     const metaroce::ConnectionConfig& GetConnectionConfig() const;
 
     /**
+     * Set what the flows added from now on do (MetaRoceFlowApplication's Operation): WRITEs
+     * (the default) or READs, where each flow's host reads the bytes from its peer. Rings are
+     * not affected.
+     * \param op the operation
+     */
+    void SetFlowOperation(MetaRoceFlowApplication::Operation op);
+
+    /**
      * Stop the simulator when every flow and collective of this helper (added before or
      * after) and every other traffic application that asks for it has finished.
      * \param stop whether to stop
@@ -236,9 +244,10 @@ class MetaRoceWorkloadHelper : public Object
      */
     static Time StartDelay(Time start);
 
-    std::unique_ptr<MetaRoceFlowHelper> m_flowHelper;                 //!< installs flows
-    std::unique_ptr<MetaRoceCollectiveHelper> m_collectiveHelper;     //!< and collectives
-    metaroce::ConnectionConfig m_cfg;                                 //!< configuration
+    std::unique_ptr<MetaRoceFlowHelper> m_flowHelper;             //!< installs flows
+    std::unique_ptr<MetaRoceCollectiveHelper> m_collectiveHelper; //!< and collectives
+    metaroce::ConnectionConfig m_cfg;                             //!< configuration
+    MetaRoceFlowApplication::Operation m_operation{MetaRoceFlowApplication::WRITE}; //!< of flows
     bool m_stopWhenDone{false};                                       //!< stop when done
     std::vector<Ptr<MetaRoceFlowApplication>> m_flowApps;             //!< flows
     std::vector<Ptr<MetaRoceCollectiveApplication>> m_collectiveApps; //!< collectives

@@ -6,10 +6,12 @@
 
 #include "metaroce-flow-application.h"
 
+#include "metaroce-ns3-compat.h"
 #include "metaroce-partition.h"
 #include "metaroce-stack-helper.h"
 
 #include "ns3/abort.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
@@ -44,6 +46,13 @@ MetaRoceFlowApplication::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&MetaRoceFlowApplication::m_id),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute(
+                "Operation",
+                "Write: RDMA WRITEs to the remote host; Read: RDMA READs of the "
+                "remote host's bytes (storage and parameter-server traffic).",
+                EnumValue(WRITE),
+                MetaRoceMakeEnumAccessor<Operation>(&MetaRoceFlowApplication::m_operation),
+                MakeEnumChecker(WRITE, "Write", READ, "Read"))
             .AddTraceSource("Finished",
                             "The flow finished: the sender's completion of its last message, "
                             "or a failure.",
@@ -163,9 +172,10 @@ MetaRoceFlowApplication::StartApplication()
     // ranks), but only the rank that owns a host posts work on it.
     const bool srcLocal = MetaRoceIsLocal(a->GetNode());
     const bool dstLocal = MetaRoceIsLocal(b->GetNode());
+    const bool read = m_operation == READ;
     metaroce::RecvWr rw;
     rw.wrId = m_id;
-    if (dstLocal && b->PostRecv(qb, rw) != metaroce::PostStatus::OK)
+    if (!read && dstLocal && b->PostRecv(qb, rw) != metaroce::PostStatus::OK)
     {
         Fail();
         return;
@@ -177,7 +187,9 @@ MetaRoceFlowApplication::StartApplication()
         const bool last = m + 1 == messages;
         metaroce::SendWr wr;
         wr.wrId = m_id;
-        wr.opcode = last ? metaroce::WrOpcode::RDMA_WRITE_WITH_IMM : metaroce::WrOpcode::RDMA_WRITE;
+        wr.opcode = read   ? metaroce::WrOpcode::RDMA_READ
+                    : last ? metaroce::WrOpcode::RDMA_WRITE_WITH_IMM
+                           : metaroce::WrOpcode::RDMA_WRITE;
         wr.sge = {srcRegion.addr, static_cast<uint32_t>(len), srcRegion.lkey};
         wr.remoteAddr = dstRegion.addr;
         wr.rkey = dstRegion.rkey;
@@ -231,6 +243,11 @@ MetaRoceFlowApplication::OnCompletion(bool sender, const metaroce::Completion& c
         m_flow.received = true;
         m_flow.receiverFinish = Simulator::Now();
         return;
+    }
+    if (m_operation == READ)
+    {
+        m_flow.received = true; // the reader's completion: the bytes are in its memory
+        m_flow.receiverFinish = Simulator::Now();
     }
     m_flow.done = true;
     m_flow.finish = Simulator::Now();

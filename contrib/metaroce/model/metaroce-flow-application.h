@@ -72,7 +72,11 @@ struct MetaRoceFlow
  *
  * When it starts, it connects a new connection pair with that configuration (the simulated
  * control plane is instantaneous), posts one receive at the remote end and the flow's bytes as
- * RDMA WRITEs of at most MaxMessageSize bytes, and records the outcome (GetFlow()). Stopping it
+ * RDMA WRITEs of at most MaxMessageSize bytes, and records the outcome (GetFlow()). With
+ * Operation READ it instead reads the flow's bytes from the remote NIC's memory with RDMA
+ * READs of at most MaxMessageSize bytes (the data travels from the remote host to this one;
+ * the record's src is still this host, the reader); the flow is done, and received, when the
+ * last READ completes. Stopping it
  * before it starts keeps it from starting (it then counts as finished, with neither done nor
  * failed set); work already posted is not withdrawn (an RDMA NIC completes what it was given).
  * Distributed runs: every rank creates both connections (QPNs stay identical across ranks), and
@@ -81,6 +85,13 @@ struct MetaRoceFlow
 class MetaRoceFlowApplication : public MetaRoceTrafficApplication
 {
   public:
+    /// What the flow's messages are (Operation attribute).
+    enum Operation
+    {
+        WRITE, //!< RDMA WRITEs from this node to the remote one (the last with immediate)
+        READ,  //!< RDMA READs by this node of the remote one's bytes (data travels back)
+    };
+
     /**
      * \brief Get the type ID.
      * \return the object TypeId
@@ -148,6 +159,7 @@ class MetaRoceFlowApplication : public MetaRoceTrafficApplication
     Ptr<MetaRoceNic> LocalNic() const;
 
     uint64_t m_bytes{1};                                 //!< Bytes attribute
+    Operation m_operation{WRITE};                        //!< Operation attribute
     uint32_t m_id{0};                                    //!< FlowId attribute
     Ptr<MetaRoceNic> m_remote;                           //!< the receiving NIC
     metaroce::ConnectionConfig m_cfg;                    //!< connection configuration
