@@ -317,27 +317,19 @@ Session::Reject(const std::string& reason)
 void
 Session::OnHello(const proto::Hello& hello)
 {
-    if (hello.protocol_version() != proto::VERSION_CURRENT)
+    // The settings must be ours: both ends of a perf test are configured alike.
+    const proto::ConnectionSettings ours = SettingsOf(m_ccfg, m_opts.icrc);
+    auto sameAsOurs = [&ours](const proto::ConnectionSettings& client, ConnectionConfig&) {
+        const std::string diff = CompareSettings(ours, client, "server", "client");
+        return diff.empty() ? diff : "connection settings differ: " + diff;
+    };
+    std::string why = CheckHello(hello, sameAsOurs, m_ccfg);
+    if (!why.empty())
     {
-        Reject("protocol version mismatch: server speaks " +
-               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
-               ") speaks " + std::to_string(hello.protocol_version()));
-        return;
-    }
-    std::string diff =
-        CompareSettings(SettingsOf(m_ccfg, m_opts.icrc), hello.settings(), "server", "client");
-    if (!diff.empty())
-    {
-        Reject("connection settings differ: " + diff);
+        Reject(why);
         return;
     }
     const proto::Workload& w = hello.workload();
-    std::string why = CheckWorkload(hello, m_ccfg);
-    if (!why.empty())
-    {
-        Reject("workload not acceptable: " + why);
-        return;
-    }
     m_workload = w;
     m_size = w.message_size();
     m_depth = w.depth();

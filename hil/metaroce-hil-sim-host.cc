@@ -101,6 +101,9 @@ class SimHostServer::Impl
     void OnMessage(uint64_t session, const proto::ControlMessage& msg);
     void OnChannelError(uint64_t session, const std::string& reason);
     void OnHello(uint64_t session, const proto::Hello& hello);
+    /// The host adopts the client's connection settings, within its port's limits: the
+    /// SettingsRule of CheckHello(). \return "" or why not
+    std::string Adopt(const proto::ConnectionSettings& s, ConnectionConfig& cfg) const;
     void OnSetupDone(uint64_t session, const SetupResult& result);
     void OnVerdict(uint64_t session, const proto::Verdict& verdict);
     void RejectAndClose(std::shared_ptr<ControlChannel> channel, const std::string& reason);
@@ -367,38 +370,41 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
         ++m_session;
         RejectAndClose(channel, reason);
     };
-    if (hello.protocol_version() != proto::VERSION_CURRENT)
+    ConnectionConfig cfg = m_baseConfig;
+    const std::string why = CheckHello(
+        hello,
+        [this](const proto::ConnectionSettings& s, ConnectionConfig& c) { return Adopt(s, c); },
+        cfg);
+    if (!why.empty())
     {
-        reject("protocol version mismatch: server speaks " +
-               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
-               ") speaks " + std::to_string(hello.protocol_version()));
+        reject(why);
         return;
     }
-    // The simulated host adopts the client's connection settings, within its port's limits.
-    const proto::ConnectionSettings& s = hello.settings();
+    const uint32_t peerIp = hello.address().ipv4();
+    InSimulation([this, session, hello, cfg, peerIp] { SimSetup(session, hello, cfg, peerIp); });
+}
+
+std::string
+SimHostServer::Impl::Adopt(const proto::ConnectionSettings& s, ConnectionConfig& cfg) const
+{
     if (s.transport() != "metaroce" && s.transport() != "rocev2")
     {
-        reject("unknown transport '" + s.transport() + "'");
-        return;
+        return "unknown transport '" + s.transport() + "'";
     }
     if (!s.icrc())
     {
-        reject("the simulated host computes and checks the ICRC; run the client without "
-               "--no-icrc");
-        return;
+        return "the simulated host computes and checks the ICRC; run the client without "
+               "--no-icrc";
     }
     if (s.mtu() == 0 || uint64_t(s.mtu()) + DATAGRAM_OVERHEAD > m_portMtu)
     {
-        reject("mtu " + std::to_string(s.mtu()) + " does not fit the simulated host port (IP MTU " +
-               std::to_string(m_portMtu) + ")");
-        return;
+        return "mtu " + std::to_string(s.mtu()) + " does not fit the simulated host port (IP MTU " +
+               std::to_string(m_portMtu) + ")";
     }
     if (s.max_streams() == 0 || s.max_streams() > 65535)
     {
-        reject("bad max_streams " + std::to_string(s.max_streams()));
-        return;
+        return "bad max_streams " + std::to_string(s.max_streams());
     }
-    ConnectionConfig cfg = m_baseConfig;
     cfg.transport = s.transport();
     cfg.mtu = s.mtu();
     cfg.numPaths = s.transport() == "rocev2" ? 1 : s.num_paths();
@@ -411,26 +417,12 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
         const std::string recovery = RoceRecoveryOf(s);
         if (!IsPolicyName(PolicyKind::ROCE_RECOVERY, recovery))
         {
-            reject("unknown rocev2 recovery '" + recovery + "' (" +
-                   PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")");
-            return;
+            return "unknown rocev2 recovery '" + recovery + "' (" +
+                   PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")";
         }
         cfg.rocev2.recovery = recovery;
     }
-    std::string why = CheckWorkload(hello, cfg);
-    const uint64_t bytes = RegionBytes(hello.workload());
-    if (why.empty() && (bytes == 0 || bytes > MAX_REGION_BYTES))
-    {
-        why = "buffer of " + std::to_string(bytes) + " bytes exceeds the " +
-              std::to_string(MAX_REGION_BYTES) + "-byte limit; lower --size, --depth or --streams";
-    }
-    if (!why.empty())
-    {
-        reject("workload not acceptable: " + why);
-        return;
-    }
-    const uint32_t peerIp = hello.address().ipv4();
-    InSimulation([this, session, hello, cfg, peerIp] { SimSetup(session, hello, cfg, peerIp); });
+    return "";
 }
 
 void

@@ -96,6 +96,30 @@ CheckWorkload(const proto::Hello& hello, const ConnectionConfig& cfg)
 }
 
 std::string
+CheckHello(const proto::Hello& hello, const SettingsRule& settle, ConnectionConfig& cfg)
+{
+    if (hello.protocol_version() != proto::VERSION_CURRENT)
+    {
+        return "protocol version mismatch: server speaks " +
+               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
+               ") speaks " + std::to_string(hello.protocol_version());
+    }
+    std::string why = settle(hello.settings(), cfg);
+    if (!why.empty())
+    {
+        return why;
+    }
+    why = CheckWorkload(hello, cfg);
+    const uint64_t bytes = RegionBytes(hello.workload());
+    if (why.empty() && (bytes == 0 || bytes > MAX_REGION_BYTES))
+    {
+        why = "buffer of " + std::to_string(bytes) + " bytes exceeds the " +
+              std::to_string(MAX_REGION_BYTES) + "-byte limit; lower --size, --depth or --streams";
+    }
+    return why.empty() ? "" : "workload not acceptable: " + why;
+}
+
+std::string
 CheckReceived(const Completion& c, const ReceivedMessage& m)
 {
     std::string problem;

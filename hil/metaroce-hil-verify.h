@@ -12,6 +12,7 @@
 #include "metaroce-verbs.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@
  * What a metaroce-perf receiver checks, shared by the real server
  * (metaroce-hil-perf-session.cc) and the simulated hosts of metaroce-hil-fabric
  * (metaroce-hil-sim-host.cc): the seeded data pattern, the work-request id layout, the limits on
- * a client's workload and the check of one received message. Pure C++ over the engine types and the
- * control-plane schema: no I/O.
+ * a client's workload, the server's check of a Hello and the check of one received message. Pure
+ * C++ over the engine types and the control-plane schema: no I/O.
  */
 
 namespace metaroce
@@ -77,6 +78,33 @@ std::string CheckWorkload(const proto::Hello& hello, const ConnectionConfig& cfg
  *         depth (0 if the product overflows)
  */
 uint64_t RegionBytes(const proto::Workload& w);
+
+/**
+ * How a server turns the connection settings of a client's Hello into those of the session.
+ * \param client the Hello's settings
+ * \param[in,out] cfg the server's settings, adjusted for the session
+ * \return "" if the server can use them, else the reason for the Reject (one line)
+ */
+using SettingsRule =
+    std::function<std::string(const proto::ConnectionSettings& client, ConnectionConfig& cfg)>;
+
+/**
+ * The server's check of a client's Hello, one for every server: metaroce-perf's (and so
+ * metaroce-hild's) and the simulated hosts of metaroce-hil-fabric. In this order:
+ *  1. the protocol version (VERSION_CURRENT only);
+ *  2. the connection settings, by \p settle (metaroce-perf: they must equal its own; a
+ *     simulated host adopts them within its port's limits);
+ *  3. the workload against the settled \p cfg (CheckWorkload()) and its receive buffer
+ *     (RegionBytes()) against MAX_REGION_BYTES.
+ * The control plane's own limits (message length, silence timeout) are ControlChannel's.
+ * \param hello the client's Hello
+ * \param settle the server's rule for the settings
+ * \param[in,out] cfg the server's settings; on success those of the session
+ * \return "" to accept the session, else the reason for the Reject (one line)
+ */
+std::string CheckHello(const proto::Hello& hello,
+                       const SettingsRule& settle,
+                       ConnectionConfig& cfg);
 
 /// Where a received message belongs, for CheckReceived().
 struct ReceivedMessage
