@@ -32,9 +32,9 @@
  *    deprecated aliases that keep working; the help text lists them after the options.
  *
  * Values are applied in command-line order by the option's ValueParser, a function that
- * stores the value and returns "" or what was expected; the helpers below (Number, Real, Positive,
- * Size, Choice, Text, OnOff, Ipv4, Matching) build the usual ones. The help text wraps each option's
- * description at 100 columns.
+ * stores the value and returns "" or what was expected; the helpers below (Number, Real,
+ * Positive, Size, Choice, Text, OnOff, Ipv4, Matching) build the usual ones. The help text
+ * wraps each option's description at 100 columns.
  */
 
 namespace metaroce

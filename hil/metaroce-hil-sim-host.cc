@@ -13,7 +13,6 @@
 #include "metaroce-hil-timers.h"
 #include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
-#include "metaroce-policy-names.h"
 
 #include "ns3/event-impl.h"
 #include "ns3/metaroce-net-device.h"
@@ -387,9 +386,11 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
 std::string
 SimHostServer::Impl::Adopt(const proto::ConnectionSettings& s, ConnectionConfig& cfg) const
 {
-    if (s.transport() != "metaroce" && s.transport() != "rocev2")
+    ConnectionConfig adopted = cfg;
+    const std::string why = ApplySettings(s, adopted);
+    if (!why.empty())
     {
-        return "unknown transport '" + s.transport() + "'";
+        return why;
     }
     if (!s.icrc())
     {
@@ -401,27 +402,7 @@ SimHostServer::Impl::Adopt(const proto::ConnectionSettings& s, ConnectionConfig&
         return "mtu " + std::to_string(s.mtu()) + " does not fit the simulated host port (IP MTU " +
                std::to_string(m_portMtu) + ")";
     }
-    if (s.max_streams() == 0 || s.max_streams() > 65535)
-    {
-        return "bad max_streams " + std::to_string(s.max_streams());
-    }
-    cfg.transport = s.transport();
-    cfg.mtu = s.mtu();
-    cfg.numPaths = s.transport() == "rocev2" ? 1 : s.num_paths();
-    cfg.maxOutstandingWrs = s.max_outstanding_wrs();
-    cfg.maxMessageSize = s.max_message_size();
-    cfg.maxStreams = uint16_t(s.max_streams());
-    cfg.maxPostedRecvs = s.max_posted_recvs();
-    if (s.transport() == "rocev2")
-    {
-        const std::string recovery = RoceRecoveryOf(s);
-        if (!IsPolicyName(PolicyKind::ROCE_RECOVERY, recovery))
-        {
-            return "unknown rocev2 recovery '" + recovery + "' (" +
-                   PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")";
-        }
-        cfg.rocev2.recovery = recovery;
-    }
+    cfg = adopted;
     return "";
 }
 
