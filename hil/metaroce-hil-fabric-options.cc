@@ -13,7 +13,6 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <limits>
 #include <sstream>
 
 namespace metaroce
@@ -203,7 +202,7 @@ AddFabricOptions(ToolOptions& o, FabricOptions& p)
     o.Add("duration",
           "SECONDS",
           "seconds to run (default 0: until SIGINT/SIGTERM)",
-          Real(p.duration, 0, std::numeric_limits<double>::infinity()));
+          Real(p.duration, 0, UNBOUNDED));
     o.Add("seed", "N", "ns-3 run number (loss and ECN draws) (default 1)", Number(p.seed));
     o.Add("pcap",
           "PREFIX",

@@ -408,8 +408,8 @@ main(int argc, char* argv[])
 {
     using metaroce::hil::FailSpec;
     using metaroce::hil::TapSpec;
-    metaroce::hil::FabricOptions o;
-    const int status = metaroce::hil::ParseFabricOptions(argc, argv, o);
+    metaroce::hil::FabricOptions opts;
+    const int status = metaroce::hil::ParseFabricOptions(argc, argv, opts);
     if (status >= 0)
     {
         return status;
@@ -421,46 +421,49 @@ main(int argc, char* argv[])
 
     GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::RealtimeSimulatorImpl"));
     GlobalValue::Bind("ChecksumEnabled", BooleanValue(true));
-    RngSeedManager::SetRun(o.seed);
+    RngSeedManager::SetRun(opts.seed);
 
     // --slowdown K: every time in the fabric K times longer (serialization, propagation, the
     // failure schedule); sizes (queues, ECN thresholds) unchanged.
-    const DataRate hostLinkRate(uint64_t(double(DataRate(o.hostRate).GetBitRate()) / o.slowdown));
+    const DataRate hostLinkRate(
+        uint64_t(double(DataRate(opts.hostRate).GetBitRate()) / opts.slowdown));
     const DataRate fabricLinkRate(
-        uint64_t(double(DataRate(o.fabricRate).GetBitRate()) / o.slowdown));
-    const Time delay = Time(o.linkDelay) * o.slowdown;
-    for (FailSpec& f : o.failLinks)
+        uint64_t(double(DataRate(opts.fabricRate).GetBitRate()) / opts.slowdown));
+    const Time delay = Time(opts.linkDelay) * opts.slowdown;
+    for (FailSpec& f : opts.failLinks)
     {
-        f.start *= o.slowdown;
-        f.stop = f.stop < 0 ? f.stop : f.stop * o.slowdown;
+        f.start *= opts.slowdown;
+        f.stop = f.stop < 0 ? f.stop : f.stop * opts.slowdown;
     }
     MetaRoceTopologyHelper topo;
     topo.SetHostLinkRate(hostLinkRate);
     topo.SetFabricLinkRate(fabricLinkRate);
     topo.SetLinkDelay(delay);
-    topo.SetEcn(o.ecn, o.ecnKmin, o.ecnKmax, o.ecnPmax);
-    Ptr<MetaRoceFabric> fabric = topo.BuildLeafSpine(o.leaves, o.hostsPerLeaf, o.oversubscription);
+    topo.SetEcn(opts.ecn, opts.ecnKmin, opts.ecnKmax, opts.ecnPmax);
+    Ptr<MetaRoceFabric> fabric =
+        topo.BuildLeafSpine(opts.leaves, opts.hostsPerLeaf, opts.oversubscription);
     const uint32_t switches = fabric->GetSwitchCount();
-    const uint32_t spines = switches - o.leaves;
+    const uint32_t spines = switches - opts.leaves;
     for (const MetaRoceLink& link : fabric->GetLinks())
     {
-        if (o.loss > 0 && link.portA != MetaRoceSwitch::NO_PORT &&
+        if (opts.loss > 0 && link.portA != MetaRoceSwitch::NO_PORT &&
             link.portB != MetaRoceSwitch::NO_PORT)
         {
-            fabric->SetBernoulliLoss(link.channel, o.loss);
+            fabric->SetBernoulliLoss(link.channel, opts.loss);
         }
     }
-    for (const FailSpec& f : o.failLinks)
+    for (const FailSpec& f : opts.failLinks)
     {
-        if (f.leaf >= o.leaves || f.spine >= spines)
+        if (f.leaf >= opts.leaves || f.spine >= spines)
         {
             return usageError("--fail-link " + std::to_string(f.leaf) + ":" +
-                              std::to_string(f.spine) + ": there are " + std::to_string(o.leaves) +
-                              " leaves and " + std::to_string(spines) + " spines");
+                              std::to_string(f.spine) + ": there are " +
+                              std::to_string(opts.leaves) + " leaves and " +
+                              std::to_string(spines) + " spines");
         }
         Time stop = f.stop < 0 ? Time::Max() : Seconds(f.stop);
         Ptr<Node> leafNode = fabric->GetSwitchNode(f.leaf);
-        Ptr<Node> spineNode = fabric->GetSwitchNode(o.leaves + f.spine);
+        Ptr<Node> spineNode = fabric->GetSwitchNode(opts.leaves + f.spine);
         topo.FailLink(leafNode, spineNode, Seconds(f.start), stop);
         // Report whether traffic was using the link when it failed.
         g_framesBeforeFailure.push_back(0);
@@ -477,9 +480,9 @@ main(int argc, char* argv[])
         }
     }
     fabric->AssignStreams(1000);
-    if (!o.pcap.empty())
+    if (!opts.pcap.empty())
     {
-        topo.EnablePcapHosts(o.pcap);
+        topo.EnablePcapHosts(opts.pcap);
     }
 
     // TAP devices with the identity of their hosts; then the simulated hosts, each with a
@@ -488,12 +491,12 @@ main(int argc, char* argv[])
     std::vector<std::string> tapNames;
     std::vector<std::unique_ptr<metaroce::hil::SimHostServer>> simServers;
     std::vector<uint32_t> simIps;
-    for (size_t i = 0; i < o.taps.size() + o.simHosts.size(); ++i)
+    for (size_t i = 0; i < opts.taps.size() + opts.simHosts.size(); ++i)
     {
-        const bool sim = i >= o.taps.size();
-        const TapSpec& spec = sim ? o.simHosts[i - o.taps.size()] : o.taps[i];
-        const uint32_t leaf = uint32_t(i % o.leaves);
-        const uint32_t slot = uint32_t(i / o.leaves);
+        const bool sim = i >= opts.taps.size();
+        const TapSpec& spec = sim ? opts.simHosts[i - opts.taps.size()] : opts.taps[i];
+        const uint32_t leaf = uint32_t(i % opts.leaves);
+        const uint32_t slot = uint32_t(i / opts.leaves);
         const uint32_t ip = (10u << 24) | ((leaf / 256) << 16) | ((leaf % 256) << 8) | (slot + 1);
         const int64_t host = fabric->FindHost(ip);
         if (host < 0)
@@ -516,7 +519,7 @@ main(int argc, char* argv[])
             fd = metaroce::hil::OpenTap(spec.name, name, error);
             if (fd < 0 || !metaroce::hil::SetInterfaceMac(name, mac, error) ||
                 !metaroce::hil::SetInterfaceMtu(name, port->GetMtu(), error) ||
-                !metaroce::hil::SetInterfaceAddress(name, ip, o.prefixLength, error) ||
+                !metaroce::hil::SetInterfaceAddress(name, ip, opts.prefixLength, error) ||
                 !metaroce::hil::SetInterfaceUp(name, true, error))
             {
                 std::fprintf(stderr,
@@ -544,16 +547,16 @@ main(int argc, char* argv[])
         bridges.push_back(std::make_unique<TapBridge>(port,
                                                       device,
                                                       ip,
-                                                      uint16_t(o.dataPort),
-                                                      uint64_t(o.hostQueueKb) * 1024,
+                                                      uint16_t(opts.dataPort),
+                                                      uint64_t(opts.hostQueueKb) * 1024,
                                                       sim));
         tapNames.push_back((spec.netns.empty() ? "" : spec.netns + ":") + name);
         if (sim)
         {
             auto server = std::make_unique<metaroce::hil::SimHostServer>(nic,
-                                                                         uint16_t(o.dataPort),
-                                                                         o.simTimeout);
-            if (!server->Listen(spec.netns, uint16_t(o.controlPort), error))
+                                                                         uint16_t(opts.dataPort),
+                                                                         opts.simTimeout);
+            if (!server->Listen(spec.netns, uint16_t(opts.controlPort), error))
             {
                 std::fprintf(stderr, "metaroce-hil-fabric: %s\n", error.c_str());
                 return 1;
@@ -566,7 +569,7 @@ main(int argc, char* argv[])
                         MacText(mac).c_str(),
                         leaf,
                         Ipv4Text(ip).c_str(),
-                        o.controlPort,
+                        opts.controlPort,
                         tapNames.back().c_str());
             continue;
         }
@@ -581,20 +584,20 @@ main(int argc, char* argv[])
     std::printf("fabric: %u leaves x %u hosts, %u spines, host %.6g Gbps, fabric %.6g Gbps, delay "
                 "%.6g us, loss %g per leaf-spine link, ECN %s (Kmin %u Kmax %u Pmax %g), %zu link "
                 "failure(s), slowdown %g%s\n",
-                o.leaves,
-                o.hostsPerLeaf,
+                opts.leaves,
+                opts.hostsPerLeaf,
                 spines,
                 double(hostLinkRate.GetBitRate()) / 1e9,
                 double(fabricLinkRate.GetBitRate()) / 1e9,
                 delay.GetMicroSeconds() + 0.0,
-                o.loss,
-                o.ecn ? "on" : "off",
-                o.ecnKmin,
-                o.ecnKmax,
-                o.ecnPmax,
-                o.failLinks.size(),
-                o.slowdown,
-                o.slowdown > 1 ? " (rates and times above are the slowed ones)" : "");
+                opts.loss,
+                opts.ecn ? "on" : "off",
+                opts.ecnKmin,
+                opts.ecnKmax,
+                opts.ecnPmax,
+                opts.failLinks.size(),
+                opts.slowdown,
+                opts.slowdown > 1 ? " (rates and times above are the slowed ones)" : "");
     std::fflush(stdout);
 
     std::signal(SIGINT, OnSignal);
@@ -604,12 +607,12 @@ main(int argc, char* argv[])
     {
         bridges.front()->Device()->GetAttribute("RxQueueSize", rxQueue);
     }
-    g_lag = std::make_unique<metaroce::hil::LagMonitor>(o.maxLagMs * 1e3, rxQueue.Get());
+    g_lag = std::make_unique<metaroce::hil::LagMonitor>(opts.maxLagMs * 1e3, rxQueue.Get());
     g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
     Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
-    if (o.duration > 0)
+    if (opts.duration > 0)
     {
-        Simulator::Stop(Seconds(o.duration));
+        Simulator::Stop(Seconds(opts.duration));
     }
     for (auto& server : simServers)
     {
@@ -630,7 +633,7 @@ main(int argc, char* argv[])
                 lag.meanLagUs,
                 (unsigned long long)lag.observations,
                 (unsigned long long)lag.maxQueued);
-    std::printf("real time: %s\n", g_lag->Verdict(o.slowdown).c_str());
+    std::printf("real time: %s\n", g_lag->Verdict(opts.slowdown).c_str());
     for (size_t i = 0; i < bridges.size(); ++i)
     {
         const TapBridge::Counters& c = bridges[i]->GetCounters();
@@ -655,8 +658,8 @@ main(int argc, char* argv[])
     for (uint32_t s = 0; s < switches; ++s)
     {
         Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(s);
-        std::string role =
-            s < o.leaves ? "leaf " + std::to_string(s) : "spine " + std::to_string(s - o.leaves);
+        std::string role = s < opts.leaves ? "leaf " + std::to_string(s)
+                                           : "spine " + std::to_string(s - opts.leaves);
         for (uint32_t p = 0; p < sw->GetNPorts(); ++p)
         {
             const MetaRoceSwitch::Counters& c = sw->GetPortCounters(p);
@@ -726,13 +729,13 @@ main(int argc, char* argv[])
         simTotal.errors += st.errors;
     }
     uint64_t failedLinkFrames = 0;
-    for (size_t i = 0; i < o.failLinks.size(); ++i)
+    for (size_t i = 0; i < opts.failLinks.size(); ++i)
     {
-        const bool happened = o.failLinks[i].start <= simSeconds;
+        const bool happened = opts.failLinks[i].start <= simSeconds;
         std::printf("failure of leaf %u - spine %u at %.3f s: %s\n",
-                    o.failLinks[i].leaf,
-                    o.failLinks[i].spine,
-                    o.failLinks[i].start,
+                    opts.failLinks[i].leaf,
+                    opts.failLinks[i].spine,
+                    opts.failLinks[i].start,
                     happened ? ("the link had carried " + std::to_string(g_framesBeforeFailure[i]) +
                                 " frames")
                                    .c_str()
@@ -745,10 +748,10 @@ main(int argc, char* argv[])
                 "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
                 "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
                 simSeconds,
-                o.slowdown,
+                opts.slowdown,
                 lag.maxLagUs,
                 lag.meanLagUs,
-                o.maxLagMs * 1e3,
+                opts.maxLagMs * 1e3,
                 (unsigned long long)lag.overBound,
                 (unsigned long long)lag.maxQueued,
                 g_lag->FellBehind() ? 1 : 0,
@@ -775,5 +778,5 @@ main(int argc, char* argv[])
     {
         return 1;
     }
-    return o.failBehind && g_lag->FellBehind() ? 3 : 0;
+    return opts.failBehind && g_lag->FellBehind() ? 3 : 0;
 }

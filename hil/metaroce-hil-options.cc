@@ -116,7 +116,7 @@ Real(double& target, double lo, double hi)
         if (text.empty() || errno != 0 || *end != '\0' || !(v >= lo && v <= hi))
         {
             std::ostringstream s;
-            if (hi == std::numeric_limits<double>::infinity())
+            if (hi == UNBOUNDED)
             {
                 s << "a number >= " << lo;
             }
@@ -140,7 +140,7 @@ Positive(double& target, double hi)
         {
             std::ostringstream s;
             s << "a number > 0";
-            if (hi != std::numeric_limits<double>::infinity())
+            if (hi != UNBOUNDED)
             {
                 s << " and <= " << hi;
             }

@@ -45,6 +45,9 @@ namespace hil
 /// Exit status of a usage error (EX_USAGE of sysexits.h), for every HIL tool.
 constexpr int EXIT_USAGE = 64;
 
+/// No upper bound, for Real() and Positive().
+constexpr double UNBOUNDED = std::numeric_limits<double>::infinity();
+
 /**
  * Store an option's text into its setting.
  * \return "" if the text is valid, else what was expected ("an integer in 1..64")
@@ -62,7 +65,7 @@ ValueParser Number(int& target, int lo, int hi);
 /// \return a parser of a real number in [\p lo, \p hi] into \p target.
 ValueParser Real(double& target, double lo, double hi);
 /// \return a parser of a real number above 0 and at most \p hi into \p target.
-ValueParser Positive(double& target, double hi = std::numeric_limits<double>::infinity());
+ValueParser Positive(double& target, double hi = UNBOUNDED);
 /// \return a parser of a size with an optional K/M/G suffix (powers of 1024) in [lo, hi].
 ValueParser Size(uint64_t& target, uint64_t lo, uint64_t hi);
 /// \return a parser that accepts only one of \p choices.

@@ -22,9 +22,6 @@ namespace hil
 namespace
 {
 
-/// No upper bound for Real().
-constexpr double UNBOUNDED = std::numeric_limits<double>::infinity();
-
 /// \return the probabilities P[,P...] of \p text, at most \p most of them, or false.
 bool
 ParseProbabilities(const std::string& text, size_t most, std::vector<double>& values)

@@ -38,7 +38,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <limits>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -523,7 +522,6 @@ int
 ParseOptions(int argc, char** argv, Options& opts)
 {
     using namespace metaroce::hil;
-    constexpr double UNBOUNDED = std::numeric_limits<double>::infinity();
     double loss = 0;
     ToolOptions options(
         "metaroce-hil-forwarder",
