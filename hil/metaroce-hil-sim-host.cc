@@ -421,26 +421,20 @@ SimHostServer::Impl::OnSetupDone(uint64_t session, const SetupResult& result)
         RejectAndClose(channel, "simulated host cannot set up the session: " + result.why);
         return;
     }
-    proto::ControlMessage msg;
-    proto::Accept* accept = msg.mutable_accept();
-    accept->set_protocol_version(proto::VERSION_CURRENT);
-    accept->set_software(std::string(PERF_SOFTWARE) + " (metaroce-hil-fabric simulated host)");
-    proto::DataAddress* addr = accept->mutable_address();
-    addr->set_ipv4(m_ip);
-    addr->set_data_port(m_dataPort);
-    addr->set_port_mode("sim");
-    for (size_t i = 0; i < result.qpns.size(); ++i)
-    {
-        proto::QueuePair* qp = accept->add_queue_pairs();
-        qp->set_qpn(result.qpns[i]);
-        qp->set_source_port_base(uint32_t(SIM_SOURCE_PORT_BASE + i * PORTS_PER_CONNECTION));
-    }
-    if (result.length != 0)
-    {
-        accept->mutable_region()->set_addr(result.addr);
-        accept->mutable_region()->set_length(result.length);
-        accept->mutable_region()->set_rkey(result.rkey);
-    }
+    proto::DataAddress address;
+    address.set_ipv4(m_ip);
+    address.set_data_port(m_dataPort);
+    address.set_port_mode("sim");
+    MemoryRegion region;
+    region.addr = result.addr;
+    region.length = result.length;
+    region.rkey = result.rkey;
+    const proto::ControlMessage msg =
+        AcceptMessage(std::string(PERF_SOFTWARE) + " (metaroce-hil-fabric simulated host)",
+                      address,
+                      result.qpns,
+                      SIM_SOURCE_PORT_BASE,
+                      result.length != 0 ? &region : nullptr);
     m_channel->Send(msg);
     m_running = true;
     std::printf("%s: accepted client %s\n", HostName(m_ip).c_str(), m_channel->PeerName().c_str());

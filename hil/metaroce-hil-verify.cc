@@ -119,6 +119,41 @@ CheckHello(const proto::Hello& hello, const SettingsRule& settle, ConnectionConf
     return why.empty() ? "" : "workload not acceptable: " + why;
 }
 
+void
+AddQueuePairs(const std::vector<uint32_t>& qpns,
+              uint32_t sourcePortBase,
+              google::protobuf::RepeatedPtrField<proto::QueuePair>& out)
+{
+    for (size_t i = 0; i < qpns.size(); ++i)
+    {
+        proto::QueuePair* qp = out.Add();
+        qp->set_qpn(qpns[i]);
+        qp->set_source_port_base(uint32_t(sourcePortBase + i * PORTS_PER_CONNECTION));
+    }
+}
+
+proto::ControlMessage
+AcceptMessage(const std::string& software,
+              const proto::DataAddress& address,
+              const std::vector<uint32_t>& qpns,
+              uint32_t sourcePortBase,
+              const MemoryRegion* region)
+{
+    proto::ControlMessage msg;
+    proto::Accept* accept = msg.mutable_accept();
+    accept->set_protocol_version(proto::VERSION_CURRENT);
+    accept->set_software(software);
+    *accept->mutable_address() = address;
+    AddQueuePairs(qpns, sourcePortBase, *accept->mutable_queue_pairs());
+    if (region)
+    {
+        accept->mutable_region()->set_addr(region->addr);
+        accept->mutable_region()->set_length(region->length);
+        accept->mutable_region()->set_rkey(region->rkey);
+    }
+    return msg;
+}
+
 std::string
 CheckReceived(const Completion& c, const ReceivedMessage& m)
 {

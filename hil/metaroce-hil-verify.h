@@ -106,6 +106,31 @@ std::string CheckHello(const proto::Hello& hello,
                        const SettingsRule& settle,
                        ConnectionConfig& cfg);
 
+/**
+ * List a side's connections as a Hello or an Accept carries them: connection i is queue pair
+ * \p qpns[i] and sends from UDP source port \p sourcePortBase + i * PORTS_PER_CONNECTION on.
+ */
+void AddQueuePairs(const std::vector<uint32_t>& qpns,
+                   uint32_t sourcePortBase,
+                   google::protobuf::RepeatedPtrField<proto::QueuePair>& out);
+
+/**
+ * The Accept of a session, built the same way by every server (the counterpart of
+ * CheckHello()): the current protocol version, the server's software name and data address,
+ * its connections and, for a WRITE test, the receive region the client writes into.
+ * \param software the server's software name
+ * \param address where the server receives datagrams
+ * \param qpns its connections, in the order of the Hello's
+ * \param sourcePortBase the UDP source port of path 0 of connection 0 (AddQueuePairs())
+ * \param region the receive region (nullptr: a SEND test, no region)
+ * \return the message
+ */
+proto::ControlMessage AcceptMessage(const std::string& software,
+                                    const proto::DataAddress& address,
+                                    const std::vector<uint32_t>& qpns,
+                                    uint32_t sourcePortBase,
+                                    const MemoryRegion* region);
+
 /// Where a received message belongs, for CheckReceived().
 struct ReceivedMessage
 {

@@ -174,6 +174,33 @@ TEST(HilVerifyTest, CheckHelloOrderAndReasons)
     EXPECT_NE(region.find("-byte limit"), std::string::npos) << region;
 }
 
+// Every server's Accept: version, software, address, connections with their source ports and
+// the region only for WRITE.
+TEST(HilVerifyTest, AcceptMessageCarriesTheSession)
+{
+    proto::DataAddress address;
+    address.set_ipv4(0x0a000102);
+    address.set_data_port(4791);
+    MemoryRegion region;
+    region.addr = 0x1000;
+    region.length = 65536;
+    region.rkey = 7;
+    const proto::ControlMessage write =
+        AcceptMessage("server 1", address, {11, 12, 13}, 56000, &region);
+    ASSERT_TRUE(write.has_accept());
+    const proto::Accept& a = write.accept();
+    EXPECT_EQ(a.protocol_version(), uint32_t(proto::VERSION_CURRENT));
+    EXPECT_EQ(a.software(), "server 1");
+    EXPECT_EQ(a.address().ipv4(), 0x0a000102u);
+    ASSERT_EQ(a.queue_pairs_size(), 3);
+    EXPECT_EQ(a.queue_pairs(2).qpn(), 13u);
+    EXPECT_EQ(a.queue_pairs(2).source_port_base(), 56000u + 2 * PORTS_PER_CONNECTION);
+    EXPECT_EQ(a.region().length(), 65536u);
+    EXPECT_EQ(a.region().rkey(), 7u);
+    const proto::ControlMessage send = AcceptMessage("server 1", address, {11}, 56000, nullptr);
+    EXPECT_FALSE(send.accept().has_region());
+}
+
 } // namespace
 } // namespace hil
 } // namespace metaroce
