@@ -21,8 +21,8 @@
  * What a metaroce-perf receiver checks, shared by the real server
  * (metaroce-hil-perf-session.cc) and the simulated hosts of metaroce-hil-fabric
  * (metaroce-hil-sim-host.cc): the seeded data pattern, the work-request id layout, the limits on
- * a client's workload, the server's check of a Hello and the check of one received message. Pure
- * C++ over the engine types and the control-plane schema: no I/O.
+ * a client's workload, the server's check of a Hello and its Accept, and the check of one
+ * received message. Pure C++ over the engine types and the control-plane schema: no I/O.
  */
 
 namespace metaroce
