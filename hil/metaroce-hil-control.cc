@@ -7,6 +7,7 @@
 #include "metaroce-hil-control.h"
 
 #include "metaroce-hil-timers.h"
+#include "metaroce-policy-names.h"
 
 #include <algorithm>
 #include <boost/asio/read.hpp>
@@ -292,6 +293,38 @@ SettingsOf(const ConnectionConfig& cfg, bool icrc)
         s.set_rocev2_recovery(cfg.rocev2.recovery);
     }
     return s;
+}
+
+std::string
+ApplySettings(const proto::ConnectionSettings& s, ConnectionConfig& cfg)
+{
+    if (s.transport() != "metaroce" && s.transport() != "rocev2")
+    {
+        return "unknown transport '" + s.transport() + "'";
+    }
+    if (s.max_streams() == 0 || s.max_streams() > 65535)
+    {
+        return "bad max_streams " + std::to_string(s.max_streams());
+    }
+    const bool roce = s.transport() == "rocev2";
+    const std::string recovery = RoceRecoveryOf(s);
+    if (roce && !IsPolicyName(PolicyKind::ROCE_RECOVERY, recovery))
+    {
+        return "unknown rocev2 recovery '" + recovery + "' (" +
+               PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")";
+    }
+    cfg.transport = s.transport();
+    cfg.mtu = s.mtu();
+    cfg.numPaths = roce ? 1 : s.num_paths();
+    cfg.maxOutstandingWrs = s.max_outstanding_wrs();
+    cfg.maxMessageSize = s.max_message_size();
+    cfg.maxStreams = uint16_t(s.max_streams());
+    cfg.maxPostedRecvs = s.max_posted_recvs();
+    if (roce)
+    {
+        cfg.rocev2.recovery = recovery;
+    }
+    return "";
 }
 
 Time

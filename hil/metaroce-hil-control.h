@@ -125,6 +125,17 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
 /// \return the settings of \p cfg as the control plane carries them.
 proto::ConnectionSettings SettingsOf(const ConnectionConfig& cfg, bool icrc);
 
+/**
+ * The inverse of SettingsOf(): take the settings a peer sent into \p cfg (the ICRC flag is the
+ * caller's). The one mapping of the control plane's settings to a ConnectionConfig; RoCEv2 has
+ * one path whatever num_paths says.
+ * \param s the peer's settings
+ * \param[in,out] cfg the fields not carried by the control plane (timers, rates) are kept
+ * \return "" if \p s names a known transport and recovery and a stream count in 1..65535, else
+ *         why not (then \p cfg is unchanged)
+ */
+std::string ApplySettings(const proto::ConnectionSettings& s, ConnectionConfig& cfg);
+
 /// \return the RoCEv2 loss recovery \p s asks for ("gbn" when empty; "" for MetaRoCE).
 std::string RoceRecoveryOf(const proto::ConnectionSettings& s);
 

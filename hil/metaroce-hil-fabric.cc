@@ -25,7 +25,9 @@
  *    the switches forward only RoCE datagrams.
  */
 
+#include "metaroce-hil-fabric-options.h"
 #include "metaroce-hil-lag.h"
+#include "metaroce-hil-options.h"
 #include "metaroce-hil-sim-host.h"
 #include "metaroce-hil-tap.h"
 
@@ -109,45 +111,6 @@ ToNs3Mac(const metaroce::MacAddress& mac)
     Mac48Address m;
     m.CopyFrom(mac.bytes);
     return m;
-}
-
-/// \return \p text split at \p separator (empty fields kept).
-std::vector<std::string>
-Split(const std::string& text, char separator)
-{
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream in(text);
-    while (std::getline(in, field, separator))
-    {
-        fields.push_back(field);
-    }
-    if (!text.empty() && text.back() == separator)
-    {
-        fields.emplace_back();
-    }
-    return fields;
-}
-
-/// \return true with \p value if \p text is a whole number.
-bool
-ParseUnsigned(const std::string& text, uint32_t& value)
-{
-    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != text.npos)
-    {
-        return false;
-    }
-    value = uint32_t(std::stoul(text));
-    return true;
-}
-
-/// \return true with \p value if \p text is a non-negative number.
-bool
-ParseSeconds(const std::string& text, double& value)
-{
-    char* end = nullptr;
-    value = std::strtod(text.c_str(), &end);
-    return !text.empty() && end && *end == '\0' && value >= 0 && value < 1e6;
 }
 
 /**
@@ -438,232 +401,69 @@ SnapshotLink(size_t index, MetaRoceLink link)
         link.deviceA->GetCounters().txFrames + link.deviceB->GetCounters().txFrames;
 }
 
-/// One --taps entry.
-struct TapSpec
-{
-    std::string netns; //!< namespace ("" = this one)
-    std::string name;  //!< interface name
-};
-
 } // namespace
 
 int
 main(int argc, char* argv[])
 {
-    std::string taps;
-    uint32_t leaves = 2;
-    uint32_t hostsPerLeaf = 2;
-    double oversubscription = 1.0;
-    std::string hostRate = "10Gbps";
-    std::string fabricRate = "10Gbps";
-    std::string linkDelay = "1us";
-    double loss = 0;
-    std::string failLinks;
-    bool ecn = true;
-    uint32_t ecnKmin = 100000;
-    uint32_t ecnKmax = 400000;
-    double ecnPmax = 0.2;
-    uint32_t dataPort = metaroce::ROCE_UDP_PORT;
-    uint32_t prefixLength = 16;
-    uint32_t hostQueueKb = 2048;
-    double duration = 0;
-    uint32_t seed = 1;
-    std::string pcap;
-    std::string simHosts;
-    uint32_t controlPort = 18515;
-    double simTimeout = 5;
-    double slowdown = 1;
-    double maxLagMs = 10;
-    bool failBehind = false;
-
-    CommandLine cmd(__FILE__);
-    cmd.Usage("A simulated leaf-spine fabric in real time with TAP devices as host ports: real "
-              "daemons in network namespaces talk through simulated switches (docs/hil.md).\n"
-              "Example: metaroce-hil-fabric --taps=ns-a:mr0,ns-b:mr1 --loss=0.01 "
-              "--failLink=0:0:2");
-    cmd.AddValue("taps",
-                 "TAP devices NETNS:NAME[,...] (NETNS empty: this namespace); the i-th takes the "
-                 "place of host i/leaves under leaf i%leaves",
-                 taps);
-    cmd.AddValue("leaves", "leaf switches", leaves);
-    cmd.AddValue("hostsPerLeaf", "hosts per leaf", hostsPerLeaf);
-    cmd.AddValue("oversubscription",
-                 "leaf oversubscription; spines = ceil(hostsPerLeaf x hostRate / "
-                 "(oversubscription x fabricRate))",
-                 oversubscription);
-    cmd.AddValue("hostRate", "host link rate", hostRate);
-    cmd.AddValue("fabricRate", "leaf-spine link rate", fabricRate);
-    cmd.AddValue("delay", "link propagation delay", linkDelay);
-    cmd.AddValue("loss",
-                 "Bernoulli loss per frame on every leaf-spine link, each direction (a "
-                 "leaf-to-leaf crossing passes two links)",
-                 loss);
-    cmd.AddValue("failLink",
-                 "fail links LEAF:SPINE:START_S[:STOP_S][,...] (STOP omitted: for good)",
-                 failLinks);
-    cmd.AddValue("ecn", "ECN marking on switch egress queues", ecn);
-    cmd.AddValue("ecnKmin", "ECN Kmin, bytes", ecnKmin);
-    cmd.AddValue("ecnKmax", "ECN Kmax, bytes", ecnKmax);
-    cmd.AddValue("ecnPmax", "ECN marking probability at Kmax", ecnPmax);
-    cmd.AddValue("dataPort", "UDP port of RoCE datagrams (the rest bypasses the fabric)", dataPort);
-    cmd.AddValue("prefixLength", "prefix length of the TAP addresses", prefixLength);
-    cmd.AddValue("hostQueueKb", "KiB a TAP host's port queues before dropping", hostQueueKb);
-    cmd.AddValue("duration", "seconds to run (0: until SIGINT/SIGTERM)", duration);
-    cmd.AddValue("seed", "ns-3 run number (loss and ECN draws)", seed);
-    cmd.AddValue("pcap", "write pcap files PREFIX-<node>-<device>.pcap of the host ports", pcap);
-    cmd.AddValue("simHosts",
-                 "simulated hosts running the engine (MetaRoceNic) that serve metaroce-perf "
-                 "clients: NETNS:NAME[,...] names the control TAP that carries each one's TCP "
-                 "control plane, created in namespace NETNS (not a client's); the j-th takes the "
-                 "place after the --taps hosts (position taps+j)",
-                 simHosts);
-    cmd.AddValue("controlPort", "TCP port of the simulated hosts' control plane", controlPort);
-    cmd.AddValue("simTimeout",
-                 "simulated hosts: control-plane silence limit and wait for stragglers, seconds",
-                 simTimeout);
-    cmd.AddValue("slowdown",
-                 "run the fabric K times slower than modelled: link rates / K, propagation delays "
-                 "and --failLink times x K (docs/hil.md, \"Keeping up\")",
-                 slowdown);
-    cmd.AddValue("maxLagMs",
-                 "the run fell behind if the simulation lagged the wall clock by more than this",
-                 maxLagMs);
-    cmd.AddValue("failBehind", "exit with status 3 if the run fell behind", failBehind);
-    cmd.Parse(argc, argv);
-
+    using metaroce::hil::FailSpec;
+    using metaroce::hil::TapSpec;
+    metaroce::hil::FabricOptions opts;
+    const int status = metaroce::hil::ParseFabricOptions(argc, argv, opts);
+    if (status >= 0)
+    {
+        return status;
+    }
     auto usageError = [](const std::string& what) {
         std::fprintf(stderr, "metaroce-hil-fabric: %s (see --help)\n", what.c_str());
-        return 64;
+        return metaroce::hil::EXIT_USAGE;
     };
-    if (leaves == 0 || leaves > 256 || hostsPerLeaf == 0 || hostsPerLeaf > 254)
-    {
-        return usageError("--leaves must be 1..256 and --hostsPerLeaf 1..254");
-    }
-    if (loss < 0 || loss >= 1 || ecnPmax < 0 || ecnPmax > 1 || ecnKmin > ecnKmax ||
-        oversubscription <= 0 || dataPort == 0 || dataPort > 65535 || prefixLength < 8 ||
-        prefixLength > 30)
-    {
-        return usageError("bad --loss, --ecn*, --oversubscription, --dataPort or --prefixLength");
-    }
-    std::vector<TapSpec> tapSpecs;
-    for (const std::string& entry : Split(taps, ','))
-    {
-        TapSpec spec;
-        size_t colon = entry.find(':');
-        spec.name = colon == std::string::npos ? entry : entry.substr(colon + 1);
-        spec.netns = colon == std::string::npos ? "" : entry.substr(0, colon);
-        if (spec.name.empty())
-        {
-            return usageError("bad --taps entry '" + entry + "'");
-        }
-        tapSpecs.push_back(spec);
-    }
-    if (tapSpecs.empty())
-    {
-        return usageError("give at least one TAP device with --taps=NETNS:NAME");
-    }
-    std::vector<TapSpec> simSpecs;
-    for (const std::string& entry :
-         simHosts.empty() ? std::vector<std::string>{} : Split(simHosts, ','))
-    {
-        TapSpec spec;
-        size_t colon = entry.find(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size())
-        {
-            return usageError("bad --simHosts entry '" + entry +
-                              "' (NETNS:NAME, the namespace of the control TAP)");
-        }
-        spec.netns = entry.substr(0, colon);
-        spec.name = entry.substr(colon + 1);
-        for (const TapSpec& tap : tapSpecs)
-        {
-            if (tap.netns == spec.netns)
-            {
-                return usageError("--simHosts namespace '" + spec.netns +
-                                  "' holds a --taps device: the simulated host's address would "
-                                  "be local there; use a namespace of its own");
-            }
-        }
-        simSpecs.push_back(spec);
-    }
-    if (tapSpecs.size() + simSpecs.size() > uint64_t(leaves) * hostsPerLeaf)
-    {
-        return usageError("more --taps and --simHosts entries than hosts (--leaves x "
-                          "--hostsPerLeaf)");
-    }
-    if (controlPort == 0 || controlPort > 65535 || simTimeout <= 0 || simTimeout > 3600)
-    {
-        return usageError("bad --controlPort or --simTimeout");
-    }
-    if (!(slowdown >= 1 && slowdown <= 1000) || !(maxLagMs > 0 && maxLagMs <= 60000))
-    {
-        return usageError("--slowdown must be 1..1000 and --maxLagMs 0..60000 (exclusive of 0)");
-    }
-
-    struct FailSpec
-    {
-        uint32_t leaf;
-        uint32_t spine;
-        double start;
-        double stop;
-    };
-
-    std::vector<FailSpec> failSpecs;
-    for (const std::string& entry :
-         failLinks.empty() ? std::vector<std::string>{} : Split(failLinks, ','))
-    {
-        std::vector<std::string> f = Split(entry, ':');
-        FailSpec spec{0, 0, 0, -1};
-        if ((f.size() != 3 && f.size() != 4) || !ParseUnsigned(f[0], spec.leaf) ||
-            !ParseUnsigned(f[1], spec.spine) || !ParseSeconds(f[2], spec.start) ||
-            (f.size() == 4 && (!ParseSeconds(f[3], spec.stop) || spec.stop <= spec.start)))
-        {
-            return usageError("bad --failLink entry '" + entry + "' (LEAF:SPINE:START[:STOP])");
-        }
-        failSpecs.push_back(spec);
-    }
 
     GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::RealtimeSimulatorImpl"));
     GlobalValue::Bind("ChecksumEnabled", BooleanValue(true));
-    RngSeedManager::SetRun(seed);
+    RngSeedManager::SetRun(opts.seed);
 
     // --slowdown K: every time in the fabric K times longer (serialization, propagation, the
     // failure schedule); sizes (queues, ECN thresholds) unchanged.
-    const DataRate hostLinkRate(uint64_t(double(DataRate(hostRate).GetBitRate()) / slowdown));
-    const DataRate fabricLinkRate(uint64_t(double(DataRate(fabricRate).GetBitRate()) / slowdown));
-    const Time delay = Time(linkDelay) * slowdown;
-    for (FailSpec& f : failSpecs)
+    const DataRate hostLinkRate(
+        uint64_t(double(DataRate(opts.hostRate).GetBitRate()) / opts.slowdown));
+    const DataRate fabricLinkRate(
+        uint64_t(double(DataRate(opts.fabricRate).GetBitRate()) / opts.slowdown));
+    const Time delay = Time(opts.linkDelay) * opts.slowdown;
+    for (FailSpec& f : opts.failLinks)
     {
-        f.start *= slowdown;
-        f.stop = f.stop < 0 ? f.stop : f.stop * slowdown;
+        f.start *= opts.slowdown;
+        f.stop = f.stop < 0 ? f.stop : f.stop * opts.slowdown;
     }
     MetaRoceTopologyHelper topo;
     topo.SetHostLinkRate(hostLinkRate);
     topo.SetFabricLinkRate(fabricLinkRate);
     topo.SetLinkDelay(delay);
-    topo.SetEcn(ecn, ecnKmin, ecnKmax, ecnPmax);
-    Ptr<MetaRoceFabric> fabric = topo.BuildLeafSpine(leaves, hostsPerLeaf, oversubscription);
+    topo.SetEcn(opts.ecn, opts.ecnKmin, opts.ecnKmax, opts.ecnPmax);
+    Ptr<MetaRoceFabric> fabric =
+        topo.BuildLeafSpine(opts.leaves, opts.hostsPerLeaf, opts.oversubscription);
     const uint32_t switches = fabric->GetSwitchCount();
-    const uint32_t spines = switches - leaves;
+    const uint32_t spines = switches - opts.leaves;
     for (const MetaRoceLink& link : fabric->GetLinks())
     {
-        if (loss > 0 && link.portA != MetaRoceSwitch::NO_PORT &&
+        if (opts.loss > 0 && link.portA != MetaRoceSwitch::NO_PORT &&
             link.portB != MetaRoceSwitch::NO_PORT)
         {
-            fabric->SetBernoulliLoss(link.channel, loss);
+            fabric->SetBernoulliLoss(link.channel, opts.loss);
         }
     }
-    for (const FailSpec& f : failSpecs)
+    for (const FailSpec& f : opts.failLinks)
     {
-        if (f.leaf >= leaves || f.spine >= spines)
+        if (f.leaf >= opts.leaves || f.spine >= spines)
         {
-            return usageError("--failLink " + std::to_string(f.leaf) + ":" +
-                              std::to_string(f.spine) + ": there are " + std::to_string(leaves) +
-                              " leaves and " + std::to_string(spines) + " spines");
+            return usageError("--fail-link " + std::to_string(f.leaf) + ":" +
+                              std::to_string(f.spine) + ": there are " +
+                              std::to_string(opts.leaves) + " leaves and " +
+                              std::to_string(spines) + " spines");
         }
         Time stop = f.stop < 0 ? Time::Max() : Seconds(f.stop);
         Ptr<Node> leafNode = fabric->GetSwitchNode(f.leaf);
-        Ptr<Node> spineNode = fabric->GetSwitchNode(leaves + f.spine);
+        Ptr<Node> spineNode = fabric->GetSwitchNode(opts.leaves + f.spine);
         topo.FailLink(leafNode, spineNode, Seconds(f.start), stop);
         // Report whether traffic was using the link when it failed.
         g_framesBeforeFailure.push_back(0);
@@ -680,9 +480,9 @@ main(int argc, char* argv[])
         }
     }
     fabric->AssignStreams(1000);
-    if (!pcap.empty())
+    if (!opts.pcap.empty())
     {
-        topo.EnablePcapHosts(pcap);
+        topo.EnablePcapHosts(opts.pcap);
     }
 
     // TAP devices with the identity of their hosts; then the simulated hosts, each with a
@@ -691,12 +491,12 @@ main(int argc, char* argv[])
     std::vector<std::string> tapNames;
     std::vector<std::unique_ptr<metaroce::hil::SimHostServer>> simServers;
     std::vector<uint32_t> simIps;
-    for (size_t i = 0; i < tapSpecs.size() + simSpecs.size(); ++i)
+    for (size_t i = 0; i < opts.taps.size() + opts.simHosts.size(); ++i)
     {
-        const bool sim = i >= tapSpecs.size();
-        const TapSpec& spec = sim ? simSpecs[i - tapSpecs.size()] : tapSpecs[i];
-        const uint32_t leaf = uint32_t(i % leaves);
-        const uint32_t slot = uint32_t(i / leaves);
+        const bool sim = i >= opts.taps.size();
+        const TapSpec& spec = sim ? opts.simHosts[i - opts.taps.size()] : opts.taps[i];
+        const uint32_t leaf = uint32_t(i % opts.leaves);
+        const uint32_t slot = uint32_t(i / opts.leaves);
         const uint32_t ip = (10u << 24) | ((leaf / 256) << 16) | ((leaf % 256) << 8) | (slot + 1);
         const int64_t host = fabric->FindHost(ip);
         if (host < 0)
@@ -719,7 +519,7 @@ main(int argc, char* argv[])
             fd = metaroce::hil::OpenTap(spec.name, name, error);
             if (fd < 0 || !metaroce::hil::SetInterfaceMac(name, mac, error) ||
                 !metaroce::hil::SetInterfaceMtu(name, port->GetMtu(), error) ||
-                !metaroce::hil::SetInterfaceAddress(name, ip, prefixLength, error) ||
+                !metaroce::hil::SetInterfaceAddress(name, ip, opts.prefixLength, error) ||
                 !metaroce::hil::SetInterfaceUp(name, true, error))
             {
                 std::fprintf(stderr,
@@ -747,15 +547,16 @@ main(int argc, char* argv[])
         bridges.push_back(std::make_unique<TapBridge>(port,
                                                       device,
                                                       ip,
-                                                      uint16_t(dataPort),
-                                                      uint64_t(hostQueueKb) * 1024,
+                                                      uint16_t(opts.dataPort),
+                                                      uint64_t(opts.hostQueueKb) * 1024,
                                                       sim));
         tapNames.push_back((spec.netns.empty() ? "" : spec.netns + ":") + name);
         if (sim)
         {
-            auto server =
-                std::make_unique<metaroce::hil::SimHostServer>(nic, uint16_t(dataPort), simTimeout);
-            if (!server->Listen(spec.netns, uint16_t(controlPort), error))
+            auto server = std::make_unique<metaroce::hil::SimHostServer>(nic,
+                                                                         uint16_t(opts.dataPort),
+                                                                         opts.simTimeout);
+            if (!server->Listen(spec.netns, uint16_t(opts.controlPort), error))
             {
                 std::fprintf(stderr, "metaroce-hil-fabric: %s\n", error.c_str());
                 return 1;
@@ -768,7 +569,7 @@ main(int argc, char* argv[])
                         MacText(mac).c_str(),
                         leaf,
                         Ipv4Text(ip).c_str(),
-                        controlPort,
+                        opts.controlPort,
                         tapNames.back().c_str());
             continue;
         }
@@ -783,20 +584,20 @@ main(int argc, char* argv[])
     std::printf("fabric: %u leaves x %u hosts, %u spines, host %.6g Gbps, fabric %.6g Gbps, delay "
                 "%.6g us, loss %g per leaf-spine link, ECN %s (Kmin %u Kmax %u Pmax %g), %zu link "
                 "failure(s), slowdown %g%s\n",
-                leaves,
-                hostsPerLeaf,
+                opts.leaves,
+                opts.hostsPerLeaf,
                 spines,
                 double(hostLinkRate.GetBitRate()) / 1e9,
                 double(fabricLinkRate.GetBitRate()) / 1e9,
                 delay.GetMicroSeconds() + 0.0,
-                loss,
-                ecn ? "on" : "off",
-                ecnKmin,
-                ecnKmax,
-                ecnPmax,
-                failSpecs.size(),
-                slowdown,
-                slowdown > 1 ? " (rates and times above are the slowed ones)" : "");
+                opts.loss,
+                opts.ecn ? "on" : "off",
+                opts.ecnKmin,
+                opts.ecnKmax,
+                opts.ecnPmax,
+                opts.failLinks.size(),
+                opts.slowdown,
+                opts.slowdown > 1 ? " (rates and times above are the slowed ones)" : "");
     std::fflush(stdout);
 
     std::signal(SIGINT, OnSignal);
@@ -806,12 +607,12 @@ main(int argc, char* argv[])
     {
         bridges.front()->Device()->GetAttribute("RxQueueSize", rxQueue);
     }
-    g_lag = std::make_unique<metaroce::hil::LagMonitor>(maxLagMs * 1e3, rxQueue.Get());
+    g_lag = std::make_unique<metaroce::hil::LagMonitor>(opts.maxLagMs * 1e3, rxQueue.Get());
     g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
     Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
-    if (duration > 0)
+    if (opts.duration > 0)
     {
-        Simulator::Stop(Seconds(duration));
+        Simulator::Stop(Seconds(opts.duration));
     }
     for (auto& server : simServers)
     {
@@ -832,7 +633,7 @@ main(int argc, char* argv[])
                 lag.meanLagUs,
                 (unsigned long long)lag.observations,
                 (unsigned long long)lag.maxQueued);
-    std::printf("real time: %s\n", g_lag->Verdict(slowdown).c_str());
+    std::printf("real time: %s\n", g_lag->Verdict(opts.slowdown).c_str());
     for (size_t i = 0; i < bridges.size(); ++i)
     {
         const TapBridge::Counters& c = bridges[i]->GetCounters();
@@ -857,8 +658,8 @@ main(int argc, char* argv[])
     for (uint32_t s = 0; s < switches; ++s)
     {
         Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(s);
-        std::string role =
-            s < leaves ? "leaf " + std::to_string(s) : "spine " + std::to_string(s - leaves);
+        std::string role = s < opts.leaves ? "leaf " + std::to_string(s)
+                                           : "spine " + std::to_string(s - opts.leaves);
         for (uint32_t p = 0; p < sw->GetNPorts(); ++p)
         {
             const MetaRoceSwitch::Counters& c = sw->GetPortCounters(p);
@@ -928,13 +729,13 @@ main(int argc, char* argv[])
         simTotal.errors += st.errors;
     }
     uint64_t failedLinkFrames = 0;
-    for (size_t i = 0; i < failSpecs.size(); ++i)
+    for (size_t i = 0; i < opts.failLinks.size(); ++i)
     {
-        const bool happened = failSpecs[i].start <= simSeconds;
+        const bool happened = opts.failLinks[i].start <= simSeconds;
         std::printf("failure of leaf %u - spine %u at %.3f s: %s\n",
-                    failSpecs[i].leaf,
-                    failSpecs[i].spine,
-                    failSpecs[i].start,
+                    opts.failLinks[i].leaf,
+                    opts.failLinks[i].spine,
+                    opts.failLinks[i].start,
                     happened ? ("the link had carried " + std::to_string(g_framesBeforeFailure[i]) +
                                 " frames")
                                    .c_str()
@@ -947,10 +748,10 @@ main(int argc, char* argv[])
                 "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
                 "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
                 simSeconds,
-                slowdown,
+                opts.slowdown,
                 lag.maxLagUs,
                 lag.meanLagUs,
-                maxLagMs * 1e3,
+                opts.maxLagMs * 1e3,
                 (unsigned long long)lag.overBound,
                 (unsigned long long)lag.maxQueued,
                 g_lag->FellBehind() ? 1 : 0,
@@ -972,10 +773,10 @@ main(int argc, char* argv[])
     Simulator::Destroy();
     simServers.clear();
     // A simulated host that found a data error or lost a session fails the run; with
-    // --failBehind, so does a run that fell behind the wall clock.
+    // --fail-behind, so does a run that fell behind the wall clock.
     if (simTotal.failed != 0 || simTotal.errors != 0)
     {
         return 1;
     }
-    return failBehind && g_lag->FellBehind() ? 3 : 0;
+    return opts.failBehind && g_lag->FellBehind() ? 3 : 0;
 }

@@ -116,7 +116,34 @@ Real(double& target, double lo, double hi)
         if (text.empty() || errno != 0 || *end != '\0' || !(v >= lo && v <= hi))
         {
             std::ostringstream s;
-            s << "a number in " << lo << ".." << hi;
+            if (hi == UNBOUNDED)
+            {
+                s << "a number >= " << lo;
+            }
+            else
+            {
+                s << "a number in " << lo << ".." << hi;
+            }
+            return s.str();
+        }
+        target = v;
+        return "";
+    };
+}
+
+ValueParser
+Positive(double& target, double hi)
+{
+    return [&target, hi](const std::string& text) -> std::string {
+        double v = 0;
+        if (!Real(v, 0, hi)(text).empty() || v == 0)
+        {
+            std::ostringstream s;
+            s << "a number > 0";
+            if (hi != UNBOUNDED)
+            {
+                s << " and <= " << hi;
+            }
             return s.str();
         }
         target = v;
@@ -240,6 +267,21 @@ Ipv4(std::string& target)
             ++parts;
         }
         if (parts != 4 || text.back() == '.')
+        {
+            return expected;
+        }
+        target = text;
+        return "";
+    };
+}
+
+ValueParser
+Matching(std::string& target,
+         std::function<bool(const std::string&)> isValid,
+         const std::string& expected)
+{
+    return [&target, isValid, expected](const std::string& text) -> std::string {
+        if (!isValid(text))
         {
             return expected;
         }
@@ -461,9 +503,35 @@ ToolOptions::Help() const
             width = std::max(width, left(name).size());
         }
     }
+    for (const auto& alias : m_impl->aliases)
+    {
+        width = std::max(width, alias.first.size() + 2);
+    }
     std::ostringstream out;
-    auto line = [&out, width](const std::string& l, const std::string& help) {
-        out << "  " << l << std::string(width - l.size() + 2, ' ') << help << "\n";
+    // The description starts at column `indent` and wraps at 100 columns.
+    const size_t indent = width + 4;
+    const size_t room = indent + 30 < 100 ? 100 - indent : 30;
+    auto line = [&out, width, indent, room](const std::string& l, const std::string& help) {
+        out << "  " << l << std::string(width - l.size() + 2, ' ');
+        size_t column = 0;
+        std::istringstream words(help);
+        std::string word;
+        while (words >> word)
+        {
+            if (column > 0 && column + 1 + word.size() > room)
+            {
+                out << "\n" << std::string(indent, ' ');
+                column = 0;
+            }
+            else if (column > 0)
+            {
+                out << ' ';
+                ++column;
+            }
+            out << word;
+            column += word.size();
+        }
+        out << "\n";
     };
     out << m_impl->synopsis << "\n";
     for (size_t i = 0; i < m_impl->sections.size(); ++i)
@@ -481,6 +549,14 @@ ToolOptions::Help() const
         for (const auto& name : names)
         {
             line(left(name), m_impl->options.at(name).help);
+        }
+    }
+    if (!m_impl->aliases.empty())
+    {
+        out << "\nDeprecated spellings (still accepted):\n";
+        for (const auto& [oldSpelling, name] : m_impl->aliases)
+        {
+            line("--" + oldSpelling, "same as --" + name);
         }
     }
     if (!m_impl->epilog.empty())

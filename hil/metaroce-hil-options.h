@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,11 +29,12 @@
  *    "PROGRAM: WHY (see --help)" to stderr and exits with EXIT_USAGE (64, sysexits' EX_USAGE;
  *    the tools' other statuses, such as metaroce-perf's 2 "client interrupted", stay theirs);
  *  - old spellings of renamed options (metaroce-hil-fabric's camelCase, ns-3 style) are
- *    aliases that keep working and are not listed in the help text.
+ *    deprecated aliases that keep working; the help text lists them after the options.
  *
  * Values are applied in command-line order by the option's ValueParser, a function that
- * stores the value and returns "" or what was expected; the helpers below (Number, Size,
- * Choice, Text, OnOff, Ipv4) build the usual ones.
+ * stores the value and returns "" or what was expected; the helpers below (Number, Real,
+ * Positive, Size, Choice, Text, OnOff, Ipv4, Matching) build the usual ones. The help text
+ * wraps each option's description at 100 columns.
  */
 
 namespace metaroce
@@ -42,6 +44,9 @@ namespace hil
 
 /// Exit status of a usage error (EX_USAGE of sysexits.h), for every HIL tool.
 constexpr int EXIT_USAGE = 64;
+
+/// No upper bound, for Real() and Positive().
+constexpr double UNBOUNDED = std::numeric_limits<double>::infinity();
 
 /**
  * Store an option's text into its setting.
@@ -59,6 +64,8 @@ ValueParser Number(uint16_t& target, uint16_t lo = 0, uint16_t hi = UINT16_MAX);
 ValueParser Number(int& target, int lo, int hi);
 /// \return a parser of a real number in [\p lo, \p hi] into \p target.
 ValueParser Real(double& target, double lo, double hi);
+/// \return a parser of a real number above 0 and at most \p hi into \p target.
+ValueParser Positive(double& target, double hi = UNBOUNDED);
 /// \return a parser of a size with an optional K/M/G suffix (powers of 1024) in [lo, hi].
 ValueParser Size(uint64_t& target, uint64_t lo, uint64_t hi);
 /// \return a parser that accepts only one of \p choices.
@@ -69,6 +76,13 @@ ValueParser Text(std::string& target);
 ValueParser OnOff(bool& target);
 /// \return a parser of a dotted IPv4 address (kept as text).
 ValueParser Ipv4(std::string& target);
+/**
+ * \return a parser that keeps the text in \p target when \p isValid accepts it
+ * \param expected what the text should be, for the error message ("a MAC address")
+ */
+ValueParser Matching(std::string& target,
+                     std::function<bool(const std::string&)> isValid,
+                     const std::string& expected);
 
 /// A HIL tool's command line (see the file comment).
 class ToolOptions
@@ -101,7 +115,7 @@ class ToolOptions
     /// Add a flag: `--name` sets \p target, `--name=off` clears it.
     void AddFlag(const std::string& name, bool& target, const std::string& help);
 
-    /// Accept \p oldSpelling (without "--") as another spelling of option \p name.
+    /// Accept \p oldSpelling (without "--") as a deprecated spelling of option \p name.
     void Alias(const std::string& oldSpelling, const std::string& name);
 
     /// Text printed after the options in the help text.

@@ -90,11 +90,10 @@ Session::Teardown()
     }
 }
 
-void
-Session::DescribeEndpoint(uint16_t portBase,
-                          proto::DataAddress& addr,
-                          google::protobuf::RepeatedPtrField<proto::QueuePair>& qps) const
+proto::DataAddress
+Session::OurDataAddress() const
 {
+    proto::DataAddress addr;
     addr.set_ipv4(m_app.LocalIp());
     addr.set_data_port(m_opts.dataPort);
     addr.set_port_mode(m_opts.portMode);
@@ -103,12 +102,7 @@ Session::DescribeEndpoint(uint16_t portBase,
     {
         addr.set_mac(mac.bytes, MAC_ADDRESS_SIZE);
     }
-    for (size_t i = 0; i < m_qpns.size(); ++i)
-    {
-        proto::QueuePair* qp = qps.Add();
-        qp->set_qpn(m_qpns[i]);
-        qp->set_source_port_base(portBase + i * PORTS_PER_CONNECTION);
-    }
+    return addr;
 }
 
 bool
@@ -225,7 +219,8 @@ Session::StartClient()
     hello->set_software(SOFTWARE);
     *hello->mutable_settings() = SettingsOf(m_ccfg, m_opts.icrc);
     *hello->mutable_workload() = m_workload;
-    DescribeEndpoint(base, *hello->mutable_address(), *hello->mutable_queue_pairs());
+    *hello->mutable_address() = OurDataAddress();
+    AddQueuePairs(m_qpns, base, *hello->mutable_queue_pairs());
     m_channel->Send(msg);
     spdlog::info("connected to {}; sent Hello ({} {} x {} bytes, {} connection(s), {} "
                  "stream(s), {} path(s))",
@@ -317,27 +312,19 @@ Session::Reject(const std::string& reason)
 void
 Session::OnHello(const proto::Hello& hello)
 {
-    if (hello.protocol_version() != proto::VERSION_CURRENT)
+    // The settings must be ours: both ends of a perf test are configured alike.
+    const proto::ConnectionSettings ours = SettingsOf(m_ccfg, m_opts.icrc);
+    auto sameAsOurs = [&ours](const proto::ConnectionSettings& client, ConnectionConfig&) {
+        const std::string diff = CompareSettings(ours, client, "server", "client");
+        return diff.empty() ? diff : "connection settings differ: " + diff;
+    };
+    std::string why = CheckHello(hello, sameAsOurs, m_ccfg);
+    if (!why.empty())
     {
-        Reject("protocol version mismatch: server speaks " +
-               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
-               ") speaks " + std::to_string(hello.protocol_version()));
-        return;
-    }
-    std::string diff =
-        CompareSettings(SettingsOf(m_ccfg, m_opts.icrc), hello.settings(), "server", "client");
-    if (!diff.empty())
-    {
-        Reject("connection settings differ: " + diff);
+        Reject(why);
         return;
     }
     const proto::Workload& w = hello.workload();
-    std::string why = CheckWorkload(hello, m_ccfg);
-    if (!why.empty())
-    {
-        Reject("workload not acceptable: " + why);
-        return;
-    }
     m_workload = w;
     m_size = w.message_size();
     m_depth = w.depth();
@@ -374,18 +361,8 @@ Session::OnHello(const proto::Hello& hello)
             PostRecv(s, slot);
         }
     }
-    proto::ControlMessage msg;
-    proto::Accept* accept = msg.mutable_accept();
-    accept->set_protocol_version(proto::VERSION_CURRENT);
-    accept->set_software(SOFTWARE);
-    DescribeEndpoint(base, *accept->mutable_address(), *accept->mutable_queue_pairs());
-    if (m_write)
-    {
-        accept->mutable_region()->set_addr(m_mr.addr);
-        accept->mutable_region()->set_length(m_mr.length);
-        accept->mutable_region()->set_rkey(m_mr.rkey);
-    }
-    m_channel->Send(msg);
+    m_channel->Send(
+        AcceptMessage(SOFTWARE, OurDataAddress(), m_qpns, base, m_write ? &m_mr : nullptr));
     m_state = State::RUNNING;
     m_start = m_lastReport = m_app.Clock().Now();
     spdlog::info("accepted client {} ({}): {} {} x {} bytes, {} connection(s), {} stream(s), "

@@ -185,11 +185,9 @@ class Session : public std::enable_shared_from_this<Session>
     bool CreateConnections(const std::string& transport, uint16_t portBase, std::string& why);
     /// \return the inputs of the connections' timers for a path of round trip \p pathRtt.
     LinkTimerInputs TimerInputs(Time pathRtt) const;
-    /// Fill in our data address and queue pairs (QPN, source ports from \p portBase) for the
-    /// peer: the same in the client's Hello and the server's Accept.
-    void DescribeEndpoint(uint16_t portBase,
-                          proto::DataAddress& addr,
-                          google::protobuf::RepeatedPtrField<proto::QueuePair>& qps) const;
+    /// \return our data address for the peer: the same in the client's Hello and the
+    /// server's Accept.
+    proto::DataAddress OurDataAddress() const;
     bool AllocateBuffer(uint32_t access, std::string& why);
     void PostMore();
     bool MayPost(Time now) const;

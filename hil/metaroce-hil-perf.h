@@ -89,8 +89,10 @@ struct PerfOptions
 };
 
 /**
- * Parse the command line.
+ * Parse the command line (without printing).
+ * \param args the arguments, without the program name
  * \param daemonProgram true for metaroce-hild (server mode forced, daemon on)
+ * \param[out] opts the settings
  * \param[out] error the problem, or "help" when --help was given
  * \return true if the options are valid
  */
@@ -99,8 +101,17 @@ bool ParsePerfOptions(const std::vector<std::string>& args,
                       PerfOptions& opts,
                       std::string& error);
 
-/// \return the --help text.
+/// \return the --help text of metaroce-hild (\p daemonProgram) or metaroce-perf.
 std::string PerfUsage(bool daemonProgram);
+
+/**
+ * The whole program metaroce-perf or metaroce-hild: parse the command line (printing the help
+ * text or a usage error), set up logging and RunPerf().
+ * \param argc, argv main()'s arguments
+ * \param daemonProgram true for metaroce-hild
+ * \return the process exit code: RunPerf()'s, 0 after --help, or EXIT_USAGE (64)
+ */
+int PerfMain(int argc, char** argv, bool daemonProgram);
 
 /**
  * Run a server, daemon or client until it is done or a signal stops it.

@@ -13,7 +13,6 @@
 #include "metaroce-hil-timers.h"
 #include "metaroce-hil-verify.h"
 #include "metaroce-hil.pb.h"
-#include "metaroce-policy-names.h"
 
 #include "ns3/event-impl.h"
 #include "ns3/metaroce-net-device.h"
@@ -101,6 +100,9 @@ class SimHostServer::Impl
     void OnMessage(uint64_t session, const proto::ControlMessage& msg);
     void OnChannelError(uint64_t session, const std::string& reason);
     void OnHello(uint64_t session, const proto::Hello& hello);
+    /// The host adopts the client's connection settings, within its port's limits: the
+    /// SettingsRule of CheckHello(). \return "" or why not
+    std::string Adopt(const proto::ConnectionSettings& s, ConnectionConfig& cfg) const;
     void OnSetupDone(uint64_t session, const SetupResult& result);
     void OnVerdict(uint64_t session, const proto::Verdict& verdict);
     void RejectAndClose(std::shared_ptr<ControlChannel> channel, const std::string& reason);
@@ -367,70 +369,41 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
         ++m_session;
         RejectAndClose(channel, reason);
     };
-    if (hello.protocol_version() != proto::VERSION_CURRENT)
-    {
-        reject("protocol version mismatch: server speaks " +
-               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
-               ") speaks " + std::to_string(hello.protocol_version()));
-        return;
-    }
-    // The simulated host adopts the client's connection settings, within its port's limits.
-    const proto::ConnectionSettings& s = hello.settings();
-    if (s.transport() != "metaroce" && s.transport() != "rocev2")
-    {
-        reject("unknown transport '" + s.transport() + "'");
-        return;
-    }
-    if (!s.icrc())
-    {
-        reject("the simulated host computes and checks the ICRC; run the client without "
-               "--no-icrc");
-        return;
-    }
-    if (s.mtu() == 0 || uint64_t(s.mtu()) + DATAGRAM_OVERHEAD > m_portMtu)
-    {
-        reject("mtu " + std::to_string(s.mtu()) + " does not fit the simulated host port (IP MTU " +
-               std::to_string(m_portMtu) + ")");
-        return;
-    }
-    if (s.max_streams() == 0 || s.max_streams() > 65535)
-    {
-        reject("bad max_streams " + std::to_string(s.max_streams()));
-        return;
-    }
     ConnectionConfig cfg = m_baseConfig;
-    cfg.transport = s.transport();
-    cfg.mtu = s.mtu();
-    cfg.numPaths = s.transport() == "rocev2" ? 1 : s.num_paths();
-    cfg.maxOutstandingWrs = s.max_outstanding_wrs();
-    cfg.maxMessageSize = s.max_message_size();
-    cfg.maxStreams = uint16_t(s.max_streams());
-    cfg.maxPostedRecvs = s.max_posted_recvs();
-    if (s.transport() == "rocev2")
-    {
-        const std::string recovery = RoceRecoveryOf(s);
-        if (!IsPolicyName(PolicyKind::ROCE_RECOVERY, recovery))
-        {
-            reject("unknown rocev2 recovery '" + recovery + "' (" +
-                   PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")");
-            return;
-        }
-        cfg.rocev2.recovery = recovery;
-    }
-    std::string why = CheckWorkload(hello, cfg);
-    const uint64_t bytes = RegionBytes(hello.workload());
-    if (why.empty() && (bytes == 0 || bytes > MAX_REGION_BYTES))
-    {
-        why = "buffer of " + std::to_string(bytes) + " bytes exceeds the " +
-              std::to_string(MAX_REGION_BYTES) + "-byte limit; lower --size, --depth or --streams";
-    }
+    const std::string why = CheckHello(
+        hello,
+        [this](const proto::ConnectionSettings& s, ConnectionConfig& c) { return Adopt(s, c); },
+        cfg);
     if (!why.empty())
     {
-        reject("workload not acceptable: " + why);
+        reject(why);
         return;
     }
     const uint32_t peerIp = hello.address().ipv4();
     InSimulation([this, session, hello, cfg, peerIp] { SimSetup(session, hello, cfg, peerIp); });
+}
+
+std::string
+SimHostServer::Impl::Adopt(const proto::ConnectionSettings& s, ConnectionConfig& cfg) const
+{
+    ConnectionConfig adopted = cfg;
+    const std::string why = ApplySettings(s, adopted);
+    if (!why.empty())
+    {
+        return why;
+    }
+    if (!s.icrc())
+    {
+        return "the simulated host computes and checks the ICRC; run the client without "
+               "--no-icrc";
+    }
+    if (s.mtu() == 0 || uint64_t(s.mtu()) + DATAGRAM_OVERHEAD > m_portMtu)
+    {
+        return "mtu " + std::to_string(s.mtu()) + " does not fit the simulated host port (IP MTU " +
+               std::to_string(m_portMtu) + ")";
+    }
+    cfg = adopted;
+    return "";
 }
 
 void
@@ -448,26 +421,20 @@ SimHostServer::Impl::OnSetupDone(uint64_t session, const SetupResult& result)
         RejectAndClose(channel, "simulated host cannot set up the session: " + result.why);
         return;
     }
-    proto::ControlMessage msg;
-    proto::Accept* accept = msg.mutable_accept();
-    accept->set_protocol_version(proto::VERSION_CURRENT);
-    accept->set_software(std::string(PERF_SOFTWARE) + " (metaroce-hil-fabric simulated host)");
-    proto::DataAddress* addr = accept->mutable_address();
-    addr->set_ipv4(m_ip);
-    addr->set_data_port(m_dataPort);
-    addr->set_port_mode("sim");
-    for (size_t i = 0; i < result.qpns.size(); ++i)
-    {
-        proto::QueuePair* qp = accept->add_queue_pairs();
-        qp->set_qpn(result.qpns[i]);
-        qp->set_source_port_base(uint32_t(SIM_SOURCE_PORT_BASE + i * PORTS_PER_CONNECTION));
-    }
-    if (result.length != 0)
-    {
-        accept->mutable_region()->set_addr(result.addr);
-        accept->mutable_region()->set_length(result.length);
-        accept->mutable_region()->set_rkey(result.rkey);
-    }
+    proto::DataAddress address;
+    address.set_ipv4(m_ip);
+    address.set_data_port(m_dataPort);
+    address.set_port_mode("sim");
+    MemoryRegion region;
+    region.addr = result.addr;
+    region.length = result.length;
+    region.rkey = result.rkey;
+    const proto::ControlMessage msg =
+        AcceptMessage(std::string(PERF_SOFTWARE) + " (metaroce-hil-fabric simulated host)",
+                      address,
+                      result.qpns,
+                      SIM_SOURCE_PORT_BASE,
+                      result.length != 0 ? &region : nullptr);
     m_channel->Send(msg);
     m_running = true;
     std::printf("%s: accepted client %s\n", HostName(m_ip).c_str(), m_channel->PeerName().c_str());

@@ -21,7 +21,7 @@
  *
  * Two threads, no shared state:
  *  - an Asio thread owns the TCP listener and the ControlChannel (framed protobuf, heartbeats,
- *    timeouts). It checks a Hello (the shared CheckWorkload()), then hands the session to the
+ *    timeouts). It checks a Hello (the shared CheckHello()), then hands the session to the
  *    simulation with Simulator::ScheduleWithContext (thread-safe with RealtimeSimulatorImpl);
  *  - the simulator thread owns the NIC, the registered buffer and the verification: it creates
  *    the connections, registers a real buffer, posts the receives, checks every received message

@@ -96,6 +96,65 @@ CheckWorkload(const proto::Hello& hello, const ConnectionConfig& cfg)
 }
 
 std::string
+CheckHello(const proto::Hello& hello, const SettingsRule& settle, ConnectionConfig& cfg)
+{
+    if (hello.protocol_version() != proto::VERSION_CURRENT)
+    {
+        return "protocol version mismatch: server speaks " +
+               std::to_string(proto::VERSION_CURRENT) + ", client (" + hello.software() +
+               ") speaks " + std::to_string(hello.protocol_version());
+    }
+    std::string why = settle(hello.settings(), cfg);
+    if (!why.empty())
+    {
+        return why;
+    }
+    why = CheckWorkload(hello, cfg);
+    const uint64_t bytes = RegionBytes(hello.workload());
+    if (why.empty() && (bytes == 0 || bytes > MAX_REGION_BYTES))
+    {
+        why = "buffer of " + std::to_string(bytes) + " bytes exceeds the " +
+              std::to_string(MAX_REGION_BYTES) + "-byte limit; lower --size, --depth or --streams";
+    }
+    return why.empty() ? "" : "workload not acceptable: " + why;
+}
+
+void
+AddQueuePairs(const std::vector<uint32_t>& qpns,
+              uint32_t sourcePortBase,
+              google::protobuf::RepeatedPtrField<proto::QueuePair>& out)
+{
+    for (size_t i = 0; i < qpns.size(); ++i)
+    {
+        proto::QueuePair* qp = out.Add();
+        qp->set_qpn(qpns[i]);
+        qp->set_source_port_base(uint32_t(sourcePortBase + i * PORTS_PER_CONNECTION));
+    }
+}
+
+proto::ControlMessage
+AcceptMessage(const std::string& software,
+              const proto::DataAddress& address,
+              const std::vector<uint32_t>& qpns,
+              uint32_t sourcePortBase,
+              const MemoryRegion* region)
+{
+    proto::ControlMessage msg;
+    proto::Accept* accept = msg.mutable_accept();
+    accept->set_protocol_version(proto::VERSION_CURRENT);
+    accept->set_software(software);
+    *accept->mutable_address() = address;
+    AddQueuePairs(qpns, sourcePortBase, *accept->mutable_queue_pairs());
+    if (region)
+    {
+        accept->mutable_region()->set_addr(region->addr);
+        accept->mutable_region()->set_length(region->length);
+        accept->mutable_region()->set_rkey(region->rkey);
+    }
+    return msg;
+}
+
+std::string
 CheckReceived(const Completion& c, const ReceivedMessage& m)
 {
     std::string problem;

@@ -12,6 +12,7 @@
 #include "metaroce-verbs.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@
  * What a metaroce-perf receiver checks, shared by the real server
  * (metaroce-hil-perf-session.cc) and the simulated hosts of metaroce-hil-fabric
  * (metaroce-hil-sim-host.cc): the seeded data pattern, the work-request id layout, the limits on
- * a client's workload and the check of one received message. Pure C++ over the engine types and the
- * control-plane schema: no I/O.
+ * a client's workload, the server's check of a Hello and its Accept, and the check of one
+ * received message. Pure C++ over the engine types and the control-plane schema: no I/O.
  */
 
 namespace metaroce
@@ -77,6 +78,58 @@ std::string CheckWorkload(const proto::Hello& hello, const ConnectionConfig& cfg
  *         depth (0 if the product overflows)
  */
 uint64_t RegionBytes(const proto::Workload& w);
+
+/**
+ * How a server turns the connection settings of a client's Hello into those of the session.
+ * \param client the Hello's settings
+ * \param[in,out] cfg the server's settings, adjusted for the session
+ * \return "" if the server can use them, else the reason for the Reject (one line)
+ */
+using SettingsRule =
+    std::function<std::string(const proto::ConnectionSettings& client, ConnectionConfig& cfg)>;
+
+/**
+ * The server's check of a client's Hello, one for every server: metaroce-perf's (and so
+ * metaroce-hild's) and the simulated hosts of metaroce-hil-fabric. In this order:
+ *  1. the protocol version (VERSION_CURRENT only);
+ *  2. the connection settings, by \p settle (metaroce-perf: they must equal its own; a
+ *     simulated host adopts them within its port's limits);
+ *  3. the workload against the settled \p cfg (CheckWorkload()) and its receive buffer
+ *     (RegionBytes()) against MAX_REGION_BYTES.
+ * The control plane's own limits (message length, silence timeout) are ControlChannel's.
+ * \param hello the client's Hello
+ * \param settle the server's rule for the settings
+ * \param[in,out] cfg the server's settings; on success those of the session
+ * \return "" to accept the session, else the reason for the Reject (one line)
+ */
+std::string CheckHello(const proto::Hello& hello,
+                       const SettingsRule& settle,
+                       ConnectionConfig& cfg);
+
+/**
+ * List a side's connections as a Hello or an Accept carries them: connection i is queue pair
+ * \p qpns[i] and sends from UDP source port \p sourcePortBase + i * PORTS_PER_CONNECTION on.
+ */
+void AddQueuePairs(const std::vector<uint32_t>& qpns,
+                   uint32_t sourcePortBase,
+                   google::protobuf::RepeatedPtrField<proto::QueuePair>& out);
+
+/**
+ * The Accept of a session, built the same way by every server (the counterpart of
+ * CheckHello()): the current protocol version, the server's software name and data address,
+ * its connections and, for a WRITE test, the receive region the client writes into.
+ * \param software the server's software name
+ * \param address where the server receives datagrams
+ * \param qpns its connections, in the order of the Hello's
+ * \param sourcePortBase the UDP source port of path 0 of connection 0 (AddQueuePairs())
+ * \param region the receive region (nullptr: a SEND test, no region)
+ * \return the message
+ */
+proto::ControlMessage AcceptMessage(const std::string& software,
+                                    const proto::DataAddress& address,
+                                    const std::vector<uint32_t>& qpns,
+                                    uint32_t sourcePortBase,
+                                    const MemoryRegion* region);
 
 /// Where a received message belongs, for CheckReceived().
 struct ReceivedMessage

@@ -27,9 +27,10 @@
  * line at the end (--duration, SIGINT or SIGTERM).
  */
 
+#include "metaroce-hil-options.h"
+
 #include <algorithm>
 #include <arpa/inet.h>
-#include <boost/program_options.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -43,6 +44,7 @@
 #include <poll.h>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -53,7 +55,6 @@
 namespace
 {
 
-namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
 
 /// Frames read or written per system call.
@@ -516,85 +517,97 @@ Minus(const Counters& a, const Counters& b)
     return r;
 }
 
-/// Parse the command line. \return 0 to run, else the exit code (after printing).
+/// Parse the command line. \return -1 to run, else the exit code (after printing).
 int
 ParseOptions(int argc, char** argv, Options& opts)
 {
+    using namespace metaroce::hil;
     double loss = 0;
-    std::vector<uint16_t> ports;
-    po::options_description desc(
-        "metaroce-hil-forwarder: forwards every Ethernet frame between two interfaces, with\n"
-        "seeded drops of data-plane frames, added latency and an optional rate.\n\n"
-        "  metaroce-hil-forwarder --a IFACE --b IFACE [--loss P] [--delay-us US] ...\n\n"
-        "Options");
-    // clang-format off
-    desc.add_options()
-        ("help,h", "show this text")
-        ("a", po::value(&opts.a)->required(), "interface of side A")
-        ("b", po::value(&opts.b)->required(), "interface of side B")
-        ("loss", po::value(&loss)->default_value(0), "drop probability, both directions")
-        ("loss-ab", po::value(&opts.lossAb), "drop probability A -> B (overrides --loss)")
-        ("loss-ba", po::value(&opts.lossBa), "drop probability B -> A (overrides --loss)")
-        ("delay-us", po::value(&opts.delayUs)->default_value(0), "added one-way latency, us")
-        ("rate-mbps", po::value(&opts.rateMbps)->default_value(0),
-         "serialization rate per direction, Mb/s (0: as fast as the kernel takes frames)")
-        ("seed", po::value(&opts.seed)->default_value(1), "seed of the drop generators")
-        ("udp-port", po::value(&ports)->multitoken(),
-         "UDP destination ports of the data plane, whose frames may be dropped (default 4791)")
-        ("drop-any", po::bool_switch(&opts.dropAny), "drop from every frame (ARP, TCP, ...)")
-        ("queue-frames", po::value(&opts.queueFrames)->default_value(4096),
-         "delay-queue capacity per direction, frames (a full queue drops: overflow)")
-        ("duration", po::value(&opts.duration)->default_value(0),
-         "seconds to run (0: until SIGINT or SIGTERM)")
-        ("report", po::value(&opts.report)->default_value(0),
-         "print the counters every this many seconds (0: only at the end)");
-    // clang-format on
-    po::variables_map vm;
-    try
+    ToolOptions options(
+        "metaroce-hil-forwarder",
+        "usage: metaroce-hil-forwarder --a IFACE --b IFACE [--loss P] [--delay-us US] ...\n"
+        "Forwards every Ethernet frame between two interfaces, with seeded drops of data-plane\n"
+        "frames, added latency and an optional rate.");
+    options.Add("a", "IFACE", "interface of side A (required)", Text(opts.a));
+    options.Add("b", "IFACE", "interface of side B (required)", Text(opts.b));
+    options.Add("loss", "P", "drop probability, both directions (default 0)", Real(loss, 0, 1));
+    options.Add("loss-ab",
+                "P",
+                "drop probability A -> B (overrides --loss)",
+                Real(opts.lossAb, 0, 1));
+    options.Add("loss-ba",
+                "P",
+                "drop probability B -> A (overrides --loss)",
+                Real(opts.lossBa, 0, 1));
+    options.Add("delay-us",
+                "US",
+                "added one-way latency, 0..10000000 us (default 0)",
+                Real(opts.delayUs, 0, 10e6));
+    options.Add("rate-mbps",
+                "MBPS",
+                "serialization rate per direction, Mb/s (default 0: as fast as the kernel takes "
+                "frames)",
+                Real(opts.rateMbps, 0, UNBOUNDED));
+    options.Add("seed", "N", "seed of the drop generators (default 1)", Number(opts.seed));
+    options.Add("udp-port",
+                "PORT[,PORT...]",
+                "UDP destination ports of the data plane, whose frames may be dropped; repeat "
+                "the option to add more (default 4791)",
+                [&opts](const std::string& text) {
+                    std::istringstream list(text);
+                    std::string word;
+                    std::set<uint16_t> ports;
+                    while (std::getline(list, word, ','))
+                    {
+                        uint16_t port = 0;
+                        if (!Number(port, 1)(word).empty())
+                        {
+                            return std::string("UDP ports 1..65535, separated by commas");
+                        }
+                        ports.insert(port);
+                    }
+                    if (ports.empty())
+                    {
+                        return std::string("UDP ports 1..65535, separated by commas");
+                    }
+                    opts.ports.insert(ports.begin(), ports.end());
+                    return std::string();
+                });
+    options.AddFlag("drop-any", opts.dropAny, "drop from every frame (ARP, TCP, ...)");
+    options.Add("queue-frames",
+                "N",
+                "delay-queue capacity per direction, 1..1048576 frames (a full queue drops: "
+                "overflow) (default 4096)",
+                Number(opts.queueFrames, 1, 1u << 20));
+    options.Add("duration",
+                "SECONDS",
+                "seconds to run (default 0: until SIGINT or SIGTERM)",
+                Real(opts.duration, 0, UNBOUNDED));
+    options.Add("report",
+                "SECONDS",
+                "print the counters every this many seconds (default 0: only at the end)",
+                Real(opts.report, 0, UNBOUNDED));
+    options.Epilog("Exit status: 0 done, 1 error, 64 usage error.");
+    int status = options.Parse(argc, argv);
+    if (status >= 0)
     {
-        po::store(po::parse_command_line(argc, argv, desc), vm);
-        if (vm.count("help"))
-        {
-            std::cout << desc << "\nExit status: 0 done, 1 error, 64 usage error.\n";
-            return -1;
-        }
-        po::notify(vm);
+        return status;
     }
-    catch (const po::error& e)
+    if (!options.Given("a") || !options.Given("b"))
     {
-        std::cerr << "metaroce-hil-forwarder: " << e.what() << "\n" << desc;
-        return 64;
+        return options.UsageError("--a IFACE and --b IFACE are required");
     }
-    opts.lossAb = vm.count("loss-ab") ? opts.lossAb : loss;
-    opts.lossBa = vm.count("loss-ba") ? opts.lossBa : loss;
-    opts.ports.insert(ports.begin(), ports.end());
+    if (opts.a == opts.b)
+    {
+        return options.UsageError("--a and --b must be different interfaces");
+    }
+    opts.lossAb = options.Given("loss-ab") ? opts.lossAb : loss;
+    opts.lossBa = options.Given("loss-ba") ? opts.lossBa : loss;
     if (opts.ports.empty())
     {
         opts.ports.insert(4791);
     }
-    const char* bad = nullptr;
-    if (opts.lossAb < 0 || opts.lossAb > 1 || opts.lossBa < 0 || opts.lossBa > 1)
-    {
-        bad = "the loss probabilities must be within [0, 1]";
-    }
-    else if (opts.delayUs < 0 || opts.delayUs > 10e6)
-    {
-        bad = "--delay-us must be within [0, 10000000]";
-    }
-    else if (opts.rateMbps < 0 || opts.queueFrames == 0 || opts.queueFrames > (1u << 20))
-    {
-        bad = "--rate-mbps must be >= 0 and --queue-frames within [1, 1048576]";
-    }
-    else if (opts.duration < 0 || opts.report < 0 || opts.a == opts.b)
-    {
-        bad = "--duration and --report must be >= 0, and --a and --b different interfaces";
-    }
-    if (bad)
-    {
-        std::cerr << "metaroce-hil-forwarder: " << bad << "\n";
-        return 64;
-    }
-    return 0;
+    return -1;
 }
 
 } // namespace
@@ -604,9 +617,9 @@ main(int argc, char** argv)
 {
     Options opts;
     int code = ParseOptions(argc, argv, opts);
-    if (code != 0)
+    if (code >= 0)
     {
-        return code < 0 ? 0 : code;
+        return code;
     }
     // Departures are timed to the microsecond: no timer slack.
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);

@@ -189,7 +189,8 @@ TEST_F(HilForwarderTest, ClearErrors)
     EXPECT_EQ(usage.Wait(milliseconds(5000)), 64);
     Process badLoss({METAROCE_HIL_FORWARDER_BIN, "--a", "fa", "--b", "fb", "--loss", "2"});
     EXPECT_EQ(badLoss.Wait(milliseconds(5000)), 64);
-    EXPECT_NE(badLoss.Output().find("within [0, 1]"), std::string::npos) << badLoss.Output();
+    EXPECT_NE(badLoss.Output().find("expected a number in 0..1"), std::string::npos)
+        << badLoss.Output();
     Process noDevice(InNetns(m_net->M(), {METAROCE_HIL_FORWARDER_BIN, "--a", "fa", "--b", "nx0"}));
     EXPECT_EQ(noDevice.Wait(milliseconds(5000)), 1);
     EXPECT_NE(noDevice.Output().find("interface nx0"), std::string::npos) << noDevice.Output();

@@ -10,6 +10,7 @@
 #include "metaroce-hil-options.h"
 
 #include <gtest/gtest.h>
+#include <sstream>
 
 namespace
 {
@@ -79,15 +80,67 @@ TEST(HilOptions, LastOccurrenceWins)
     EXPECT_EQ(f.count, 9u);
 }
 
-TEST(HilOptions, AliasesWorkAndAreHidden)
+TEST(HilOptions, AliasesWorkAndAreListedAsDeprecated)
 {
     Fixture f;
     std::string error;
     ASSERT_TRUE(f.Parse({"--messageSize=1M"}, error)) << error;
     EXPECT_EQ(f.size, 1u << 20);
     EXPECT_TRUE(f.options.Given("size"));
-    EXPECT_EQ(f.options.Help().find("messageSize"), std::string::npos);
-    EXPECT_NE(f.options.Help().find("--size BYTES"), std::string::npos);
+    const std::string help = f.options.Help();
+    const size_t deprecated = help.find("Deprecated spellings");
+    ASSERT_NE(deprecated, std::string::npos) << help;
+    EXPECT_NE(help.find("--messageSize", deprecated), std::string::npos) << help;
+    EXPECT_NE(help.find("same as --size"), std::string::npos) << help;
+    EXPECT_LT(help.find("--size BYTES"), deprecated) << help;
+    // An error names the spelling that was used.
+    EXPECT_FALSE(f.Parse({"--messageSize", "x"}, error));
+    EXPECT_NE(error.find("--messageSize"), std::string::npos) << error;
+}
+
+TEST(HilOptions, PositiveAndMatchingValues)
+{
+    double rate = 1;
+    std::string mac;
+    ToolOptions options{"metaroce-test", "usage: metaroce-test"};
+    options.Add("rate", "R", "rate", metaroce::hil::Positive(rate, 10));
+    options.Add("mac",
+                "MAC",
+                "a MAC",
+                metaroce::hil::Matching(
+                    mac,
+                    [](const std::string& text) { return text.size() == 17; },
+                    "a MAC address"));
+    std::string error;
+    ASSERT_TRUE(options.TryParse({"--rate", "2.5", "--mac", "02:00:00:00:00:01"}, error)) << error;
+    EXPECT_EQ(rate, 2.5);
+    EXPECT_EQ(mac, "02:00:00:00:00:01");
+    for (const char* bad : {"0", "-1", "11", "x"})
+    {
+        EXPECT_FALSE(options.TryParse({"--rate", bad}, error)) << bad;
+        EXPECT_NE(error.find("a number > 0 and <= 10"), std::string::npos) << error;
+    }
+    EXPECT_FALSE(options.TryParse({"--mac", "02:00"}, error));
+    EXPECT_NE(error.find("expected a MAC address"), std::string::npos) << error;
+}
+
+TEST(HilOptions, HelpWrapsLongDescriptions)
+{
+    ToolOptions options{"metaroce-test", "usage: metaroce-test"};
+    std::string text;
+    options.Add("text",
+                "T",
+                std::string(30, 'a') + " " + std::string(40, 'b') + " " + std::string(40, 'c'),
+                metaroce::hil::Text(text));
+    std::istringstream help(options.Help());
+    std::string line;
+    while (std::getline(help, line))
+    {
+        EXPECT_LE(line.size(), 100u) << line;
+    }
+    EXPECT_NE(options.Help().find("\n" + std::string(14, ' ') + std::string(40, 'c')),
+              std::string::npos)
+        << options.Help();
 }
 
 TEST(HilOptions, HelpIsReported)

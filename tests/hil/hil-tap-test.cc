@@ -395,27 +395,29 @@ TEST(HilMixedTest, SlowdownAndTheLagReport)
     EXPECT_NE(behind.second.find("rerun with --slowdown=2"), std::string::npos) << behind.second;
 }
 
-// Bad --simHosts entries are usage errors with a reason, before anything is created.
+// Bad --sim-hosts entries (or --simHosts, the deprecated spelling) are usage errors with a
+// reason, before anything is created.
 TEST(HilMixedTest, SimHostsUsageErrors)
 {
-    for (const std::vector<std::string>& args :
-         std::vector<std::vector<std::string>>{{"--taps=x:t0", "--simHosts=noColon"},
-                                               {"--taps=x:t0", "--simHosts=x:c0"},
-                                               {"--taps=x:t0", "--simHosts=y:c0,z:c1,w:c2,v:c3"}})
+    struct Case
     {
-        std::vector<std::string> argv = {METAROCE_HIL_FABRIC_BIN};
-        argv.insert(argv.end(), args.begin(), args.end());
-        Process fabric(argv);
-        EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << args[1] << ":\n" << fabric.Output();
-        EXPECT_NE(fabric.Output().find("simHosts"), std::string::npos) << args[1] << ":\n"
-                                                                       << fabric.Output();
-    }
-    for (const char* bad : {"--slowdown=0.5", "--slowdown=2000", "--maxLagMs=0"})
+        std::string arg; //!< after --taps=x:t0
+        std::string why; //!< in the message
+    };
+
+    for (const Case& c : {Case{"--simHosts=noColon", "for --simHosts: expected NETNS:NAME"},
+                          Case{"--sim-hosts=:c0", "for --sim-hosts: expected NETNS:NAME"},
+                          Case{"--sim-hosts=x:c0", "--sim-hosts namespace 'x' holds a --taps"},
+                          Case{"--simHosts=y:c0,z:c1,w:c2,v:c3", "more --taps and --sim-hosts"},
+                          Case{"--slowdown=0.5", "for --slowdown: expected a number in 1..1000"},
+                          Case{"--slowdown=2000", "for --slowdown: expected a number in 1..1000"},
+                          Case{"--maxLagMs=0", "for --maxLagMs: expected a number > 0"},
+                          Case{"--max-lag-ms=70000", "for --max-lag-ms: expected a number > 0"}})
     {
-        Process fabric({METAROCE_HIL_FABRIC_BIN, "--taps=x:t0", bad});
-        EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << bad << ":\n" << fabric.Output();
-        EXPECT_NE(fabric.Output().find("--slowdown must be"), std::string::npos) << bad << ":\n"
-                                                                                 << fabric.Output();
+        Process fabric({METAROCE_HIL_FABRIC_BIN, "--taps=x:t0", c.arg});
+        EXPECT_EQ(fabric.Wait(milliseconds(10000)), 64) << c.arg << ":\n" << fabric.Output();
+        EXPECT_NE(fabric.Output().find(c.why), std::string::npos) << c.arg << ":\n"
+                                                                  << fabric.Output();
     }
 }
 

@@ -174,6 +174,43 @@ TEST(HilControl, CompareSettingsNamesEveryDifference)
     EXPECT_EQ(CompareSettings(SettingsOf(a, true), SettingsOf(a, true), "server", "client"), "");
 }
 
+// ApplySettings() is SettingsOf() backwards, RoCEv2's one path included; bad settings leave
+// the configuration alone.
+TEST(HilControl, ApplySettingsInvertsSettingsOf)
+{
+    ConnectionConfig sent;
+    sent.transport = "rocev2";
+    sent.mtu = 1024;
+    sent.numPaths = 8;
+    sent.maxOutstandingWrs = 333;
+    sent.maxMessageSize = 1u << 20;
+    sent.maxStreams = 3;
+    sent.maxPostedRecvs = 77;
+    sent.rocev2.recovery = "irn";
+    ConnectionConfig got;
+    got.rtoMin = sent.rtoMin * 3; // not carried: kept
+    const auto rtoMin = got.rtoMin;
+    ASSERT_EQ(ApplySettings(SettingsOf(sent, true), got), "");
+    EXPECT_EQ(got.transport, "rocev2");
+    EXPECT_EQ(got.numPaths, 1u);
+    EXPECT_EQ(got.rocev2.recovery, "irn");
+    EXPECT_EQ(got.rtoMin, rtoMin);
+    EXPECT_EQ(CompareSettings(SettingsOf(sent, true), SettingsOf(got, true), "a", "b"), "");
+
+    proto::ConnectionSettings bad = SettingsOf(sent, true);
+    bad.set_rocev2_recovery("sack");
+    ConnectionConfig untouched;
+    EXPECT_NE(ApplySettings(bad, untouched).find("unknown rocev2 recovery 'sack'"),
+              std::string::npos);
+    EXPECT_EQ(untouched.transport, ConnectionConfig().transport);
+    bad = SettingsOf(sent, true);
+    bad.set_transport("tcp");
+    EXPECT_EQ(ApplySettings(bad, untouched), "unknown transport 'tcp'");
+    bad = SettingsOf(sent, true);
+    bad.set_max_streams(70000);
+    EXPECT_EQ(ApplySettings(bad, untouched), "bad max_streams 70000");
+}
+
 TEST(HilFramePort, MacHelpers)
 {
     MacAddress mac;

@@ -115,6 +115,92 @@ TEST(HilVerifyTest, CheckWorkloadLimits)
     EXPECT_NE(CheckWorkload(hello, cfg).find("no data address"), std::string::npos);
 }
 
+// The one Hello check of every server: version first, then the server's settings rule, then
+// the workload against the settled settings and the region limit.
+TEST(HilVerifyTest, CheckHelloOrderAndReasons)
+{
+    proto::Hello hello;
+    hello.set_protocol_version(proto::VERSION_CURRENT);
+    hello.set_software("test-client 1");
+    hello.mutable_settings()->set_transport("metaroce");
+    proto::Workload* w = hello.mutable_workload();
+    w->set_op("write");
+    w->set_message_size(65536);
+    w->set_connections(1);
+    w->set_streams(2);
+    w->set_depth(64);
+    hello.add_queue_pairs()->set_qpn(1);
+    hello.mutable_address()->set_ipv4(0x0a000001);
+    int ruleCalls = 0;
+    auto adopt = [&ruleCalls](const proto::ConnectionSettings& s, ConnectionConfig& cfg) {
+        ++ruleCalls;
+        if (s.transport() != "metaroce")
+        {
+            return std::string("unknown transport '") + s.transport() + "'";
+        }
+        cfg.maxStreams = 2; // the workload is checked against the settled settings
+        return std::string();
+    };
+    ConnectionConfig cfg;
+    cfg.maxStreams = 1;
+    EXPECT_EQ(CheckHello(hello, adopt, cfg), "");
+    EXPECT_EQ(cfg.maxStreams, 2);
+    EXPECT_EQ(ruleCalls, 1);
+
+    // A wrong version is rejected before the settings are looked at.
+    hello.set_protocol_version(proto::VERSION_CURRENT + 1);
+    const std::string version = CheckHello(hello, adopt, cfg);
+    EXPECT_NE(version.find("protocol version mismatch"), std::string::npos) << version;
+    EXPECT_NE(version.find("test-client 1"), std::string::npos) << version;
+    EXPECT_EQ(ruleCalls, 1);
+    hello.set_protocol_version(proto::VERSION_CURRENT);
+
+    // The rule's reason is the Reject reason as it is.
+    hello.mutable_settings()->set_transport("tcp");
+    EXPECT_EQ(CheckHello(hello, adopt, cfg), "unknown transport 'tcp'");
+    hello.mutable_settings()->set_transport("metaroce");
+
+    // Workload problems, the region limit included.
+    w->set_op("read");
+    EXPECT_EQ(CheckHello(hello, adopt, cfg).rfind("workload not acceptable: unknown op", 0), 0u);
+    w->set_op("send");
+    cfg = ConnectionConfig();
+    cfg.maxMessageSize = MAX_REGION_BYTES;
+    cfg.maxOutstandingWrs = 1024;
+    cfg.maxPostedRecvs = 1024;
+    w->set_message_size(MAX_REGION_BYTES / 64); // 2 streams x 64 slots: twice the limit
+    const std::string region = CheckHello(hello, adopt, cfg);
+    EXPECT_NE(region.find("workload not acceptable: buffer of"), std::string::npos) << region;
+    EXPECT_NE(region.find("-byte limit"), std::string::npos) << region;
+}
+
+// Every server's Accept: version, software, address, connections with their source ports and
+// the region only for WRITE.
+TEST(HilVerifyTest, AcceptMessageCarriesTheSession)
+{
+    proto::DataAddress address;
+    address.set_ipv4(0x0a000102);
+    address.set_data_port(4791);
+    MemoryRegion region;
+    region.addr = 0x1000;
+    region.length = 65536;
+    region.rkey = 7;
+    const proto::ControlMessage write =
+        AcceptMessage("server 1", address, {11, 12, 13}, 56000, &region);
+    ASSERT_TRUE(write.has_accept());
+    const proto::Accept& a = write.accept();
+    EXPECT_EQ(a.protocol_version(), uint32_t(proto::VERSION_CURRENT));
+    EXPECT_EQ(a.software(), "server 1");
+    EXPECT_EQ(a.address().ipv4(), 0x0a000102u);
+    ASSERT_EQ(a.queue_pairs_size(), 3);
+    EXPECT_EQ(a.queue_pairs(2).qpn(), 13u);
+    EXPECT_EQ(a.queue_pairs(2).source_port_base(), 56000u + 2 * PORTS_PER_CONNECTION);
+    EXPECT_EQ(a.region().length(), 65536u);
+    EXPECT_EQ(a.region().rkey(), 7u);
+    const proto::ControlMessage send = AcceptMessage("server 1", address, {11}, 56000, nullptr);
+    EXPECT_FALSE(send.accept().has_region());
+}
+
 } // namespace
 } // namespace hil
 } // namespace metaroce
