@@ -322,6 +322,27 @@ ModifyQp(Qp& q, const ibv_qp_attr& attr, int mask)
             return err;
         }
     }
+    if (to == IBV_QPS_ERR && from != IBV_QPS_ERR)
+    {
+        // IB: every outstanding work request completes with IBV_WC_WR_FLUSH_ERR, in order.
+        // Receives still held for RTR are flushed here; the engine flushes the rest.
+        for (const RecvWr& r : q.heldRecvs)
+        {
+            Completion c;
+            c.wrId = r.wrId;
+            c.status = WcStatus::WR_FLUSH_ERR;
+            c.opcode = WcOpcode::RECV;
+            c.connectionId = q.qp.qp_num;
+            q.OnCompletion(c);
+        }
+        q.heldRecvs.clear();
+        if (q.connected)
+        {
+            Runtime& rt = *q.runtime;
+            rt.Engine().FlushConnection(rt.Now(), q.qp.qp_num);
+            rt.Kick(); // the pump delivers the flushed completions
+        }
+    }
     if (to == IBV_QPS_RESET && q.connected)
     {
         // The engine has no way back from a connected state for a connection.

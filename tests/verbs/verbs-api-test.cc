@@ -307,6 +307,50 @@ TEST_F(VerbsTest, ReadWorksOnBothTransports)
     EXPECT_GE(counters.data_packets_sent + counters.data_packets_received, 1u);
 }
 
+TEST_F(VerbsTest, ModifyToErrFlushesOutstandingWorkInOrder)
+{
+    auto postRecv = [&](ibv_qp* qp, uint64_t id) {
+        ibv_sge sge{Addr(8192), 64, m_mr->lkey};
+        ibv_recv_wr wr{};
+        wr.wr_id = id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        ibv_recv_wr* bad = nullptr;
+        return ibv_post_recv(qp, &wr, &bad);
+    };
+    auto toErr = [](ibv_qp* qp) {
+        ibv_qp_attr a{};
+        a.qp_state = IBV_QPS_ERR;
+        return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+    };
+    // Connected: two receives wait for SENDs that never come.
+    ibv_qp* a = MakeQp();
+    ibv_qp* b = MakeQp();
+    ASSERT_EQ(Connect(a, b), 0);
+    ASSERT_EQ(Connect(b, a), 0);
+    ASSERT_EQ(postRecv(b, 11), 0);
+    ASSERT_EQ(postRecv(b, 12), 0);
+    // In INIT: a receive held for RTR.
+    ibv_qp* c = MakeQp();
+    ASSERT_EQ(postRecv(c, 21), 0);
+    ASSERT_EQ(toErr(b), 0);
+    ASSERT_EQ(toErr(c), 0);
+    std::vector<ibv_wc> wcs = PollN(3);
+    ASSERT_EQ(wcs.size(), 3u);
+    std::vector<uint64_t> ids;
+    for (const ibv_wc& wc : wcs)
+    {
+        EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR) << wc.wr_id;
+        ids.push_back(wc.wr_id);
+    }
+    EXPECT_EQ(ids, (std::vector<uint64_t>{11, 12, 21}));
+    EXPECT_EQ(postRecv(b, 13), EINVAL) << "no posts in ERR";
+    EXPECT_EQ(Post(b, IBV_WR_SEND, Addr(0), 8, 0), EINVAL);
+    EXPECT_EQ(toErr(b), 0) << "ERR to ERR is allowed and flushes nothing more";
+    ibv_wc extra;
+    EXPECT_EQ(ibv_poll_cq(m_cq, 1, &extra), 0);
+}
+
 TEST_F(VerbsTest, UnsupportedCallsReturnTheDocumentedErrors)
 {
     ibv_srq_init_attr srqAttr{};

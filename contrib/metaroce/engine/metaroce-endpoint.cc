@@ -170,6 +170,19 @@ Endpoint::DestroyConnection(uint32_t qpn)
     return true;
 }
 
+bool
+Endpoint::FlushConnection(Time now, uint32_t qpn)
+{
+    TransportConnection* c = Find(qpn);
+    if (c == nullptr)
+    {
+        return false;
+    }
+    c->Flush(now);
+    Refresh(now, *c);
+    return true;
+}
+
 PostStatus
 Endpoint::PostSend(Time now, uint32_t qpn, const SendWr& wr)
 {

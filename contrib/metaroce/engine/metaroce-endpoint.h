@@ -95,6 +95,14 @@ class Endpoint
      */
     bool DestroyConnection(uint32_t qpn);
 
+    /**
+     * Put connection \p qpn in the error state (Verbs: ibv_modify_qp to ERR): its outstanding
+     * send and receive work requests complete with WR_FLUSH_ERR (PollCompletion), later posts
+     * fail with CONNECTION_ERROR, and it sends nothing more.
+     * \return false if unknown
+     */
+    bool FlushConnection(Time now, uint32_t qpn);
+
     /// Post a send work request on connection \p qpn.
     PostStatus PostSend(Time now, uint32_t qpn, const SendWr& wr);
     /// Post a receive work request on connection \p qpn.

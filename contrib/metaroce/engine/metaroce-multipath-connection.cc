@@ -161,6 +161,16 @@ MultipathConnection::HandleTimeout(Time now)
 }
 
 void
+MultipathConnection::Flush(Time now)
+{
+    m_now = now;
+    if (!m_error)
+    {
+        EnterError(now, MultipathRequester::NONE, WcStatus::WR_FLUSH_ERR);
+    }
+}
+
+void
 MultipathConnection::EnterError(Time /*now*/, uint32_t failedSlot, WcStatus status)
 {
     m_error = true;

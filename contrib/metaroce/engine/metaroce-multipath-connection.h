@@ -36,6 +36,7 @@ class MultipathConnection : public TransportConnection
     }
 
     PostStatus PostSend(Time now, const SendWr& wr, const uint8_t* localPtr) override;
+    void Flush(Time now) override;
     PostStatus PostRecv(Time now, const RecvWr& wr, uint8_t* localPtr) override;
     void HandlePacket(Time now, const DatagramMeta& meta, const ParsedPacket& pkt) override;
     bool PollTransmit(Time now, TxDatagram& out) override;

@@ -141,6 +141,16 @@ RoceV2Connection::PollTransmit(Time now, TxDatagram& out)
 }
 
 void
+RoceV2Connection::Flush(Time now)
+{
+    m_now = now;
+    if (!m_error)
+    {
+        EnterError(WcStatus::WR_FLUSH_ERR, 0, WcStatus::WR_FLUSH_ERR);
+    }
+}
+
+void
 RoceV2Connection::EnterError(WcStatus sendStatus, uint32_t failedPsn, WcStatus recvStatus)
 {
     m_requester.FlushAfterError(sendStatus, failedPsn);

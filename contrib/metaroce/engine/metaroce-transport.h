@@ -169,6 +169,12 @@ class TransportConnection
     virtual Time NextDeadline() const = 0;
     /// Process every deadline that is due at \p now.
     virtual void HandleTimeout(Time now) = 0;
+    /**
+     * Enter the error state at the user's request (Verbs: a transition to ERR): every
+     * outstanding send and receive work request completes with WR_FLUSH_ERR, in order.
+     * Nothing happens if the connection is in the error state already.
+     */
+    virtual void Flush(Time now) = 0;
 
     /// \return the number of paths (for observation).
     virtual size_t PathCount() const
