@@ -185,9 +185,12 @@ MetaRoceNetDevice::DoDispose()
     {
         event.Cancel();
     }
-    m_queues = {};
+    for (MetaRocePacketFifo& queue : m_queues)
+    {
+        queue.Clear();
+    }
     m_busyQueues = 0;
-    m_controlQueue = MetaRocePacketFifo();
+    m_controlQueue.Clear();
     m_transmitting = false;
     m_node = nullptr;
     m_channel = nullptr;
@@ -214,20 +217,20 @@ MetaRoceNetDevice::Attach(Ptr<MetaRoceChannel> channel)
 }
 
 bool
-MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority)
+MetaRoceNetDevice::Enqueue(const Ptr<Packet>& frame, uint8_t priority)
 {
     return Enqueue(frame, priority, 0);
 }
 
 bool
-MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie)
+MetaRoceNetDevice::Enqueue(const Ptr<Packet>& frame, uint8_t priority, uint32_t cookie)
 {
     MetaRoceFrameInfo info;
     return Enqueue(frame, priority, cookie, info);
 }
 
 bool
-MetaRoceNetDevice::Enqueue(Ptr<Packet> frame,
+MetaRoceNetDevice::Enqueue(const Ptr<Packet>& frame,
                            uint8_t priority,
                            uint32_t cookie,
                            MetaRoceFrameInfo& info)
@@ -548,20 +551,14 @@ MetaRoceNetDevice::TryTransmit()
         StartTransmission(entry.packet, entry.info);
         return;
     }
-    Ptr<Packet> frame;
-    MetaRoceFrameInfo info;
-    if (m_ownerPulls)
-    {
-        frame = m_owner->PullForPort(m_ownerPort, info);
-    }
-    else if (m_pullCallback.IsNull())
+    if (!m_ownerPulls && m_pullCallback.IsNull())
     {
         return;
     }
-    else
-    {
-        frame = m_pullCallback();
-    }
+    MetaRoceFrameInfo info;
+    // Initialized, not assigned: an assignment of a Ptr costs a reference count round trip.
+    const Ptr<Packet> frame =
+        m_ownerPulls ? m_owner->PullForPort(m_ownerPort, info) : m_pullCallback();
     if (!frame)
     {
         return;
@@ -608,7 +605,7 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
         : m_device(device),
           m_queue(queue),
           m_slot(queue ? &queue->Front() : nullptr),
-          m_next(queue ? PeekPointer(queue->Front().packet) : nullptr)
+          m_next(queue ? queue->Front().packet : nullptr)
     {
     }
 
@@ -618,7 +615,7 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
         // Hints taken when the frame started: the slot or the frame may have gone since (a
         // link flush); a prefetch of such an address is harmless.
         MetaRocePrefetchBytes(m_queue, sizeof(MetaRocePacketFifo));
-        MetaRocePrefetchBytes(m_slot, sizeof(MetaRocePacketFifo::Entry));
+        MetaRocePrefetchBytes(m_slot, sizeof(MetaRocePacketFifo::Slot));
         MetaRocePrefetchBytes(m_next, sizeof(Packet));
     }
 
@@ -629,10 +626,10 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
     }
 
   private:
-    MetaRoceNetDevice* m_device;             //!< the device
-    const MetaRocePacketFifo* m_queue;       //!< queue of the next frame (hint)
-    const MetaRocePacketFifo::Entry* m_slot; //!< its slot (hint)
-    const Packet* m_next;                    //!< the next frame (hint)
+    MetaRoceNetDevice* m_device;            //!< the device
+    const MetaRocePacketFifo* m_queue;      //!< queue of the next frame (hint)
+    const MetaRocePacketFifo::Slot* m_slot; //!< its slot (hint)
+    const Packet* m_next;                   //!< the next frame (hint)
 };
 
 void
@@ -645,7 +642,7 @@ MetaRoceNetDevice::PrefetchFrameFields() const
 }
 
 void
-MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info)
+MetaRoceNetDevice::StartTransmission(const Ptr<Packet>& frame, MetaRoceFrameInfo& info)
 {
     NS_LOG_FUNCTION(this << frame);
     m_transmitting = true;
@@ -738,7 +735,7 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
 }
 
 void
-MetaRoceNetDevice::Receive(Ptr<Packet> frame, MetaRoceFrameInfo& info)
+MetaRoceNetDevice::Receive(const Ptr<Packet>& frame, MetaRoceFrameInfo& info)
 {
     NS_LOG_FUNCTION(this << frame);
     if (!m_linkUp)
