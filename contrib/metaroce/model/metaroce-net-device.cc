@@ -415,17 +415,29 @@ MetaRoceNetDevice::NextSerializationTime(uint32_t bytes)
     {
         return Time::Max();
     }
-    const uint64_t stepsPerSecond = static_cast<uint64_t>(Seconds(1).GetTimeStep());
+    // Integer conversion: Seconds(1) would multiply in int64x64_t on every frame.
+    const uint64_t stepsPerSecond =
+        static_cast<uint64_t>(Time::FromInteger(1, Time::S).GetTimeStep());
     __extension__ using Wide = unsigned __int128;
     const Wide numerator = Wide(bits) * stepsPerSecond + m_txCarry;
-    m_txCarry = static_cast<uint64_t>(numerator % bitRate);
-    return TimeStep(static_cast<uint64_t>(numerator / bitRate));
+    if ((numerator >> 64) == 0)
+    {
+        // The usual case (a frame's bits times 10^9 or 10^12 steps): one 64-bit division.
+        const uint64_t narrow = static_cast<uint64_t>(numerator);
+        m_txCarry = narrow % bitRate;
+        return TimeStep(narrow / bitRate);
+    }
+    const Wide quotient = numerator / bitRate;
+    m_txCarry = static_cast<uint64_t>(numerator - quotient * bitRate);
+    return TimeStep(static_cast<uint64_t>(quotient));
 }
 
 bool
 MetaRoceNetDevice::IsPaused(uint8_t priority) const
 {
-    return m_pfcEnabled && Simulator::Now() < m_pauseEnd[ClampPriority(priority)];
+    // Only a priority with a pause set can be paused: no clock read for the others.
+    const uint8_t p = ClampPriority(priority);
+    return m_pfcEnabled && (m_pauseSet & (1U << p)) != 0 && Simulator::Now() < m_pauseEnd[p];
 }
 
 uint8_t
@@ -875,11 +887,13 @@ MetaRoceNetDevice::PausePriority(uint8_t priority, uint16_t quanta)
     if (quanta == 0)
     {
         m_pauseEnd[priority] = Simulator::Now();
+        m_pauseSet &= uint8_t(~(1U << priority));
         TryTransmit();
         return;
     }
     const Time duration = m_rate.CalculateBytesTxTime(uint32_t(quanta) * (PAUSE_QUANTUM_BITS / 8));
     m_pauseEnd[priority] = Simulator::Now() + duration;
+    m_pauseSet |= uint8_t(1U << priority);
     m_resumeEvent[priority] = Simulator::Schedule(duration, &MetaRoceNetDevice::TryTransmit, this);
 }
 
@@ -955,6 +969,7 @@ MetaRoceNetDevice::FlushQueues()
         m_resumeEvent[p].Cancel();
         m_pauseEnd[p] = Time(0);
     }
+    m_pauseSet = 0;
 }
 
 bool

@@ -459,6 +459,7 @@ class MetaRoceNetDevice : public NetDevice
     bool m_linkUp{true};                 //!< link state
     bool m_transmitting{false};          //!< a frame is on the wire
     uint8_t m_busyQueues{0};      //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
+    uint8_t m_pauseSet{0};        //!< bit p set while m_pauseEnd[p] may be in the future
     EventId m_txCompleteEvent;    //!< end of serialization
     bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire
     uint64_t m_txEndAt{0};        //!< end of serialization of that frame, in time steps
