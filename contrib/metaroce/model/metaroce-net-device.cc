@@ -544,10 +544,13 @@ MetaRoceNetDevice::TryTransmit()
         StartTransmission(entry.packet, entry.info);
         return;
     }
-    for (int p = int(m_numPriorities) - 1; p >= 0; --p)
+    // The busy queues of the configured classes, highest priority first.
+    for (uint32_t busy = m_busyQueues & ((1U << m_numPriorities) - 1); busy != 0;
+         busy &= ~(1U << (31 - __builtin_clz(busy))))
     {
+        const int p = 31 - __builtin_clz(busy);
         const uint8_t priority = static_cast<uint8_t>(p);
-        if ((m_busyQueues & (1U << p)) == 0 || IsPaused(priority))
+        if (IsPaused(priority))
         {
             continue;
         }
