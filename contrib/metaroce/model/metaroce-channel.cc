@@ -107,13 +107,13 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
      * \param info the frame's record
      */
     ArrivalEvent(MetaRoceChannel* channel,
-                 Ptr<Packet> frame,
+                 const Ptr<Packet>& frame,
                  uint32_t direction,
                  uint64_t epoch,
                  const MetaRoceFrameInfo& info)
         : m_channel(channel),
           m_destination(PeekPointer(channel->m_devices[1 - direction])),
-          m_frame(std::move(frame)),
+          m_frame(frame),
           m_direction(direction),
           m_epoch(epoch),
           m_info(info)
@@ -133,7 +133,7 @@ class MetaRoceChannel::ArrivalEvent : public MetaRocePrefetchEvent
   protected:
     void Notify() override
     {
-        m_channel->DeliverFrame(std::move(m_frame), m_direction, m_epoch, m_info);
+        m_channel->DeliverFrame(m_frame, m_direction, m_epoch, m_info);
     }
 
   private:
@@ -152,7 +152,7 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> source
 }
 
 void
-MetaRoceChannel::Transmit(Ptr<Packet> frame,
+MetaRoceChannel::Transmit(const Ptr<Packet>& frame,
                           const MetaRoceNetDevice* source,
                           Time txTime,
                           MetaRoceFrameInfo& info)
@@ -161,7 +161,7 @@ MetaRoceChannel::Transmit(Ptr<Packet> frame,
 }
 
 void
-MetaRoceChannel::ScheduleArrival(Ptr<Packet> frame,
+MetaRoceChannel::ScheduleArrival(const Ptr<Packet>& frame,
                                  const MetaRoceNetDevice* source,
                                  Time txTime,
                                  const MetaRoceFrameInfo& info)
@@ -206,7 +206,7 @@ MetaRoceChannel::Deliver(Ptr<Packet> frame, uint32_t direction, uint64_t epoch)
 }
 
 void
-MetaRoceChannel::DeliverFrame(Ptr<Packet> frame,
+MetaRoceChannel::DeliverFrame(const Ptr<Packet>& frame,
                               uint32_t direction,
                               uint64_t epoch,
                               MetaRoceFrameInfo& info)

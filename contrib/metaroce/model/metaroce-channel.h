@@ -86,7 +86,7 @@ class MetaRoceChannel : public Channel
      * \param txTime its serialization time
      * \param info its record
      */
-    virtual void Transmit(Ptr<Packet> frame,
+    virtual void Transmit(const Ptr<Packet>& frame,
                           const MetaRoceNetDevice* source,
                           Time txTime,
                           MetaRoceFrameInfo& info);
@@ -211,7 +211,7 @@ class MetaRoceChannel : public Channel
      * \param txTime its serialization time
      * \param info its record
      */
-    void ScheduleArrival(Ptr<Packet> frame,
+    void ScheduleArrival(const Ptr<Packet>& frame,
                          const MetaRoceNetDevice* source,
                          Time txTime,
                          const MetaRoceFrameInfo& info);
@@ -222,7 +222,7 @@ class MetaRoceChannel : public Channel
      * \param epoch the link epoch when it was sent
      * \param info its record
      */
-    void DeliverFrame(Ptr<Packet> frame,
+    void DeliverFrame(const Ptr<Packet>& frame,
                       uint32_t direction,
                       uint64_t epoch,
                       MetaRoceFrameInfo& info);

@@ -185,9 +185,12 @@ MetaRoceNetDevice::DoDispose()
     {
         event.Cancel();
     }
-    m_queues = {};
+    for (MetaRocePacketFifo& queue : m_queues)
+    {
+        queue.Clear();
+    }
     m_busyQueues = 0;
-    m_controlQueue = MetaRocePacketFifo();
+    m_controlQueue.Clear();
     m_transmitting = false;
     m_node = nullptr;
     m_channel = nullptr;
@@ -214,20 +217,20 @@ MetaRoceNetDevice::Attach(Ptr<MetaRoceChannel> channel)
 }
 
 bool
-MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority)
+MetaRoceNetDevice::Enqueue(const Ptr<Packet>& frame, uint8_t priority)
 {
     return Enqueue(frame, priority, 0);
 }
 
 bool
-MetaRoceNetDevice::Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie)
+MetaRoceNetDevice::Enqueue(const Ptr<Packet>& frame, uint8_t priority, uint32_t cookie)
 {
     MetaRoceFrameInfo info;
     return Enqueue(frame, priority, cookie, info);
 }
 
 bool
-MetaRoceNetDevice::Enqueue(Ptr<Packet> frame,
+MetaRoceNetDevice::Enqueue(const Ptr<Packet>& frame,
                            uint8_t priority,
                            uint32_t cookie,
                            MetaRoceFrameInfo& info)
@@ -412,17 +415,29 @@ MetaRoceNetDevice::NextSerializationTime(uint32_t bytes)
     {
         return Time::Max();
     }
-    const uint64_t stepsPerSecond = static_cast<uint64_t>(Seconds(1).GetTimeStep());
+    // Integer conversion: Seconds(1) would multiply in int64x64_t on every frame.
+    const uint64_t stepsPerSecond =
+        static_cast<uint64_t>(Time::FromInteger(1, Time::S).GetTimeStep());
     __extension__ using Wide = unsigned __int128;
     const Wide numerator = Wide(bits) * stepsPerSecond + m_txCarry;
-    m_txCarry = static_cast<uint64_t>(numerator % bitRate);
-    return TimeStep(static_cast<uint64_t>(numerator / bitRate));
+    if ((numerator >> 64) == 0)
+    {
+        // The usual case (a frame's bits times 10^9 or 10^12 steps): one 64-bit division.
+        const uint64_t narrow = static_cast<uint64_t>(numerator);
+        m_txCarry = narrow % bitRate;
+        return TimeStep(narrow / bitRate);
+    }
+    const Wide quotient = numerator / bitRate;
+    m_txCarry = static_cast<uint64_t>(numerator - quotient * bitRate);
+    return TimeStep(static_cast<uint64_t>(quotient));
 }
 
 bool
 MetaRoceNetDevice::IsPaused(uint8_t priority) const
 {
-    return m_pfcEnabled && Simulator::Now() < m_pauseEnd[ClampPriority(priority)];
+    // Only a priority with a pause set can be paused: no clock read for the others.
+    const uint8_t p = ClampPriority(priority);
+    return m_pfcEnabled && (m_pauseSet & (1U << p)) != 0 && Simulator::Now() < m_pauseEnd[p];
 }
 
 uint8_t
@@ -529,10 +544,13 @@ MetaRoceNetDevice::TryTransmit()
         StartTransmission(entry.packet, entry.info);
         return;
     }
-    for (int p = int(m_numPriorities) - 1; p >= 0; --p)
+    // The busy queues of the configured classes, highest priority first.
+    for (uint32_t busy = m_busyQueues & ((1U << m_numPriorities) - 1); busy != 0;
+         busy &= ~(1U << (31 - __builtin_clz(busy))))
     {
+        const int p = 31 - __builtin_clz(busy);
         const uint8_t priority = static_cast<uint8_t>(p);
-        if ((m_busyQueues & (1U << p)) == 0 || IsPaused(priority))
+        if (IsPaused(priority))
         {
             continue;
         }
@@ -548,20 +566,14 @@ MetaRoceNetDevice::TryTransmit()
         StartTransmission(entry.packet, entry.info);
         return;
     }
-    Ptr<Packet> frame;
-    MetaRoceFrameInfo info;
-    if (m_ownerPulls)
-    {
-        frame = m_owner->PullForPort(m_ownerPort, info);
-    }
-    else if (m_pullCallback.IsNull())
+    if (!m_ownerPulls && m_pullCallback.IsNull())
     {
         return;
     }
-    else
-    {
-        frame = m_pullCallback();
-    }
+    MetaRoceFrameInfo info;
+    // Initialized, not assigned: an assignment of a Ptr costs a reference count round trip.
+    const Ptr<Packet> frame =
+        m_ownerPulls ? m_owner->PullForPort(m_ownerPort, info) : m_pullCallback();
     if (!frame)
     {
         return;
@@ -608,7 +620,7 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
         : m_device(device),
           m_queue(queue),
           m_slot(queue ? &queue->Front() : nullptr),
-          m_next(queue ? PeekPointer(queue->Front().packet) : nullptr)
+          m_next(queue ? queue->Front().packet : nullptr)
     {
     }
 
@@ -618,7 +630,7 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
         // Hints taken when the frame started: the slot or the frame may have gone since (a
         // link flush); a prefetch of such an address is harmless.
         MetaRocePrefetchBytes(m_queue, sizeof(MetaRocePacketFifo));
-        MetaRocePrefetchBytes(m_slot, sizeof(MetaRocePacketFifo::Entry));
+        MetaRocePrefetchBytes(m_slot, sizeof(MetaRocePacketFifo::Slot));
         MetaRocePrefetchBytes(m_next, sizeof(Packet));
     }
 
@@ -629,10 +641,10 @@ class MetaRoceNetDevice::TxCompleteEvent : public MetaRocePrefetchEvent
     }
 
   private:
-    MetaRoceNetDevice* m_device;             //!< the device
-    const MetaRocePacketFifo* m_queue;       //!< queue of the next frame (hint)
-    const MetaRocePacketFifo::Entry* m_slot; //!< its slot (hint)
-    const Packet* m_next;                    //!< the next frame (hint)
+    MetaRoceNetDevice* m_device;            //!< the device
+    const MetaRocePacketFifo* m_queue;      //!< queue of the next frame (hint)
+    const MetaRocePacketFifo::Slot* m_slot; //!< its slot (hint)
+    const Packet* m_next;                   //!< the next frame (hint)
 };
 
 void
@@ -645,7 +657,7 @@ MetaRoceNetDevice::PrefetchFrameFields() const
 }
 
 void
-MetaRoceNetDevice::StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info)
+MetaRoceNetDevice::StartTransmission(const Ptr<Packet>& frame, MetaRoceFrameInfo& info)
 {
     NS_LOG_FUNCTION(this << frame);
     m_transmitting = true;
@@ -738,7 +750,7 @@ MetaRoceNetDevice::Receive(Ptr<Packet> frame)
 }
 
 void
-MetaRoceNetDevice::Receive(Ptr<Packet> frame, MetaRoceFrameInfo& info)
+MetaRoceNetDevice::Receive(const Ptr<Packet>& frame, MetaRoceFrameInfo& info)
 {
     NS_LOG_FUNCTION(this << frame);
     if (!m_linkUp)
@@ -878,11 +890,13 @@ MetaRoceNetDevice::PausePriority(uint8_t priority, uint16_t quanta)
     if (quanta == 0)
     {
         m_pauseEnd[priority] = Simulator::Now();
+        m_pauseSet &= uint8_t(~(1U << priority));
         TryTransmit();
         return;
     }
     const Time duration = m_rate.CalculateBytesTxTime(uint32_t(quanta) * (PAUSE_QUANTUM_BITS / 8));
     m_pauseEnd[priority] = Simulator::Now() + duration;
+    m_pauseSet |= uint8_t(1U << priority);
     m_resumeEvent[priority] = Simulator::Schedule(duration, &MetaRoceNetDevice::TryTransmit, this);
 }
 
@@ -958,6 +972,7 @@ MetaRoceNetDevice::FlushQueues()
         m_resumeEvent[p].Cancel();
         m_pauseEnd[p] = Time(0);
     }
+    m_pauseSet = 0;
 }
 
 bool

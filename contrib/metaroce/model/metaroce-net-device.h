@@ -137,7 +137,7 @@ class MetaRoceNetDevice : public NetDevice
      * \param priority its priority class (values past the last class use the last)
      * \return false if the frame was dropped (link down, too long, or admission refused)
      */
-    bool Enqueue(Ptr<Packet> frame, uint8_t priority);
+    bool Enqueue(const Ptr<Packet>& frame, uint8_t priority);
 
     /**
      * Push mode with an owner cookie that the dequeue callback returns.
@@ -146,7 +146,7 @@ class MetaRoceNetDevice : public NetDevice
      * \param cookie owner metadata (a switch passes the ingress port index)
      * \return false if the frame was dropped
      */
-    bool Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie);
+    bool Enqueue(const Ptr<Packet>& frame, uint8_t priority, uint32_t cookie);
 
     /**
      * Push mode with a cookie and the frame's record (MetaRoceSwitch: the record carries the
@@ -157,7 +157,10 @@ class MetaRoceNetDevice : public NetDevice
      * \param info the frame's record
      * \return false if the frame was dropped
      */
-    bool Enqueue(Ptr<Packet> frame, uint8_t priority, uint32_t cookie, MetaRoceFrameInfo& info);
+    bool Enqueue(const Ptr<Packet>& frame,
+                 uint8_t priority,
+                 uint32_t cookie,
+                 MetaRoceFrameInfo& info);
 
     /**
      * Pull mode: set the callback the idle transmitter asks for the next frame.
@@ -306,7 +309,7 @@ class MetaRoceNetDevice : public NetDevice
      * \param frame the frame
      * \param info its record
      */
-    void Receive(Ptr<Packet> frame, MetaRoceFrameInfo& info);
+    void Receive(const Ptr<Packet>& frame, MetaRoceFrameInfo& info);
 
     /**
      * Called by the channel: a frame towards this device was lost on the link.
@@ -361,7 +364,7 @@ class MetaRoceNetDevice : public NetDevice
      * \param frame the frame
      * \param info its record
      */
-    void StartTransmission(Ptr<Packet> frame, MetaRoceFrameInfo& info);
+    void StartTransmission(const Ptr<Packet>& frame, MetaRoceFrameInfo& info);
     /**
      * Serialization time of the next frame, carrying the sub-resolution remainder.
      * \param bytes frame length without FCS
@@ -456,6 +459,7 @@ class MetaRoceNetDevice : public NetDevice
     bool m_linkUp{true};                 //!< link state
     bool m_transmitting{false};          //!< a frame is on the wire
     uint8_t m_busyQueues{0};      //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
+    uint8_t m_pauseSet{0};        //!< bit p set while m_pauseEnd[p] may be in the future
     EventId m_txCompleteEvent;    //!< end of serialization
     bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire
     uint64_t m_txEndAt{0};        //!< end of serialization of that frame, in time steps

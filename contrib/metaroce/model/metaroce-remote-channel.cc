@@ -154,7 +154,7 @@ MetaRoceRemoteChannel::Transmit(Ptr<Packet> frame, Ptr<const MetaRoceNetDevice> 
 }
 
 void
-MetaRoceRemoteChannel::Transmit(Ptr<Packet> frame,
+MetaRoceRemoteChannel::Transmit(const Ptr<Packet>& frame,
                                 const MetaRoceNetDevice* source,
                                 Time txTime,
                                 MetaRoceFrameInfo& info)

@@ -87,7 +87,7 @@ class MetaRoceRemoteChannel : public MetaRoceChannel
      * \param txTime its serialization time
      * \param info its record
      */
-    void Transmit(Ptr<Packet> frame,
+    void Transmit(const Ptr<Packet>& frame,
                   const MetaRoceNetDevice* source,
                   Time txTime,
                   MetaRoceFrameInfo& info) override;

@@ -25,25 +25,87 @@ NS_OBJECT_ENSURE_REGISTERED(MetaRoceScheduler);
 
 namespace
 {
-/// The tag of the next event this thread inserts (0 = none).
-thread_local uint32_t g_nextTag = 0;
-/// The event this thread announced (AnnounceNextEvent) and has not inserted yet.
-thread_local const EventImpl* g_announced = nullptr;
 /// Bit 0 of Entry::impl: the event is a MetaRocePrefetchEvent.
 constexpr uintptr_t PREFETCH_BIT = 1;
 static_assert(alignof(EventImpl) > 1, "bit 0 of an EventImpl* must be free");
-/// The scheduler this thread inserts into (the last MetaRoceScheduler created), or nullptr.
-thread_local const MetaRoceScheduler* g_active = nullptr;
-/// Order of the last event inserted without a reservation (INSERTION: uid << 16).
-thread_local uint64_t g_lastOrder = 0;
-/// Reservations made since that insert.
-thread_local uint64_t g_reservations = 0;
-/// The reservation the next insert takes (0 = none).
-thread_local uint64_t g_useOrder = 0;
-/// Time and order of the event handed out last (the one running).
-thread_local uint64_t g_runningTs = 0;
-/// See g_runningTs.
-thread_local uint64_t g_runningOrder = 0;
+
+/**
+ * What the static members share with Insert and RemoveNext, per thread, in one object: in a
+ * shared library a thread_local variable of the default (global-dynamic) model costs a call
+ * of __tls_get_addr per variable that a function touches, and the per-event functions touch
+ * several.
+ */
+struct ThreadState
+{
+    /// A free block of MetaRoceEventPool: the link to the next one is kept in it.
+    struct FreeBlock
+    {
+        FreeBlock* next; //!< the next free block of the same size class
+    };
+
+    /// Reset what the scheduler keeps (the pool stays).
+    void ResetOrdering(const MetaRoceScheduler* scheduler)
+    {
+        nextTag = 0;
+        announced = nullptr;
+        active = scheduler;
+        lastOrder = 0;
+        reservations = 0;
+        useOrder = 0;
+        runningTs = 0;
+        runningOrder = 0;
+    }
+
+    uint32_t nextTag{0};                      //!< tag of the next event inserted (0 = none)
+    const EventImpl* announced{nullptr};      //!< announced (AnnounceNextEvent), not inserted
+    const MetaRoceScheduler* active{nullptr}; //!< the scheduler inserted into (the last made)
+    uint64_t lastOrder{0};                    //!< order of the last insert without reservation
+    uint64_t reservations{0};                 //!< reservations made since that insert
+    uint64_t useOrder{0};                     //!< the reservation the next insert takes (0 = none)
+    uint64_t runningTs{0};                    //!< time of the event handed out last (running)
+    uint64_t runningOrder{0};                 //!< its order
+    /// MetaRoceEventPool's free lists, by size class
+    FreeBlock* freeBlocks[MetaRoceEventPool::MAX_SIZE / MetaRoceEventPool::GRANULE]{};
+    bool poolClosed{false}; //!< the thread is ending: the free lists are gone
+};
+
+/// This thread's ThreadState. The initial-exec model makes each access one load relative to
+/// the thread pointer instead of a call; a library loaded with dlopen takes its 144 bytes
+/// from the static TLS space that glibc keeps for such libraries.
+#if defined(__GNUC__) && defined(__ELF__)
+__attribute__((tls_model("initial-exec")))
+#endif
+thread_local ThreadState g_thread;
+
+/**
+ * Returns this thread's pooled blocks when the thread ends. Apart from g_thread, which must
+ * stay trivially destructible: a thread_local object with a destructor is reached through a
+ * wrapper and a guard variable of the default TLS model, a __tls_get_addr call per access.
+ * Only the pool's slow path (a list was empty) touches this object, which registers its
+ * destructor on first use.
+ */
+struct PoolReaper
+{
+    bool armed{false}; //!< the destructor is registered
+
+    ~PoolReaper()
+    {
+        ThreadState& t = g_thread;
+        for (ThreadState::FreeBlock*& head : t.freeBlocks)
+        {
+            while (head != nullptr)
+            {
+                ThreadState::FreeBlock* block = head;
+                head = block->next;
+                ::operator delete(block);
+            }
+        }
+        t.poolClosed = true;
+    }
+};
+
+/// This thread's PoolReaper.
+thread_local PoolReaper g_poolReaper;
 /// Bits of the INSERTION order below the uid: room for reservations between two inserts.
 constexpr uint32_t RESERVATION_BITS = 16;
 /// Schedulers with the Link tie-break that exist.
@@ -51,6 +113,52 @@ std::atomic<uint32_t> g_linkSchedulers{0};
 /// Children per heap node.
 constexpr std::size_t ARITY = 4;
 } // namespace
+
+void*
+MetaRoceEventPool::Allocate(std::size_t size)
+{
+    ThreadState& t = g_thread;
+    if (size == 0 || size > MAX_SIZE || t.poolClosed)
+    {
+        return ::operator new(size);
+    }
+    ThreadState::FreeBlock*& head = t.freeBlocks[(size - 1) / GRANULE];
+    if (head == nullptr)
+    {
+        g_poolReaper.armed = true;
+        return ::operator new((size + GRANULE - 1) / GRANULE * GRANULE);
+    }
+    ThreadState::FreeBlock* block = head;
+    head = block->next;
+    return block;
+}
+
+void
+MetaRoceEventPool::Release(void* block, std::size_t size)
+{
+    ThreadState& t = g_thread;
+    if (size == 0 || size > MAX_SIZE || t.poolClosed)
+    {
+        ::operator delete(block);
+        return;
+    }
+    auto* free = static_cast<ThreadState::FreeBlock*>(block);
+    ThreadState::FreeBlock*& head = t.freeBlocks[(size - 1) / GRANULE];
+    free->next = head;
+    head = free;
+}
+
+void*
+MetaRocePrefetchEvent::operator new(std::size_t size)
+{
+    return MetaRoceEventPool::Allocate(size);
+}
+
+void
+MetaRocePrefetchEvent::operator delete(void* block, std::size_t size)
+{
+    MetaRoceEventPool::Release(block, size);
+}
 
 bool
 MetaRoceScheduler::LateBefore(const Entry& a, const Entry& b)
@@ -96,49 +204,45 @@ MetaRoceScheduler::MetaRoceScheduler()
     NS_LOG_FUNCTION(this);
     // An announcement left over from a simulation run with another scheduler must not match a
     // new event that reuses its address.
-    g_announced = nullptr;
-    g_nextTag = 0;
-    g_active = this;
-    g_lastOrder = 0;
-    g_reservations = 0;
-    g_useOrder = 0;
-    g_runningTs = 0;
-    g_runningOrder = 0;
+    g_thread.ResetOrdering(this);
 }
 
 MetaRoceScheduler::~MetaRoceScheduler()
 {
     NS_LOG_FUNCTION(this);
     SetTieBreak(INSERTION);
-    if (g_active == this)
+    ThreadState& t = g_thread;
+    if (t.active == this)
     {
-        g_active = nullptr;
+        t.active = nullptr;
     }
 }
 
 uint64_t
 MetaRoceScheduler::ReserveOrder()
 {
-    if (g_active == nullptr || g_active->m_tieBreak != INSERTION ||
-        g_reservations + 1 >= (uint64_t(1) << RESERVATION_BITS))
+    ThreadState& t = g_thread;
+    if (t.active == nullptr || t.active->m_tieBreak != INSERTION ||
+        t.reservations + 1 >= (uint64_t(1) << RESERVATION_BITS))
     {
         return 0;
     }
-    // After every event inserted so far (orders up to g_lastOrder), before every later one
+    // After every event inserted so far (orders up to lastOrder), before every later one
     // (uid << 16 with a larger uid), after the earlier reservations.
-    return g_lastOrder | ++g_reservations;
+    return t.lastOrder | ++t.reservations;
 }
 
 void
 MetaRoceScheduler::UseReservedOrder(uint64_t reservation)
 {
-    g_useOrder = reservation;
+    g_thread.useOrder = reservation;
 }
 
 bool
 MetaRoceScheduler::HasPassed(uint64_t ts, uint64_t reservation)
 {
-    return ts < g_runningTs || (ts == g_runningTs && reservation < g_runningOrder);
+    const ThreadState& t = g_thread;
+    return ts < t.runningTs || (ts == t.runningTs && reservation < t.runningOrder);
 }
 
 void
@@ -174,13 +278,13 @@ MetaRoceScheduler::LinkTieBreakInUse()
 void
 MetaRoceScheduler::TagNextEvent(uint32_t tag)
 {
-    g_nextTag = tag;
+    g_thread.nextTag = tag;
 }
 
 void
 MetaRoceScheduler::AnnounceNextEvent(const MetaRocePrefetchEvent* event)
 {
-    g_announced = event;
+    g_thread.announced = event;
 }
 
 uint32_t
@@ -203,27 +307,28 @@ MetaRoceScheduler::ToEvent(const Entry& entry)
 void
 MetaRoceScheduler::Insert(const Event& ev)
 {
-    const uint32_t tag = g_nextTag;
-    g_nextTag = 0;
+    ThreadState& t = g_thread;
+    const uint32_t tag = t.nextTag;
+    t.nextTag = 0;
     Entry entry;
     entry.ts = ev.key.m_ts;
     if (m_tieBreak == LINK)
     {
         entry.order = (uint64_t(tag) << 32) | ev.key.m_uid;
     }
-    else if (g_useOrder != 0)
+    else if (t.useOrder != 0)
     {
-        entry.order = g_useOrder; // the place reserved earlier (ReserveOrder)
-        g_useOrder = 0;
+        entry.order = t.useOrder; // the place reserved earlier (ReserveOrder)
+        t.useOrder = 0;
     }
     else
     {
         entry.order = uint64_t(ev.key.m_uid) << RESERVATION_BITS;
-        g_lastOrder = entry.order;
-        g_reservations = 0;
+        t.lastOrder = entry.order;
+        t.reservations = 0;
     }
-    const EventImpl* announced = g_announced;
-    g_announced = nullptr;
+    const EventImpl* announced = t.announced;
+    t.announced = nullptr;
     entry.impl = reinterpret_cast<uintptr_t>(ev.impl) | (ev.impl == announced ? PREFETCH_BIT : 0);
     entry.uid = ev.key.m_uid;
     entry.context = ev.key.m_context;
@@ -417,8 +522,9 @@ MetaRoceScheduler::RemoveNext()
             taken = current.back();
             TakeFromBucket(slot, current.end() - 1);
         }
-        g_runningTs = taken.ts;
-        g_runningOrder = taken.order;
+        ThreadState& t = g_thread;
+        t.runningTs = taken.ts;
+        t.runningOrder = taken.order;
         // The events after this one were allocated a link delay or a serialization time of
         // simulated time ago (tens of thousands of events on a large fabric) and have left the
         // caches: start loading the next two while this one runs, and what the next one will
@@ -446,8 +552,9 @@ MetaRoceScheduler::RemoveNext()
         return ToEvent(taken);
     }
     const Entry taken = PopFar();
-    g_runningTs = taken.ts;
-    g_runningOrder = taken.order;
+    ThreadState& t = g_thread;
+    t.runningTs = taken.ts;
+    t.runningOrder = taken.order;
     return ToEvent(taken);
 }
 

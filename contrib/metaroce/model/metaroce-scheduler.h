@@ -34,12 +34,55 @@ namespace ns3
  * out the event before it, if both are in the same time bucket (not for the first event of a
  * bucket, nor for events taken from the far heap, nor with BucketWidth 0). Other schedulers
  * never call it.
+ *
+ * The fabric makes one or two of these per frame and hop (a link arrival, an end of
+ * serialization), so they are allocated from per-thread free lists of blocks of a few sizes
+ * instead of by malloc and free; see MetaRoceEventPool.
  */
 class MetaRocePrefetchEvent : public EventImpl
 {
   public:
     /// Issue prefetches of what Notify() will read; must have no other effect.
     virtual void Prefetch() const = 0;
+
+    /**
+     * \param size the object size
+     * eturn a block of at least \p size bytes (MetaRoceEventPool::Allocate)
+     */
+    static void* operator new(std::size_t size);
+    /**
+     * \param block a block from operator new
+     * \param size the size of the object that was in it (EventImpl's destructor is virtual,
+     *        so this is the size of the derived class)
+     */
+    static void operator delete(void* block, std::size_t size);
+};
+
+/**
+ * \ingroup metaroce
+ * Free lists of memory blocks for events, per thread: one list per size class of 32 bytes up
+ * to MAX_SIZE, larger blocks from ::operator new. A released block goes back to the list of
+ * the thread that releases it; the lists keep what they hold (as many blocks as were alive at
+ * once) until the thread ends.
+ */
+class MetaRoceEventPool
+{
+  public:
+    /// Bytes between size classes.
+    static constexpr std::size_t GRANULE = 32;
+    /// The largest pooled size.
+    static constexpr std::size_t MAX_SIZE = 256;
+
+    /**
+     * \param size bytes
+     * eturn a block of at least \p size bytes, aligned for any object of that size
+     */
+    static void* Allocate(std::size_t size);
+    /**
+     * \param block a block from Allocate
+     * \param size the size it was allocated with
+     */
+    static void Release(void* block, std::size_t size);
 };
 
 /**
