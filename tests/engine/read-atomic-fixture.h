@@ -13,7 +13,9 @@
 #include "pair-fixture.h"
 
 #include <cstring>
+#include <functional>
 #include <gtest/gtest.h>
+#include <string>
 
 namespace metaroce
 {
@@ -24,11 +26,33 @@ namespace test
 class ReadAtomicPair : public PairTest, public ::testing::WithParamInterface<const char*>
 {
   protected:
-    /// Build with recovery GetParam() (or \p transport), and a remote region at B of
+    /// \return true if the parameter is "metaroce" (else it is a RoCEv2 recovery mode).
+    bool MetaRoce() const
+    {
+        return std::string(GetParam()) == "metaroce";
+    }
+
+    /// \return the parameter's configuration: MetaRoCE's defaults, or RoCEv2 with recovery
+    /// GetParam().
+    ConnectionConfig ParamConfig() const
+    {
+        ConnectionConfig cfg = MetaRoce() ? ConnectionConfig() : RoceConfig();
+        if (!MetaRoce())
+        {
+            cfg.rocev2.recovery = GetParam();
+        }
+        return cfg;
+    }
+
+    /// Setup with ParamConfig().
+    void Setup(uint32_t remoteAccess, size_t remoteBytes = 256 * 1024)
+    {
+        Setup(remoteAccess, remoteBytes, ParamConfig());
+    }
+
+    /// Build with \p cfg (a RoCEv2 one gets recovery GetParam()), and a remote region at B of
     /// \p remoteBytes random bytes with \p remoteAccess.
-    void Setup(uint32_t remoteAccess,
-               size_t remoteBytes = 256 * 1024,
-               ConnectionConfig cfg = RoceConfig())
+    void Setup(uint32_t remoteAccess, size_t remoteBytes, ConnectionConfig cfg)
     {
         if (cfg.transport == "rocev2")
         {
@@ -100,12 +124,32 @@ class ReadAtomicPair : public PairTest, public ::testing::WithParamInterface<con
     /// \return transmissions by \p src with opcode \p op.
     size_t Sent(uint32_t src, uint8_t op) const
     {
+        return SentIf(src, [op](const OpcodeInfo&, uint8_t o) { return o == op; });
+    }
+
+    /// \return transmissions by \p src whose opcode (its table row, itself) passes \p pred.
+    size_t SentIf(uint32_t src, const std::function<bool(const OpcodeInfo&, uint8_t)>& pred) const
+    {
         size_t n = 0;
         for (const TxRecord& r : m_net->TxLog())
         {
-            n += r.src == src && r.opcode == op;
+            n += r.src == src && pred(LookupOpcode(r.opcode), r.opcode);
         }
         return n;
+    }
+
+    /// \return READ response packets (any transport) sent by \p src.
+    size_t ReadResponsesSent(uint32_t src) const
+    {
+        return SentIf(src, [](const OpcodeInfo& i, uint8_t) {
+            return i.read && i.kind == PacketKind::RESPONSE;
+        });
+    }
+
+    /// Run the network for \p span from now.
+    void RunFor(Time span = MilliSeconds(10))
+    {
+        m_net->RunUntilIdle(m_net->Now() + span);
     }
 
     std::vector<uint8_t> m_remote;

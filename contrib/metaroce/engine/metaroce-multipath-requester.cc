@@ -176,43 +176,16 @@ MultipathRequester::AllocateSlot()
     return uint32_t(m_messages.size() - 1);
 }
 
-PostStatus
-MultipathRequester::PostSend(Time now, const SendWr& wr)
+uint32_t
+MultipathRequester::EnqueueMessage(Time now, const SendWr& wr, uint32_t numPackets)
 {
-    // The source is looked up again for every packet sent (TransmitPacket), so that a region
-    // deregistered after the post is never read.
-    EnsurePaths();
-    if (wr.streamId >= m_cfg.maxStreams)
-    {
-        return PostStatus::INVALID_STREAM;
-    }
-    if (wr.sge.length > m_cfg.maxMessageSize)
-    {
-        return PostStatus::TOO_LONG;
-    }
-    if (IsAtomic(wr.opcode) && wr.sge.length != ATOMIC_OPERAND_SIZE)
-    {
-        return PostStatus::INVALID_ARGUMENT; // the original value is one 64-bit word
-    }
-    if (m_outstanding - m_responsesHeld >= m_cfg.maxOutstandingWrs)
-    {
-        return PostStatus::QUEUE_FULL;
-    }
     uint32_t slot = AllocateSlot();
     SendMessage& m = m_messages[slot];
     Stream& s = GetStream(wr.streamId);
     m.wr = wr;
     m.messageSeq = s.nextMessageSeq++;
     m.recvSlot = ConsumesRecv(wr.opcode) ? s.nextRecvSlot++ : 0;
-    // A READ or atomic request is one packet; its answer comes back in responsePackets.
-    m.numPackets = IsReadOrAtomic(wr.opcode) ? 1 : PacketsFor(wr.sge.length, m_cfg.mtu);
-    m.response = false;
-    m.rdAtomicIssued = false;
-    m.responsePackets = wr.opcode == WrOpcode::RDMA_READ ? PacketsFor(wr.sge.length, m_cfg.mtu)
-                        : IsAtomic(wr.opcode)            ? 1
-                                                         : 0;
-    m.responsesPlaced = 0;
-    m.placed.assign(wr.opcode == WrOpcode::RDMA_READ ? (m.responsePackets + 63) / 64 : 0, 0);
+    m.numPackets = numPackets;
     m.nextPacket = 0;
     m.packetsAcked = 0;
     m.acked.assign((m.numPackets + 63) / 64, 0);
@@ -221,6 +194,14 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
     m.status = WcStatus::SUCCESS;
     m.finished = false;
     m.inUse = true;
+    m.response = false;
+    m.rdAtomicIssued = false;
+    m.answerStream = 0;
+    m.answerSeq = 0;
+    m.original = 0;
+    m.responsePackets = 0;
+    m.responsesPlaced = 0;
+    m.placed.clear();
     if (s.tail != NONE)
     {
         m_messages[s.tail].nextInStream = slot;
@@ -245,6 +226,41 @@ MultipathRequester::PostSend(Time now, const SendWr& wr)
     }
     ++m_outstanding;
     SyncConnectionTimer();
+    return slot;
+}
+
+PostStatus
+MultipathRequester::PostSend(Time now, const SendWr& wr)
+{
+    // The source is looked up again for every packet sent (TransmitPacket), so that a region
+    // deregistered after the post is never read.
+    EnsurePaths();
+    if (wr.streamId >= m_cfg.maxStreams)
+    {
+        return PostStatus::INVALID_STREAM;
+    }
+    if (wr.sge.length > m_cfg.maxMessageSize)
+    {
+        return PostStatus::TOO_LONG;
+    }
+    if (IsAtomic(wr.opcode) && wr.sge.length != ATOMIC_OPERAND_SIZE)
+    {
+        return PostStatus::INVALID_ARGUMENT; // the original value is one 64-bit word
+    }
+    if (m_outstanding - m_responsesHeld >= m_cfg.maxOutstandingWrs)
+    {
+        return PostStatus::QUEUE_FULL;
+    }
+    // A READ or atomic request is one packet; its answer comes back in responsePackets.
+    uint32_t slot =
+        EnqueueMessage(now,
+                       wr,
+                       IsReadOrAtomic(wr.opcode) ? 1 : PacketsFor(wr.sge.length, m_cfg.mtu));
+    SendMessage& m = m_messages[slot];
+    m.responsePackets = wr.opcode == WrOpcode::RDMA_READ ? PacketsFor(wr.sge.length, m_cfg.mtu)
+                        : IsAtomic(wr.opcode)            ? 1
+                                                         : 0;
+    m.placed.assign(wr.opcode == WrOpcode::RDMA_READ ? (m.responsePackets + 63) / 64 : 0, 0);
     return PostStatus::OK;
 }
 
@@ -1151,64 +1167,23 @@ MultipathRequester::QueueResponse(Time now, const ParsedPacket& pkt, uint64_t or
     EnsurePaths();
     // The answers form one internal stream, after the user's ones: they share the round
     // robin with data, and complete (silently) in the order the requests arrived.
-    const uint16_t sid = m_cfg.maxStreams;
-    uint32_t slot = AllocateSlot();
-    SendMessage& m = m_messages[slot];
-    Stream& s = GetStream(sid);
     bool read = pkt.info->read;
-    m.wr = SendWr{};
-    m.wr.opcode = read                            ? WrOpcode::RDMA_READ
-                  : pkt.bth.opcode == MR_CMP_SWAP ? WrOpcode::ATOMIC_CMP_AND_SWP
-                                                  : WrOpcode::ATOMIC_FETCH_AND_ADD;
-    m.wr.streamId = sid;
-    m.wr.signaled = false;
-    m.wr.remoteAddr = read ? pkt.reth.va : pkt.atomicEth.va;
-    m.wr.rkey = read ? pkt.reth.rkey : pkt.atomicEth.rkey;
-    m.wr.sge.length = read ? pkt.reth.dmaLength : 0;
-    m.messageSeq = s.nextMessageSeq++;
-    m.recvSlot = 0;
-    m.numPackets = read ? PacketsFor(m.wr.sge.length, m_cfg.mtu) : 1;
+    SendWr wr;
+    wr.opcode = read                            ? WrOpcode::RDMA_READ
+                : pkt.bth.opcode == MR_CMP_SWAP ? WrOpcode::ATOMIC_CMP_AND_SWP
+                                                : WrOpcode::ATOMIC_FETCH_AND_ADD;
+    wr.streamId = m_cfg.maxStreams;
+    wr.signaled = false;
+    wr.remoteAddr = read ? pkt.reth.va : pkt.atomicEth.va;
+    wr.rkey = read ? pkt.reth.rkey : pkt.atomicEth.rkey;
+    wr.sge.length = read ? pkt.reth.dmaLength : 0;
+    uint32_t slot = EnqueueMessage(now, wr, read ? PacketsFor(wr.sge.length, m_cfg.mtu) : 1);
+    SendMessage& m = m_messages[slot];
     m.response = true;
-    m.rdAtomicIssued = false;
     m.answerStream = pkt.mdh.streamId;
     m.answerSeq = pkt.mdh.messageSeq;
     m.original = original;
-    m.responsePackets = 0;
-    m.responsesPlaced = 0;
-    m.placed.clear();
-    m.nextPacket = 0;
-    m.packetsAcked = 0;
-    m.acked.assign((m.numPackets + 63) / 64, 0);
-    m.nextInStream = NONE;
-    m.rnrRetries = 0;
-    m.status = WcStatus::SUCCESS;
-    m.finished = false;
-    m.inUse = true;
-    if (s.tail != NONE)
-    {
-        m_messages[s.tail].nextInStream = slot;
-    }
-    else
-    {
-        s.head = slot;
-    }
-    s.tail = slot;
-    if (s.sendCursor == NONE)
-    {
-        s.sendCursor = slot;
-    }
-    if (!s.inSendRing)
-    {
-        s.inSendRing = true;
-        m_sendStreams.push_back(sid);
-    }
-    if (m_outstanding == 0)
-    {
-        m_progressTime = now;
-    }
-    ++m_outstanding;
     ++m_responsesHeld;
-    SyncConnectionTimer();
     return true;
 }
 

@@ -245,6 +245,11 @@ class MultipathRequester : public MultipathRole
     /// Let every stream waiting in NextNewPacket for READ/atomic room or order try again.
     void ReleaseRdAtomicHolds();
     uint32_t AllocateSlot();
+    /**
+     * Put \p wr (\p numPackets packets) at the tail of its stream as a new message, ready to
+     * be sent, with every per-message field reset. \return its slot
+     */
+    uint32_t EnqueueMessage(Time now, const SendWr& wr, uint32_t numPackets);
     bool SendData(Time now, TxDatagram& out);
     bool TransmitPacket(Time now,
                         TxDatagram& out,
