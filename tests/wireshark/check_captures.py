@@ -23,6 +23,11 @@ One script, several checks (--check):
                   fields equal the sidecar), ICRC valid; a READ resent from a lost response's
                   PSN and an atomic answered twice with one saved original are in the capture
   rocev2-read-chained  the same with the Lua loaded
+  metaroce-read   as metaroce, over metaroce-read.pcap (READ and atomics on MetaRoCE):
+                  MR_READ_REQUEST/RESPONSE, MR_CMP_SWAP, MR_FETCH_ADD and MR_ATOMIC_RESPONSE by
+                  name; MDH, RETH, AtomicETH, AtomicAckETH and payload equal the sidecar; every
+                  answer names an earlier request, READ answers tile the READ; the first READ
+                  answer packet and the first atomic answer were lost and resent unchanged
   irn             tshark + Lua over irn.pcap (RoCEv2 with rocev2.recovery = "irn"): every IRN
                   frame (0xE0-0xEB data, 0xF1 NACK) decodes as the Lua's "RoCEv2 IRN" (not as
                   Wireshark's InfiniBand, not malformed, no unknown opcode), BTH/RETH/IRH/ImmDt/
@@ -342,7 +347,8 @@ def check_generate(args, ts):
     sys.stdout.write(p.stdout.decode(errors="replace"))
     if p.returncode != 0:
         raise Failure(f"generator failed ({p.returncode})")
-    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn", "rocev2-read"):
+    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn", "rocev2-read",
+                 "metaroce-read"):
         frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
         side = load_sidecar(args.workdir, stem)
         if len(frames) != len(side["frames"]) or not frames:
@@ -606,6 +612,111 @@ def check_metaroce(args, ts):
         summary.append(f"{stem}: {n} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, "
                        f"{stats}")
     c.finish("; ".join(summary))
+
+
+def check_metaroce_read(args, ts):
+    """metaroce-read.pcap: the metaroce per-frame checks (with the Lua) over READ and atomics on
+    MetaRoCE, then the scenario: every READ/atomic opcode, each answer names an earlier request
+    of the other side, READ answers tile the READ, and the first READ answer packet and the
+    first atomic answer, lost, were resent with the same content."""
+    stem = "metaroce-read"
+    c = Checker(stem)
+    kinds, n, stats = check_metaroce_capture(c, args, ts, stem)
+    side = load_sidecar(args.workdir, stem)["frames"]
+    frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
+    for op in (MR_READ_REQUEST, MR_READ_RESPONSE, MR_CMP_SWAP, MR_FETCH_ADD, MR_ATOMIC_RESPONSE,
+               MR_ACK_COALESCED):
+        c.true(op in kinds, f"capture has no {MR_OPCODES[op]} frame")
+    stats.update(check_read_atomic_answers(c, side, frames))
+    for k in ("retransmissions", "padded", "dropped", "read_answer_resent",
+              "atomic_answer_resent", "empty_read"):
+        c.true(stats[k] > 0, f"capture has no frame with {k}")
+    c.finish(f"{n} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, {stats}")
+
+
+def payload_of(fr, s):
+    end = HDRS + s["length"] - ICRC - s["pad"]
+    return bytes(fr[end - s["payload_len"]:end])
+
+
+def check_read_atomic_answers(c, side, frames):
+    """Requests and answers of metaroce-read.pcap (sidecar side, frames as sent). Returns the
+    counts of resent answers and empty READs."""
+    # One connection: a request is known by its addresses, stream and message (the BTH's
+    # destination QPs of a request and of its answer are the two ends' QPNs).
+    requests = {}  # (requester IP, responder IP, stream, message) -> (frame, sidecar)
+    answers = {}  # the same key -> [(frame, sidecar, payload)] of its answer packets
+    for i, (s, fr) in enumerate(zip(side, frames), start=1):
+        op = s.get("opcode")
+        w = f"frame {i} {s.get('opcode_name')}"
+        if op in (MR_READ_REQUEST, MR_CMP_SWAP, MR_FETCH_ADD):
+            # A one-packet message of its stream: offset 0, no payload.
+            c.eq(f"{w} MDH offset of a request", s["offset"], 0)
+            c.eq(f"{w} payload of a request", s["payload_len"], 0)
+            if op in MR_ATOMICS:
+                c.eq(f"{w} AtomicETH VA 8-byte aligned", s["va"] % 8, 0)
+            if op == MR_FETCH_ADD:
+                c.eq(f"{w} AtomicETH Compare of a Fetch&Add", s["compare"], 0)
+            requests.setdefault((s["ip_src"], s["ip_dst"], s["stream"], s["msg_seq"]), (i, s))
+        elif op in (MR_READ_RESPONSE, MR_ATOMIC_RESPONSE):
+            key = (s["ip_dst"], s["ip_src"], s["stream"], s["msg_seq"])
+            req = requests.get(key)
+            c.true(req is not None, f"{w}: answers no earlier request (stream {s['stream']}, "
+                   f"message {s['msg_seq']}) of the other side")
+            if req is None:
+                continue
+            want = (MR_READ_REQUEST,) if op == MR_READ_RESPONSE else tuple(MR_ATOMICS)
+            c.true(req[1]["opcode"] in want, f"{w}: answers frame {req[0]}, a "
+                   f"{req[1]['opcode_name']}")
+            if op == MR_READ_RESPONSE and req[1]["opcode"] == MR_READ_REQUEST:
+                c.true(s["offset"] + s["payload_len"] <= req[1]["dma_len"],
+                       f"{w}: bytes {s['offset']}..{s['offset'] + s['payload_len']} beyond the "
+                       f"READ's DMA length {req[1]['dma_len']} (frame {req[0]})")
+            elif op == MR_ATOMIC_RESPONSE:
+                c.eq(f"{w} MDH offset of an atomic answer", s["offset"], 0)
+            answers.setdefault(key, []).append((i, s, payload_of(fr, s)))
+    counts = {"read_answer_resent": 0, "atomic_answer_resent": 0, "empty_read": 0}
+    for key, (i, req) in requests.items():
+        got = answers.get(key, [])
+        w = f"{req['opcode_name']} of frame {i}"
+        if req["opcode"] == MR_READ_REQUEST:
+            # The distinct answer packets cover the READ exactly once, in MTU-sized pieces.
+            pieces = sorted({(s["offset"], s["payload_len"]) for _, s, _ in got})
+            at = 0
+            for off, length in pieces:
+                c.eq(f"{w}: next answer packet's offset", off, at)
+                at = off + length
+            c.eq(f"{w}: bytes answered", at, req["dma_len"])
+            c.true(bool(pieces), f"{w}: no answer")
+            counts["empty_read"] += req["dma_len"] == 0 and pieces == [(0, 0)]
+        else:
+            c.true(bool(got), f"{w}: no answer")
+        # Every answer packet sent more than once carries the same bytes (READ: the same
+        # payload at the same offset; atomic: the original value it saved), and the last
+        # copy of each got through.
+        copies = {}
+        for j, s, pb in got:
+            copies.setdefault(s["offset"], []).append((j, s, pb))
+        for off, sent in copies.items():
+            c.true(not sent[-1][1]["dropped"], f"{w}: answer at offset {off} only sent dropped "
+                   f"(frames {[j for j, _, _ in sent]})")
+            first_j, first, first_pb = sent[0]
+            for j, s, pb in sent[1:]:
+                c.eq(f"{w}: frame {j} resends frame {first_j}: payload", pb, first_pb)
+                c.eq(f"{w}: frame {j} resends frame {first_j}: original", s.get("original"),
+                     first.get("original"))
+            if len(sent) > 1 and first["dropped"]:
+                counts["read_answer_resent" if req["opcode"] == MR_READ_REQUEST
+                       else "atomic_answer_resent"] += 1
+    # The generator drops exactly the first MR_READ_RESPONSE and the first MR_ATOMIC_RESPONSE.
+    for op in (MR_READ_RESPONSE, MR_ATOMIC_RESPONSE):
+        first = next((i for i, s in enumerate(side, start=1) if s.get("opcode") == op), None)
+        c.true(first is not None and side[first - 1]["dropped"],
+               f"the first {MR_OPCODES[op]} (frame {first}) was not dropped")
+    dropped = [(i, s["opcode_name"]) for i, s in enumerate(side, start=1) if s["dropped"]]
+    c.true(sorted(name for _, name in dropped) == ["MR_ATOMIC_RESPONSE", "MR_READ_RESPONSE"],
+           f"dropped frames {dropped}: want one MR_READ_RESPONSE and one MR_ATOMIC_RESPONSE")
+    return counts
 
 
 def check_rocev2(args, ts, lua=None, stem="rocev2"):
@@ -907,7 +1018,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", required=True,
                     choices=["generate", "metaroce", "rocev2", "rocev2-chained", "rocev2-read",
-                             "rocev2-read-chained", "irn", "negative", "all"])
+                             "rocev2-read-chained", "metaroce-read", "irn", "negative",
+                             "all"])
     ap.add_argument("--tshark", default="")
     ap.add_argument("--generator", default="")
     ap.add_argument("--lua", required=True)
@@ -927,6 +1039,7 @@ def main():
         "rocev2-chained": lambda: check_rocev2(args, ts, args.lua),
         "rocev2-read": lambda: check_rocev2(args, ts, stem="rocev2-read"),
         "rocev2-read-chained": lambda: check_rocev2(args, ts, args.lua, "rocev2-read"),
+        "metaroce-read": lambda: check_metaroce_read(args, ts),
         "irn": lambda: check_irn(args, ts),
         "negative": lambda: check_negative(args, ts),
     }
