@@ -844,13 +844,7 @@ def check_irn(args, ts):
     frames = read_pcap(pcap)
     pkts = ts.pdml(pcap, args.lua)
     c.eq("frame count", len(pkts), len(side))
-    # The info column, one line per frame.
-    cols = ts.run(["-r", pcap, "-T", "fields", "-E", "separator=|", "-e", "frame.number",
-                   "-e", "_ws.col.Protocol", "-e", "_ws.col.Info"], args.lua)
-    info = {}
-    for line in cols.decode(errors="replace").splitlines():
-        n, proto, text = line.split("|", 2)
-        info[int(n)] = (proto, text)
+    info = info_column(ts, pcap, args.lua)
     seen = {}
     counts = {}
     stats = {"irn_frames": 0, "nacks": 0, "retransmissions": 0, "padded": 0, "dropped": 0,
