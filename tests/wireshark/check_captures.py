@@ -8,8 +8,10 @@ One script, several checks (--check):
   generate        run metaroce-wireshark-capture; check the pcap headers
   metaroce        tshark + tools/wireshark/metaroce.lua over metaroce.pcap (coalesced ACKs,
                   every ACK record) and metaroce-per-path.pcap (per-path MR_ACKs): every frame
-                  decodes as MetaRoCE, no malformed packets or expert errors, every field equals
-                  the generator's sidecar (what the engine sent), ICRC good (Lua and Python agree)
+                  decodes as MetaRoCE, opcode shown by name, no malformed packets and no expert
+                  info but the intended notes (retransmission, NAK, ECE), every field equals
+                  the generator's sidecar (what the engine sent), protocol and info columns,
+                  ICRC good (Lua and Python agree)
   rocev2          tshark WITHOUT our Lua over rocev2.pcap: Wireshark's own InfiniBand dissector
                   decodes every frame (opcode names, PSN, RETH, AETH, ImmDt) without malformed
                   packets or expert info; ICRC recomputed here with zlib is valid
@@ -21,6 +23,11 @@ One script, several checks (--check):
                   fields equal the sidecar), ICRC valid; a READ resent from a lost response's
                   PSN and an atomic answered twice with one saved original are in the capture
   rocev2-read-chained  the same with the Lua loaded
+  metaroce-read   as metaroce, over metaroce-read.pcap (READ and atomics on MetaRoCE):
+                  MR_READ_REQUEST/RESPONSE, MR_CMP_SWAP, MR_FETCH_ADD and MR_ATOMIC_RESPONSE by
+                  name; MDH, RETH, AtomicETH, AtomicAckETH and payload equal the sidecar; every
+                  answer names an earlier request, READ answers tile the READ; the first READ
+                  answer packet and the first atomic answer were lost and resent unchanged
   irn             tshark + Lua over irn.pcap (RoCEv2 with rocev2.recovery = "irn"): every IRN
                   frame (0xE0-0xEB data, 0xF1 NACK) decodes as the Lua's "RoCEv2 IRN" (not as
                   Wireshark's InfiniBand, not malformed, no unknown opcode), BTH/RETH/IRH/ImmDt/
@@ -86,10 +93,21 @@ IMM_OPCODES = {0x03, 0x05, 0x09, 0x0B}
 
 MR_OPCODES = {0xC0: "MR_WRITE", 0xC1: "MR_WRITE_IMM", 0xC2: "MR_SEND", 0xC3: "MR_SEND_IMM",
               0xC4: "MR_ACK", 0xC5: "MR_NAK", 0xC6: "MR_PROBE", 0xC7: "MR_NOP",
-              0xC8: "MR_ACK_COALESCED"}
+              0xC8: "MR_ACK_COALESCED", 0xC9: "MR_READ_REQUEST", 0xCA: "MR_READ_RESPONSE",
+              0xCB: "MR_CMP_SWAP", 0xCC: "MR_FETCH_ADD", 0xCD: "MR_ATOMIC_RESPONSE"}
 MR_DATA = {0xC0, 0xC1, 0xC2, 0xC3}
 MR_ACK, MR_NAK, MR_ACK_COALESCED = 0xC4, 0xC5, 0xC8
+MR_READ_REQUEST, MR_READ_RESPONSE, MR_CMP_SWAP, MR_FETCH_ADD, MR_ATOMIC_RESPONSE = range(0xC9, 0xCE)
+MR_ATOMICS = {MR_CMP_SWAP, MR_FETCH_ADD}
+MR_PAYLOAD = MR_DATA | {MR_READ_RESPONSE}  # opcodes whose payload is data (not ACK records)
 BTH, MCH, ACK_RECORD, SACK_BYTES, ICRC = 12, 8, 16, 32, 4
+MDH, RETH, ATOMIC_ETH, ATOMIC_ACK_ETH = 12, 16, 28, 8
+# Datagram length of each READ/atomic opcode without payload and pad (docs/wire-format.md).
+MR_READ_ATOMIC_HEADERS = {MR_READ_REQUEST: BTH + MDH + RETH + ICRC,
+                          MR_READ_RESPONSE: BTH + MDH + ICRC,
+                          MR_CMP_SWAP: BTH + MDH + ATOMIC_ETH + ICRC,
+                          MR_FETCH_ADD: BTH + MDH + ATOMIC_ETH + ICRC,
+                          MR_ATOMIC_RESPONSE: BTH + MDH + ATOMIC_ACK_ETH + ICRC}
 FLAG_PROBE_REPLY, FLAG_SACK = 0x02, 0x08  # ACK flags; SACK: the record's bitmap follows
 ACK_DELAY_UNIT_NS = 8
 
@@ -329,7 +347,8 @@ def check_generate(args, ts):
     sys.stdout.write(p.stdout.decode(errors="replace"))
     if p.returncode != 0:
         raise Failure(f"generator failed ({p.returncode})")
-    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn", "rocev2-read"):
+    for stem in ("metaroce", "metaroce-per-path", "rocev2", "irn", "rocev2-read",
+                 "metaroce-read"):
         frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
         side = load_sidecar(args.workdir, stem)
         if len(frames) != len(side["frames"]) or not frames:
@@ -406,20 +425,61 @@ def check_cack(c, w, pkt, s, stats, first_sent):
     stats["multi_record"] += len(s["records"]) > 1
 
 
+def expert_names(pkt):
+    """The expert infos of a decoded packet, each named by the expert item it registers (for
+    example metaroce.retransmission.expert), sorted: whichever dissector raised them."""
+    names = []
+    for el in pkt.get("_ws.expert", []):
+        names += [sub.get("name") for sub in el
+                  if sub.get("name") and not sub.get("name").startswith("_ws.expert")]
+    return sorted(names)
+
+
+def info_column(ts, pcap, lua):
+    """frame number -> (protocol column, info column)."""
+    cols = ts.run(["-r", pcap, "-T", "fields", "-E", "separator=|", "-e", "frame.number",
+                   "-e", "_ws.col.Protocol", "-e", "_ws.col.Info"], lua)
+    info = {}
+    for line in cols.decode(errors="replace").splitlines():
+        n, proto, text = line.split("|", 2)
+        info[int(n)] = (proto, text)
+    return info
+
+
+def check_read_atomic_frame(c, w, pkt, s):
+    """The READ/atomic headers of one MetaRoCE frame: AtomicETH on MR_CMP_SWAP/MR_FETCH_ADD,
+    AtomicAckETH on MR_ATOMIC_RESPONSE (both under metaroce.atomic.*, absent on every other
+    opcode), and the datagram length of the five READ/atomic opcodes."""
+    op = s["opcode"]
+    atomic = op in MR_ATOMICS
+    for f in ("va", "rkey", "swap_add", "compare"):
+        c.eq(f"{w} metaroce.atomic.{f}", num(pkt, "metaroce.atomic." + f),
+             s[f] if atomic else None)
+    c.eq(f"{w} metaroce.atomic.original", num(pkt, "metaroce.atomic.original"),
+         s["original"] if op == MR_ATOMIC_RESPONSE else None)
+    want = {MR_CMP_SWAP: ["Atomic Extended Transport Header (AtomicETH)"],
+            MR_FETCH_ADD: ["Atomic Extended Transport Header (AtomicETH)"],
+            MR_ATOMIC_RESPONSE: ["Atomic Acknowledge Extended Transport Header (AtomicAckETH)"]}
+    c.eq(f"{w} metaroce.atomic_eth header", [el.get("showname") for el in
+                                             pkt.get("metaroce.atomic_eth", [])], want.get(op, []))
+    if op in MR_READ_ATOMIC_HEADERS:
+        c.eq(f"{w} datagram length = headers + payload + pad (wire-format.md)", s["length"],
+             MR_READ_ATOMIC_HEADERS[op] + s["payload_len"] + s["pad"])
+
+
 def check_metaroce_capture(c, args, ts, stem):
-    """One MetaRoCE capture against its sidecar. Returns the opcodes seen and the counts of what
-    the scenario must exercise."""
+    """One MetaRoCE capture against its sidecar. Returns the opcodes seen, the frame count and
+    the counts of what the scenario must exercise."""
     pcap = os.path.join(args.workdir, stem + ".pcap")
     side = load_sidecar(args.workdir, stem)["frames"]
     frames = read_pcap(pcap)
     pkts = ts.pdml(pcap, args.lua)
+    info = info_column(ts, pcap, args.lua)
     c.eq(f"{stem} frame count", len(pkts), len(side))
     seen = {}
     stats = {"retransmissions": 0, "sacked": 0, "ece": 0, "probe_reply": 0, "padded": 0,
-             "dropped": 0}
-    if stem == "metaroce":
-        stats.update({"multi_record": 0, "record_sack": 0, "record_no_sack": 0, "ack_delay": 0,
-                      "ack_delay_bounded": 0})
+             "dropped": 0, "multi_record": 0, "record_sack": 0, "record_no_sack": 0,
+             "ack_delay": 0, "ack_delay_bounded": 0}
     first_sent = {}  # (ip src, ip dst, path, epoch, PSN) -> time_ns of the first MDH frame
     for i, (pkt, s, fr) in enumerate(zip(pkts, side, frames), start=1):
         w = f"{stem} frame {i}"
@@ -430,6 +490,10 @@ def check_metaroce_capture(c, args, ts, stem):
         c.eq(f"{w} parse status (engine)", s["parse"], "OK")
         op = s["opcode"]
         c.eq(f"{w} metaroce.opcode", num(pkt, "metaroce.opcode"), op)
+        c.eq(f"{w} opcode name", [el.get("showname") for el in pkt.get("metaroce.opcode", [])],
+             [f"Opcode: {MR_OPCODES[op]} (0x{op:02x})"])
+        c.eq(f"{w} MetaRoCE tree", [el.get("showname") for el in pkt.get("metaroce", [])],
+             [f"MetaRoCE, {MR_OPCODES[op]}"])
         c.eq(f"{w} ip.src", shows(pkt, "ip.src"), [s["ip_src"]])
         c.eq(f"{w} ip.dst", shows(pkt, "ip.dst"), [s["ip_dst"]])
         c.eq(f"{w} udp.srcport", num(pkt, "udp.srcport"), s["udp_sport"])
@@ -445,16 +509,23 @@ def check_metaroce_capture(c, args, ts, stem):
         if op not in (MR_ACK, MR_NAK, MR_ACK_COALESCED):
             for f in ("path_epoch", "stream", "msg_seq", "offset"):
                 c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s[f])
+        # The sidecar files the AtomicETH's VA and R_Key under va and rkey; the Lua shows them
+        # as metaroce.atomic.va and .rkey, not as a RETH.
         for f in ("va", "rkey", "dma_len", "recv_slot", "msg_len", "imm"):
-            c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f), s.get(f))
-        # On every frame: 0 on ACK, NAK, probe and NOP; the records' length on a coalesced ACK.
+            c.eq(f"{w} metaroce.{f}", num(pkt, "metaroce." + f),
+                 None if op in MR_ATOMICS else s.get(f))
+        check_read_atomic_frame(c, w, pkt, s)
+        # On every frame: 0 on ACK, NAK, probe, NOP, READ request and atomics; the records'
+        # length on a coalesced ACK.
         c.eq(f"{w} metaroce.payload_len", num(pkt, "metaroce.payload_len"),
-             s["payload_len"] if op in MR_DATA or op == MR_ACK_COALESCED else 0)
-        if op in MR_DATA:
+             s["payload_len"] if op in MR_PAYLOAD or op == MR_ACK_COALESCED else 0)
+        if op in MR_PAYLOAD:
             pb = hexbytes(pkt, "metaroce.payload") if s["payload_len"] else b""
             c.eq(f"{w} payload bytes", pb, fr[HDRS + s["length"] - 4 - s["pad"] -
                                               s["payload_len"]:HDRS + s["length"] - 4 - s["pad"]])
             stats["padded"] += s["pad"] != 0
+        else:
+            c.true("metaroce.payload" not in pkt, f"{w}: payload on {s['opcode_name']}")
         if op == MR_ACK:
             check_path_state(c, w, pkt, "metaroce.ack", s)
             c.eq(f"{w} metaroce.ack.rate_hint_mbps", num(pkt, "metaroce.ack.rate_hint_mbps"),
@@ -475,16 +546,37 @@ def check_metaroce_capture(c, args, ts, stem):
                          ("psn", "nak_psn")):
                 c.eq(f"{w} metaroce.nak.{f}", num(pkt, "metaroce.nak." + f), s[k])
         # Retransmission: same addresses, QP, path, epoch and PSN as an earlier frame.
+        retx = False
         if "stream" in s and op != MR_NAK:
             key = (s["ip_src"], s["ip_dst"], s["dest_qp"], s["path_id"], s["path_epoch"], s["psn"])
-            want = key in seen
+            retx = key in seen
             seen.setdefault(key, i)
             c.eq(f"{w} metaroce.retransmission", num(pkt, "metaroce.retransmission"),
-                 1 if want else None)
-            if want:
+                 1 if retx else None)
+            if retx:
                 c.eq(f"{w} metaroce.retransmission_of", num(pkt, "metaroce.retransmission_of"),
                      seen[key])
                 stats["retransmissions"] += 1
+        # Expert info: only the dissector's intended notes (retransmission, NAK) and ECE chats
+        # (one per ACK or ACK record with ECE), nothing else from any dissector.
+        ece = (sum(r["ack_flags"] & 1 for r in s["records"]) if op == MR_ACK_COALESCED
+               else s["ack_flags"] & 1 if op == MR_ACK else 0)
+        want_experts = sorted(["metaroce.retransmission.expert"] * retx +
+                              ["metaroce.nak.expert"] * (op == MR_NAK) +
+                              ["metaroce.ack.ece.expert"] * ece)
+        c.eq(f"{w} expert info", expert_names(pkt), want_experts)
+        # Columns: protocol, opcode name first, the MDH summary, the retransmission mark.
+        proto, text = info.get(i, ("", ""))
+        c.eq(f"{w} protocol column", proto, "MetaRoCE")
+        c.true(text.split(" ")[0] == MR_OPCODES[op], f"{w}: info column {text!r}")
+        if "stream" in s and op != MR_NAK:
+            mdh = (f"path={s['path_id']} psn={s['psn']} stream={s['stream']} "
+                   f"msg={s['msg_seq']} off={s['offset']}")
+            c.true(mdh in text, f"{w}: info column {text!r} lacks {mdh!r}")
+        if op in MR_PAYLOAD:
+            c.true(f" len={s['payload_len']}" in text, f"{w}: info column {text!r} lacks "
+                   f"len={s['payload_len']}")
+        c.eq(f"{w} info column [retransmission]", text.endswith(" [retransmission]"), retx)
         # ICRC: stored value, Lua's verdict, and an independent zlib computation.
         computed, stored = icrc_of_frame(fr)
         c.eq(f"{w} engine ICRC check", s["icrc_ok"], True)
@@ -494,19 +586,9 @@ def check_metaroce_capture(c, args, ts, stem):
         c.eq(f"{w} metaroce.icrc.computed", num(pkt, "metaroce.icrc.computed"), s["icrc"])
         c.eq(f"{w} metaroce.icrc.status", num(pkt, "metaroce.icrc.status"), 1)
         stats["dropped"] += s["dropped"]
-    # The scenario must exercise what the dissector decodes: MR_ACK_COALESCED under the
-    # default ACK policy, MR_ACK (and no coalesced ACK) under "per-path".
-    kinds = {s["opcode"] for s in side}
-    ack = MR_ACK_COALESCED if stem == "metaroce" else MR_ACK
-    for op in (0xC0, 0xC1, 0xC2, 0xC3, ack, 0xC5, 0xC6, 0xC7):
-        c.true(op in kinds, f"{stem}: capture has no {MR_OPCODES[op]} frame")
-    other = MR_ACK if ack == MR_ACK_COALESCED else MR_ACK_COALESCED
-    c.true(other not in kinds, f"{stem}: capture has {MR_OPCODES[other]} frames")
-    for k, v in stats.items():
-        c.true(v > 0, f"{stem}: capture has no frame with {k}")
     err = ts.expert_errors(pcap, args.lua)
     c.true(not err, f"{stem}: -z expert,error lists errors:\n{err}")
-    return kinds, len(pkts), stats
+    return {s["opcode"] for s in side}, len(pkts), stats
 
 
 def check_metaroce(args, ts):
@@ -514,9 +596,127 @@ def check_metaroce(args, ts):
     summary = []
     for stem in ("metaroce", "metaroce-per-path"):
         kinds, n, stats = check_metaroce_capture(c, args, ts, stem)
+        # The scenario must exercise what the dissector decodes: MR_ACK_COALESCED under the
+        # default ACK policy, MR_ACK (and no coalesced ACK) under "per-path".
+        ack = MR_ACK_COALESCED if stem == "metaroce" else MR_ACK
+        for op in (0xC0, 0xC1, 0xC2, 0xC3, ack, 0xC5, 0xC6, 0xC7):
+            c.true(op in kinds, f"{stem}: capture has no {MR_OPCODES[op]} frame")
+        other = MR_ACK if ack == MR_ACK_COALESCED else MR_ACK_COALESCED
+        c.true(other not in kinds, f"{stem}: capture has {MR_OPCODES[other]} frames")
+        if stem != "metaroce":
+            for k in ("multi_record", "record_sack", "record_no_sack", "ack_delay",
+                      "ack_delay_bounded"):
+                del stats[k]
+        for k, v in stats.items():
+            c.true(v > 0, f"{stem}: capture has no frame with {k}")
         summary.append(f"{stem}: {n} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, "
                        f"{stats}")
     c.finish("; ".join(summary))
+
+
+def check_metaroce_read(args, ts):
+    """metaroce-read.pcap: the metaroce per-frame checks (with the Lua) over READ and atomics on
+    MetaRoCE, then the scenario: every READ/atomic opcode, each answer names an earlier request
+    of the other side, READ answers tile the READ, and the first READ answer packet and the
+    first atomic answer, lost, were resent with the same content."""
+    stem = "metaroce-read"
+    c = Checker(stem)
+    kinds, n, stats = check_metaroce_capture(c, args, ts, stem)
+    side = load_sidecar(args.workdir, stem)["frames"]
+    frames = read_pcap(os.path.join(args.workdir, stem + ".pcap"))
+    for op in (MR_READ_REQUEST, MR_READ_RESPONSE, MR_CMP_SWAP, MR_FETCH_ADD, MR_ATOMIC_RESPONSE,
+               MR_ACK_COALESCED):
+        c.true(op in kinds, f"capture has no {MR_OPCODES[op]} frame")
+    stats.update(check_read_atomic_answers(c, side, frames))
+    for k in ("retransmissions", "padded", "dropped", "read_answer_resent",
+              "atomic_answer_resent", "empty_read"):
+        c.true(stats[k] > 0, f"capture has no frame with {k}")
+    c.finish(f"{n} frames, opcodes {sorted(MR_OPCODES[o] for o in kinds)}, {stats}")
+
+
+def payload_of(fr, s):
+    end = HDRS + s["length"] - ICRC - s["pad"]
+    return bytes(fr[end - s["payload_len"]:end])
+
+
+def check_read_atomic_answers(c, side, frames):
+    """Requests and answers of metaroce-read.pcap (sidecar side, frames as sent). Returns the
+    counts of resent answers and empty READs."""
+    # One connection: a request is known by its addresses, stream and message (the BTH's
+    # destination QPs of a request and of its answer are the two ends' QPNs).
+    requests = {}  # (requester IP, responder IP, stream, message) -> (frame, sidecar)
+    answers = {}  # the same key -> [(frame, sidecar, payload)] of its answer packets
+    for i, (s, fr) in enumerate(zip(side, frames), start=1):
+        op = s.get("opcode")
+        w = f"frame {i} {s.get('opcode_name')}"
+        if op in (MR_READ_REQUEST, MR_CMP_SWAP, MR_FETCH_ADD):
+            # A one-packet message of its stream: offset 0, no payload.
+            c.eq(f"{w} MDH offset of a request", s["offset"], 0)
+            c.eq(f"{w} payload of a request", s["payload_len"], 0)
+            if op in MR_ATOMICS:
+                c.eq(f"{w} AtomicETH VA 8-byte aligned", s["va"] % 8, 0)
+            if op == MR_FETCH_ADD:
+                c.eq(f"{w} AtomicETH Compare of a Fetch&Add", s["compare"], 0)
+            requests.setdefault((s["ip_src"], s["ip_dst"], s["stream"], s["msg_seq"]), (i, s))
+        elif op in (MR_READ_RESPONSE, MR_ATOMIC_RESPONSE):
+            key = (s["ip_dst"], s["ip_src"], s["stream"], s["msg_seq"])
+            req = requests.get(key)
+            c.true(req is not None, f"{w}: answers no earlier request (stream {s['stream']}, "
+                   f"message {s['msg_seq']}) of the other side")
+            if req is None:
+                continue
+            want = (MR_READ_REQUEST,) if op == MR_READ_RESPONSE else tuple(MR_ATOMICS)
+            c.true(req[1]["opcode"] in want, f"{w}: answers frame {req[0]}, a "
+                   f"{req[1]['opcode_name']}")
+            if op == MR_READ_RESPONSE and req[1]["opcode"] == MR_READ_REQUEST:
+                c.true(s["offset"] + s["payload_len"] <= req[1]["dma_len"],
+                       f"{w}: bytes {s['offset']}..{s['offset'] + s['payload_len']} beyond the "
+                       f"READ's DMA length {req[1]['dma_len']} (frame {req[0]})")
+            elif op == MR_ATOMIC_RESPONSE:
+                c.eq(f"{w} MDH offset of an atomic answer", s["offset"], 0)
+            answers.setdefault(key, []).append((i, s, payload_of(fr, s)))
+    counts = {"read_answer_resent": 0, "atomic_answer_resent": 0, "empty_read": 0}
+    for key, (i, req) in requests.items():
+        got = answers.get(key, [])
+        w = f"{req['opcode_name']} of frame {i}"
+        if req["opcode"] == MR_READ_REQUEST:
+            # The distinct answer packets cover the READ exactly once, in MTU-sized pieces.
+            pieces = sorted({(s["offset"], s["payload_len"]) for _, s, _ in got})
+            at = 0
+            for off, length in pieces:
+                c.eq(f"{w}: next answer packet's offset", off, at)
+                at = off + length
+            c.eq(f"{w}: bytes answered", at, req["dma_len"])
+            c.true(bool(pieces), f"{w}: no answer")
+            counts["empty_read"] += req["dma_len"] == 0 and pieces == [(0, 0)]
+        else:
+            c.true(bool(got), f"{w}: no answer")
+        # Every answer packet sent more than once carries the same bytes (READ: the same
+        # payload at the same offset; atomic: the original value it saved), and the last
+        # copy of each got through.
+        copies = {}
+        for j, s, pb in got:
+            copies.setdefault(s["offset"], []).append((j, s, pb))
+        for off, sent in copies.items():
+            c.true(not sent[-1][1]["dropped"], f"{w}: answer at offset {off} only sent dropped "
+                   f"(frames {[j for j, _, _ in sent]})")
+            first_j, first, first_pb = sent[0]
+            for j, s, pb in sent[1:]:
+                c.eq(f"{w}: frame {j} resends frame {first_j}: payload", pb, first_pb)
+                c.eq(f"{w}: frame {j} resends frame {first_j}: original", s.get("original"),
+                     first.get("original"))
+            if len(sent) > 1 and first["dropped"]:
+                counts["read_answer_resent" if req["opcode"] == MR_READ_REQUEST
+                       else "atomic_answer_resent"] += 1
+    # The generator drops exactly the first MR_READ_RESPONSE and the first MR_ATOMIC_RESPONSE.
+    for op in (MR_READ_RESPONSE, MR_ATOMIC_RESPONSE):
+        first = next((i for i, s in enumerate(side, start=1) if s.get("opcode") == op), None)
+        c.true(first is not None and side[first - 1]["dropped"],
+               f"the first {MR_OPCODES[op]} (frame {first}) was not dropped")
+    dropped = [(i, s["opcode_name"]) for i, s in enumerate(side, start=1) if s["dropped"]]
+    c.true(sorted(name for _, name in dropped) == ["MR_ATOMIC_RESPONSE", "MR_READ_RESPONSE"],
+           f"dropped frames {dropped}: want one MR_READ_RESPONSE and one MR_ATOMIC_RESPONSE")
+    return counts
 
 
 def check_rocev2(args, ts, lua=None, stem="rocev2"):
@@ -644,13 +844,7 @@ def check_irn(args, ts):
     frames = read_pcap(pcap)
     pkts = ts.pdml(pcap, args.lua)
     c.eq("frame count", len(pkts), len(side))
-    # The info column, one line per frame.
-    cols = ts.run(["-r", pcap, "-T", "fields", "-E", "separator=|", "-e", "frame.number",
-                   "-e", "_ws.col.Protocol", "-e", "_ws.col.Info"], args.lua)
-    info = {}
-    for line in cols.decode(errors="replace").splitlines():
-        n, proto, text = line.split("|", 2)
-        info[int(n)] = (proto, text)
+    info = info_column(ts, pcap, args.lua)
     seen = {}
     counts = {}
     stats = {"irn_frames": 0, "nacks": 0, "retransmissions": 0, "padded": 0, "dropped": 0,
@@ -818,7 +1012,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", required=True,
                     choices=["generate", "metaroce", "rocev2", "rocev2-chained", "rocev2-read",
-                             "rocev2-read-chained", "irn", "negative", "all"])
+                             "rocev2-read-chained", "metaroce-read", "irn", "negative",
+                             "all"])
     ap.add_argument("--tshark", default="")
     ap.add_argument("--generator", default="")
     ap.add_argument("--lua", required=True)
@@ -838,6 +1033,7 @@ def main():
         "rocev2-chained": lambda: check_rocev2(args, ts, args.lua),
         "rocev2-read": lambda: check_rocev2(args, ts, stem="rocev2-read"),
         "rocev2-read-chained": lambda: check_rocev2(args, ts, args.lua, "rocev2-read"),
+        "metaroce-read": lambda: check_metaroce_read(args, ts),
         "irn": lambda: check_irn(args, ts),
         "negative": lambda: check_negative(args, ts),
     }
