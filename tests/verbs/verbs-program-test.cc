@@ -334,6 +334,27 @@ TEST_F(PerftestTest, AtomicBwMetaRoce)
     Check({"--transport", "metaroce"}, {"ib_atomic_bw", "-n", "200"}, "#bytes");
 }
 
+TEST_F(PerftestTest, SendBwMetaRoceThroughOnePercentLoss)
+{
+    Check({"--transport", "metaroce", "--loss", "0.01", "--seed", "4"},
+          {"ib_send_bw", "-s", "4096", "-n", "200"},
+          "#bytes");
+}
+
+TEST_F(PerftestTest, WriteLatMetaRoceThroughOnePercentLoss)
+{
+    Check({"--transport", "metaroce", "--loss", "0.01", "--seed", "5"},
+          {"ib_write_lat", "-s", "64", "-n", "200"},
+          "t_typical");
+}
+
+TEST_F(PerftestTest, AtomicBwMetaRoceThroughOnePercentLoss)
+{
+    Check({"--transport", "metaroce", "--loss", "0.01", "--seed", "6"},
+          {"ib_atomic_bw", "-n", "200"},
+          "#bytes");
+}
+
 TEST_F(PerftestTest, ReadBwMetaRoceThroughOnePercentLoss)
 {
     Check({"--transport", "metaroce", "--loss", "0.01", "--seed", "3"},
