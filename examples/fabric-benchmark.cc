@@ -24,7 +24,8 @@
  *
  * Prints wall time, CPU time, simulated time, packet-hops (every data and ACK frame put on
  * every link, i.e. the MetaRoceNetDevice txFrames counters minus PFC frames), packet-hops per
- * wall-second and per CPU-second, ns-3 events executed per wall-second and the peak RSS of the
+ * wall-second and per CPU-second, the frames the NICs sent (data, ACKs, other) per MiB
+ * delivered, ns-3 events executed per wall-second and the peak RSS of the
  * process. CPU time is the steadier figure on a shared machine.
  *
  * The heap uses transparent huge pages when the machine allows (MetaRoceUseHugePages: the
@@ -315,15 +316,30 @@ main(int argc, char** argv)
     const size_t collectives = load->GetCollectives().size();
     // What the transport did (issue 16's targets on this shape): engine retransmissions and
     // timeouts over all NICs, and the flows' slowdowns (this rank's flows).
+    // And the frames the NICs sent per delivered byte (issue 20: ACK coalescing's lever).
     uint64_t retx = 0;
     uint64_t rtos = 0;
+    uint64_t dataFrames = 0;
+    uint64_t ackFrames = 0;
+    uint64_t otherFrames = 0;
+    uint64_t placed = 0;
     for (const Ptr<MetaRoceNic>& nic : nics)
     {
-        retx += nic->GetEngineCounters().Get(metaroce::Counter::TX_RETRANSMIT);
-        rtos += nic->GetEngineCounters().Get(metaroce::Counter::RTO);
+        const metaroce::CounterSet& c = nic->GetEngineCounters();
+        retx += c.Get(metaroce::Counter::TX_RETRANSMIT);
+        rtos += c.Get(metaroce::Counter::RTO);
+        dataFrames += c.Get(metaroce::Counter::TX_DATA) + c.Get(metaroce::Counter::TX_RETRANSMIT);
+        ackFrames += c.Get(metaroce::Counter::TX_ACK);
+        otherFrames += c.Get(metaroce::Counter::TX_NAK) + c.Get(metaroce::Counter::TX_PROBE) +
+                       c.Get(metaroce::Counter::TX_CNP);
+        placed += c.Get(metaroce::Counter::BYTES_PLACED);
     }
     retx = MetaRoceSumOverRanks(retx);
     rtos = MetaRoceSumOverRanks(rtos);
+    dataFrames = MetaRoceSumOverRanks(dataFrames);
+    ackFrames = MetaRoceSumOverRanks(ackFrames);
+    otherFrames = MetaRoceSumOverRanks(otherFrames);
+    placed = MetaRoceSumOverRanks(placed);
     std::vector<double> slowdowns;
     for (const MetaRoceFlow& f : load->GetFlows())
     {
@@ -382,6 +398,18 @@ main(int argc, char** argv)
                 static_cast<unsigned long>(events),
                 double(events) / wall,
                 rssAll);
+    const double mib = double(placed) / (1024.0 * 1024.0);
+    const uint64_t frames = dataFrames + ackFrames + otherFrames;
+    std::printf("NIC frames %lu (data %lu, ACK %lu, other %lu); delivered %.1f MiB; per MiB "
+                "delivered: %.1f frames (%.1f ACKs), %.0f packet-hops\n",
+                static_cast<unsigned long>(frames),
+                static_cast<unsigned long>(dataFrames),
+                static_cast<unsigned long>(ackFrames),
+                static_cast<unsigned long>(otherFrames),
+                mib,
+                mib > 0 ? double(frames) / mib : 0.0,
+                mib > 0 ? double(ackFrames) / mib : 0.0,
+                mib > 0 ? double(hops) / mib : 0.0);
     std::printf("heap: %s; %.0f MiB in huge pages at the end%s\n",
                 heapPages.c_str(),
                 double(MetaRoceAnonHugePageBytes()) / (1024.0 * 1024.0),
