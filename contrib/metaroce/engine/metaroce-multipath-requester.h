@@ -16,11 +16,19 @@
 #include "metaroce-timer-table.h"
 #include "metaroce-transport.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 namespace metaroce
 {
+
+/// \return the number of packets of \p length bytes at \p mtu (at least one).
+inline uint32_t
+PacketsFor(uint32_t length, uint32_t mtu)
+{
+    return std::max<uint32_t>(1, (length + mtu - 1) / mtu);
+}
 
 /// \return true if \p op consumes a posted receive at the responder.
 inline bool
@@ -41,7 +49,8 @@ ConsumesRecv(WrOpcode op)
  * acknowledged; completions are reported in post order per stream.
  *
  * metaroce-multipath-requester.cc holds posting, transmission and acknowledgement;
- * metaroce-multipath-recovery.cc holds the timers, path health and RNR waits.
+ * metaroce-multipath-recovery.cc holds the timers, path health and RNR waits;
+ * metaroce-multipath-read-atomic.cc holds READ and atomic requests and answers.
  */
 class MultipathRequester : public MultipathRole
 {
