@@ -118,8 +118,8 @@ TEST_P(ReadAtomicPair, CompareAndSwapAndFetchAndAdd)
     };
     EXPECT_EQ(atomics(m_b, PacketKind::RESPONSE), 4u) << "one answer each, nothing lost";
     EXPECT_EQ(atomics(m_a, PacketKind::DATA), 4u);
-    EXPECT_EQ(Sent(m_a, MetaRoce() ? MR_CMP_SWAP : RC_CMP_SWAP), 2u);
-    EXPECT_EQ(Sent(m_a, MetaRoce() ? MR_FETCH_ADD : RC_FETCH_ADD), 2u);
+    EXPECT_EQ(Sent(m_a, MetaRoce() ? uint8_t(MR_CMP_SWAP) : uint8_t(RC_CMP_SWAP)), 2u);
+    EXPECT_EQ(Sent(m_a, MetaRoce() ? uint8_t(MR_FETCH_ADD) : uint8_t(RC_FETCH_ADD)), 2u);
 }
 
 TEST_P(ReadAtomicPair, AtomicsNeedRemoteAtomicAndAlignment)

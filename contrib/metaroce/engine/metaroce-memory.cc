@@ -86,6 +86,25 @@ MemoryTable::Size() const
     return m_entries.size() - m_free.size();
 }
 
+bool
+MemoryTable::WriteLocal(uint32_t key, uint64_t addr, const void* src, uint32_t length)
+{
+    if (length == 0)
+    {
+        return true;
+    }
+    uint8_t* dst = nullptr;
+    if (Check(key, addr, length, ACCESS_LOCAL_WRITE, &dst) != PostStatus::OK)
+    {
+        return false;
+    }
+    if (dst != nullptr)
+    {
+        std::memcpy(dst, src, length);
+    }
+    return true;
+}
+
 uint64_t
 ApplyAtomic(uint8_t* word, bool compareSwap, uint64_t compare, uint64_t swapAdd)
 {

@@ -46,6 +46,14 @@ class MemoryTable
                      uint32_t access,
                      uint8_t** ptr) const;
 
+    /**
+     * Write \p length bytes from \p src at \p addr of the region of \p key, which must grant
+     * ACCESS_LOCAL_WRITE (a READ answer or an atomic's original landing in the requester's
+     * buffer; a virtual region keeps nothing). A zero length checks nothing.
+     * \return false if the range is not writable that way (nothing is written)
+     */
+    bool WriteLocal(uint32_t key, uint64_t addr, const void* src, uint32_t length);
+
     /// \return the number of registered regions.
     size_t Size() const;
 

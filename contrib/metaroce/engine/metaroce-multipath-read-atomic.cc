@@ -158,28 +158,15 @@ MultipathRequester::PlaceResponse(Time now, const ParsedPacket& pkt, bool& dupli
         return 0;
     }
     // IB: the local buffer must still be registered, with local write access, when the
-    // answer lands.
+    // answer lands. An atomic's original value is kept in host order, as Linux rxe does.
     uint32_t len = read ? pkt.payloadLength : ATOMIC_OPERAND_SIZE;
-    if (len > 0)
+    const void* src = read ? static_cast<const void*>(pkt.payload)
+                           : static_cast<const void*>(&pkt.atomicAckEth.original);
+    if (!m_ep.memory.WriteLocal(m.wr.sge.lkey, m.wr.sge.addr + offset, src, len))
     {
-        uint8_t* dst = nullptr;
-        if (m_ep.memory.Check(m.wr.sge.lkey,
-                              m.wr.sge.addr + offset,
-                              len,
-                              ACCESS_LOCAL_WRITE,
-                              &dst) != PostStatus::OK)
-        {
-            Count(Counter::RX_ACCESS_ERROR);
-            EnterError(now, slot, WcStatus::LOC_PROT_ERR);
-            return PLACE_SILENT_DROP;
-        }
-        if (dst != nullptr)
-        {
-            // An atomic's original value in host order, as Linux rxe stores it.
-            const void* src = read ? static_cast<const void*>(pkt.payload)
-                                   : static_cast<const void*>(&pkt.atomicAckEth.original);
-            std::memcpy(dst, src, len);
-        }
+        Count(Counter::RX_ACCESS_ERROR);
+        EnterError(now, slot, WcStatus::LOC_PROT_ERR);
+        return PLACE_SILENT_DROP;
     }
     if (read)
     {

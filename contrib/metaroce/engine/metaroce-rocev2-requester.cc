@@ -495,19 +495,13 @@ RoceRequester::PlaceResponse(const SendWqe& w, uint32_t packet, const ParsedPack
         return true;
     }
     // IB: the local buffer must still be registered, with local write access, when the
-    // response lands.
-    uint8_t* dst = nullptr;
+    // response lands. An atomic's original value is kept in host order, as Linux rxe does.
     uint64_t addr = w.wr.sge.addr + (read ? uint64_t(packet) * m_cfg.mtu : 0);
-    if (m_ep.memory.Check(w.wr.sge.lkey, addr, len, ACCESS_LOCAL_WRITE, &dst) != PostStatus::OK)
+    const void* src = read ? static_cast<const void*>(pkt.payload)
+                           : static_cast<const void*>(&pkt.atomicAckEth.original);
+    if (!m_ep.memory.WriteLocal(w.wr.sge.lkey, addr, src, len))
     {
         return false;
-    }
-    if (dst != nullptr)
-    {
-        // The original value of an atomic in host order, as Linux rxe stores it.
-        const void* src = read ? static_cast<const void*>(pkt.payload)
-                               : static_cast<const void*>(&pkt.atomicAckEth.original);
-        std::memcpy(dst, src, len);
     }
     if (read)
     {
