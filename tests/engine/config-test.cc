@@ -256,6 +256,16 @@ TEST(ConnectionConfigTest, EveryFieldTakesPartInEquality)
     }
     {
         ConnectionConfig c;
+        c.ackRepeat += 1;
+        EXPECT_NE(c, base) << "ackRepeat";
+    }
+    {
+        ConnectionConfig c;
+        c.ackRepeatGap += 1;
+        EXPECT_NE(c, base) << "ackRepeatGap";
+    }
+    {
+        ConnectionConfig c;
         c.maxRdAtomic += 1;
         EXPECT_NE(c, base) << "maxRdAtomic";
     }

@@ -181,6 +181,46 @@ TEST_F(RecoveryTest, AReturnedPathStartsWithTheOtherPathsShareOfTheWindow)
     EXPECT_GT(returned["share"], 2 * returned["initial"]);
 }
 
+TEST_F(RecoveryTest, RepeatedAckRecordsMakeGoodALostAckOfASparsePath)
+{
+    // Paced to 2 Gb/s, each of the 8 paths carries a packet only every ~130 us, far apart
+    // from its RTO: when the one ACK that reports a path's packet is lost, no later packet of
+    // that path brings its state back in time. With ackRepeat the next ACKs of the
+    // connection, sent for the other paths' packets, repeat the record.
+    std::map<uint32_t, uint64_t> retransmits;
+    std::map<uint32_t, uint64_t> rtos;
+    for (uint32_t repeat : {0u, 1u})
+    {
+        SCOPED_TRACE(repeat);
+        ConnectionConfig cfg = InRoundTrips();
+        cfg.lossDetection = "sack-gap";
+        cfg.lineRateBps = 2e9;
+        cfg.ackRepeat = repeat;
+        Build(cfg, 64 * 4096);
+        int acksSeen = 0;
+        m_net->Link(m_b, m_a, -1).dropIf = [&acksSeen](const WireInfo& w) {
+            // Every fifth ACK, never two in a row.
+            return w.opcode == MR_ACK_COALESCED && ++acksSeen % 5 == 3;
+        };
+        for (int path = 0; path < int(ConnectionConfig::MAX_PATHS); ++path)
+        {
+            m_net->Link(m_b, m_a, path).dropIf = m_net->Link(m_b, m_a, -1).dropIf;
+        }
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntilIdle(MilliSeconds(50));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+        EXPECT_EQ(m_src, m_dst);
+        retransmits[repeat] = CounterA(Counter::TX_RETRANSMIT);
+        rtos[repeat] = CounterA(Counter::RTO);
+    }
+    // Nothing is lost but ACKs: every resend is spurious.
+    EXPECT_GT(retransmits[0], 3u) << "the case no longer shows what repeated records avoid";
+    EXPECT_GT(rtos[0], 3u);
+    EXPECT_EQ(retransmits[1], 0u);
+    EXPECT_EQ(rtos[1], 0u);
+}
+
 TEST_F(RecoveryTest, TailProbeRecoversALostLastPacket)
 {
     // The newest packet is lost: nothing sent after it can reveal the loss.

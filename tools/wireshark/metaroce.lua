@@ -30,6 +30,7 @@ local AETH_SIZE, IRH_SIZE, ISH_SIZE = 4, 8, 4
 local SACK_BITS = 256
 local SACK_BYTES = SACK_BITS / 8
 local FLAG_ECE, FLAG_PROBE_REPLY, FLAG_DUPLICATE, FLAG_SACK = 0x01, 0x02, 0x04, 0x08
+local FLAG_REPEAT = 0x10 -- coalesced ACK records only: a repeat of an earlier ACK's record
 local DELAY_UNIT_NS = 8 -- AckDelay unit of an ACK record
 local PSN_MASK = 0xFFFFFF
 
@@ -132,6 +133,8 @@ end
 local AF = path_state_fields("metaroce.ack")
 local CF = path_state_fields("metaroce.cack")
 CF.has_sack = ProtoField.bool("metaroce.cack.has_sack", "SACK bitmap follows", 8, nil, FLAG_SACK)
+CF.repeated = ProtoField.bool("metaroce.cack.repeat", "Repeated record (ackRepeat)", 8, nil,
+    FLAG_REPEAT)
 CF.ack_delay = ProtoField.uint16("metaroce.cack.ack_delay", "AckDelay (units of 8 ns)", base.DEC)
 CF.ack_delay_ns = ProtoField.uint32("metaroce.cack.ack_delay_ns", "AckDelay (ns)", base.DEC)
 
@@ -518,6 +521,9 @@ local function add_path_state(t, tvb, off, FS)
     ft:add(FS.duplicate, tvb(off + 2, 1))
     if FS.has_sack ~= nil then
         ft:add(FS.has_sack, tvb(off + 2, 1))
+    end
+    if FS.repeated ~= nil then
+        ft:add(FS.repeated, tvb(off + 2, 1))
     end
     t:add(FS.ce_count, tvb(off + 3, 1))
     t:add(FS.cum_psn, tvb(off + 5, 3))

@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 760;
+constexpr size_t CONNECTION_CONFIG_SIZE = 776;
 } // namespace
 
 bool
@@ -113,7 +113,8 @@ ConnectionConfig::Validate(std::string& why) const
         why = "maxRdAtomic must be in [1, 255]";
         return false;
     }
-    if (probeInterval <= 0 || connectionTimeout <= 0 || ackDelay < 0 || rnrRetryDelay < 0)
+    if (probeInterval <= 0 || connectionTimeout <= 0 || ackDelay < 0 || rnrRetryDelay < 0 ||
+        ackRepeatGap < 0)
     {
         why = "probeInterval and connectionTimeout must be positive, delays non-negative";
         return false;
@@ -204,6 +205,8 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     ackCoalescePackets,
                     ackEveryPackets,
                     ackDelay,
+                    ackRepeat,
+                    ackRepeatGap,
                     maxRdAtomic) == std::tie(o.transport,
                                              o.mtu,
                                              o.maxMessageSize,
@@ -252,6 +255,8 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                              o.ackCoalescePackets,
                                              o.ackEveryPackets,
                                              o.ackDelay,
+                                             o.ackRepeat,
+                                             o.ackRepeatGap,
                                              o.maxRdAtomic) &&
            std::tie(a.localAckTimeout,
                     a.retryCount,

@@ -144,6 +144,15 @@ struct ConnectionConfig
     uint32_t ackCoalescePackets{4}; //!< "coalesced": packets (any path) per ACK
     uint32_t ackEveryPackets{1};    //!< "per-path": ACK after this many in-order packets
     Time ackDelay{MicroSeconds(2)}; //!< longest an ACK is held back for coalescing
+    /// "coalesced": a path's record is repeated, unchanged and flagged REPEAT, in up to this
+    /// many of the connection's next ACKs (0: never), so that a lost ACK of a path that
+    /// carries one packet per round trip is made good by the ACK of a sibling path before
+    /// the sender's timer fires. The sender acts on a repeated record only if it
+    /// acknowledges something new.
+    uint32_t ackRepeat{1};
+    /// "coalesced": only the record of a path whose latest packet came at least this long
+    /// after the one before is repeated (a path with denser arrivals ACKs itself in time).
+    Time ackRepeatGap{MicroSeconds(5)};
 
     // RDMA READ and atomics
     /// READs and atomics outstanding at once (IB max_rd_atomic, 1-255; a later one waits to

@@ -69,8 +69,10 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     {
         // What the receiver knows: with N active senders its hint is its line rate / N, so
         // the connection's packets in flight drain from an incast queue in about this time.
-        Time drain = TransmissionTime(uint64_t(TotalInflight()) * (m_cfg.mtu + WIRE_OVERHEAD_BYTES),
-                                      PacingRate());
+        // With repeated ACK records, a lost ACK is made good by the ACK of the next packet
+        // the connection sends: one more packet time at the paced rate.
+        uint64_t packets = uint64_t(TotalInflight()) + (m_repeatedAcks ? 1 : 0);
+        Time drain = TransmissionTime(packets * (m_cfg.mtu + WIRE_OVERHEAD_BYTES), PacingRate());
         rto = std::min(std::max(rto, path.rtt.Min() + drain), std::max(rto, m_cfg.rtoMax));
     }
     path.jitterState += 0x9E3779B97F4A7C15ull;

@@ -56,7 +56,8 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
       m_returnShare(conn.Config().returnWindow == "share"),
       m_perConnectionStart(conn.Config().initialWindow == "per-connection"),
-      m_coalescedAcks(conn.Config().ackPolicy == "coalesced")
+      m_coalescedAcks(conn.Config().ackPolicy == "coalesced"),
+      m_repeatedAcks(m_coalescedAcks && conn.Config().ackRepeat > 0)
 {
     if (m_perConnectionStart)
     {
@@ -859,6 +860,11 @@ bool
 MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& done)
 {
     PathState& path = m_paths[ack.pathId];
+    const bool repeat = (ack.flags & Mah::FLAG_REPEAT) != 0;
+    if (repeat && !RepeatAcksNew(path, ack))
+    {
+        return false; // (a copy of what an earlier ACK said: it changes nothing)
+    }
     RateHintFollower::Change change = m_rateHint.OnAck(ack.rateHint);
     if (change != RateHintFollower::Change::NONE)
     {
@@ -976,6 +982,20 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
     ev.newlyAcked = newlyAcked;
     ev.ceCount = ack.ceCount;
     ev.ece = (ack.flags & Mah::FLAG_ECE) != 0;
+    if (repeat)
+    {
+        path.repeatedTrigger = ack.triggerPsn; // (it acknowledged packets: see RepeatAcksNew)
+    }
+    else if (path.repeatedTrigger != PathState::NO_REPEAT)
+    {
+        if (newlyAcked == 0 && ack.triggerPsn == path.repeatedTrigger)
+        {
+            // The original of a repeated record that overtook it: its marks were echoed.
+            ev.ceCount = 0;
+            ev.ece = false;
+        }
+        path.repeatedTrigger = PathState::NO_REPEAT;
+    }
     if (ev.ece)
     {
         path.lastEcn = now;
@@ -990,6 +1010,39 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         Count(Counter::WINDOW_DECREASE);
     }
     return true;
+}
+
+bool
+MultipathRequester::RepeatAcksNew(const PathState& path, const Mah& ack) const
+{
+    if (ack.pathEpoch != path.epoch || PsnDiff(ack.cumulativePsn, path.nextPsn) > 0)
+    {
+        return false; // (an older epoch's state, or nonsense: ignored without a count)
+    }
+    if (PsnDiff(ack.cumulativePsn, path.ackedPsn) > 0)
+    {
+        return true;
+    }
+    for (uint32_t w = 0; w < 4; ++w)
+    {
+        for (uint64_t bits = ack.sack[w]; bits; bits &= bits - 1)
+        {
+            uint32_t psn = PsnAdd(ack.cumulativePsn, 1 + w * 64 + uint32_t(__builtin_ctzll(bits)));
+            if (PsnDiff(psn, path.nextPsn) >= 0)
+            {
+                return false;
+            }
+            if (PsnDiff(psn, path.ackedPsn) >= 0)
+            {
+                InflightEntry::State state = path.Entry(psn).state;
+                if (state == InflightEntry::INFLIGHT || state == InflightEntry::LOST)
+                {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
 }
 
 void

@@ -299,6 +299,9 @@ class MultipathRequester : public MultipathRole
      * \return false if nothing follows (invalid, stale, or a probe reply).
      */
     bool ApplyAck(Time now, const Mah& ack, Time held, AckProgress& done);
+    /// \return true if the repeated record \p ack (Mah::FLAG_REPEAT) of \p path acknowledges
+    /// a packet still in flight or lost: its original ACK was lost.
+    bool RepeatAcksNew(const PathState& path, const Mah& ack) const;
     /// Loss detection, window event and RTO of the path \p done acknowledged.
     void FinishAck(Time now, const AckProgress& done);
     /// After evidence of later-sent packets, detect losses on the paths not in \p acked.
@@ -387,6 +390,7 @@ class MultipathRequester : public MultipathRole
     bool m_returnShare{false};        //!< returnWindow "share"
     bool m_perConnectionStart{false}; //!< initialWindow "per-connection"
     bool m_coalescedAcks{false};      //!< ackPolicy "coalesced" (AckReq only when pausing)
+    bool m_repeatedAcks{false};       //!< "coalesced" with ackRepeat > 0
     std::vector<AckRecord> m_ackRecords;    //!< scratch: records of one coalesced ACK
     std::vector<AckProgress> m_ackProgress; //!< scratch: what they acknowledged
     Time m_minRtt{0};                       //!< smallest RTT sample of any path (0: none yet)

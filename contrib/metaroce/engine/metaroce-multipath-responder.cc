@@ -58,6 +58,14 @@ LeadingOnes(const std::array<uint64_t, 4>& b)
     return n;
 }
 
+/// \return the AckDelay of a record sent at \p now for an arrival at \p arrival (8 ns units).
+uint16_t
+AckDelayUnits(Time now, Time arrival)
+{
+    int64_t held = (now - arrival) / NanoSeconds(AckRecord::DELAY_UNIT_NS);
+    return uint16_t(std::clamp<int64_t>(held, 0, AckRecord::DELAY_MAX));
+}
+
 } // namespace
 
 MultipathResponder::MultipathResponder(MultipathConnection& conn)
@@ -317,6 +325,7 @@ MultipathResponder::HandleData(Time now, const DatagramMeta& meta, const ParsedP
         rp.bits[(d - 1) / 64] |= uint64_t(1) << ((d - 1) % 64);
     }
     rp.triggerPsn = pkt.bth.psn;
+    rp.arrivalGap = now - rp.triggerAt;
     rp.triggerAt = now;
     ++rp.unacked;
     m_ep.fairShare.NoteDataArrival(now, m_conn);
@@ -737,6 +746,8 @@ MultipathResponder::TakeAckState(uint8_t pathId)
     mah.cumulativePsn = rp.cumulativePsn;
     mah.triggerPsn = rp.triggerPsn;
     mah.sack = rp.bits;
+    rp.reportedFlags = uint8_t(rp.flags & Mah::FLAG_ECE);
+    rp.reportedCe = mah.ceCount;
     rp.unacked = 0;
     rp.ceCount = 0;
     rp.flags = 0;
@@ -777,8 +788,7 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
             break;
         }
         m_ackPending.PopFirst();
-        int64_t held = (now - rp.triggerAt) / NanoSeconds(AckRecord::DELAY_UNIT_NS);
-        uint16_t delay = uint16_t(std::clamp<int64_t>(held, 0, AckRecord::DELAY_MAX));
+        const uint16_t delay = AckDelayUnits(now, rp.triggerAt);
         len += AckRecord::Write(m_records.data() + len, TakeAckState(uint8_t(pid)), delay);
         paths[count++] = uint8_t(pid);
     }
@@ -795,12 +805,22 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
     // The ACK goes back as one of its paths' own ACK would (that path's source port; on a
     // multiplane NIC, that path's plane), rotating over them so that ACKs spread like data.
     const uint8_t ackPath = paths[m_acksSent++ % count];
+    uint32_t records = count;
+    if (m_cfg.ackRepeat > 0)
+    {
+        PathSet fresh;
+        for (uint32_t i = 0; i < count; ++i)
+        {
+            fresh.Insert(paths[i]);
+        }
+        AppendRepeatedRecords(now, fresh, cap, len, records);
+    }
     ParsedPacket pkt;
     pkt.info = &LookupOpcode(MR_ACK_COALESCED);
     pkt.bth.opcode = MR_ACK_COALESCED;
     pkt.bth.destQp = RemoteQpn();
     pkt.mch.rateHint = m_ep.fairShare.HintMbps(now);
-    pkt.mch.recordCount = uint8_t(count);
+    pkt.mch.recordCount = uint8_t(records);
     Count(Counter::TX_ACK);
     if (!EmitDatagram(out,
                       pkt,
@@ -813,6 +833,61 @@ MultipathResponder::SendCoalescedAck(Time now, TxDatagram& out)
     }
     out.pathId = ackPath;
     return true;
+}
+
+void
+MultipathResponder::AppendRepeatedRecords(Time now,
+                                          const PathSet& fresh,
+                                          size_t cap,
+                                          size_t& len,
+                                          uint32_t& count)
+{
+    PathSet repeat = m_ackRepeat;
+    m_ackRepeat.Clear();
+    while (repeat.Any())
+    {
+        uint32_t pid = repeat.PopFirst();
+        RecvPath& rp = m_recvPaths[pid];
+        if (fresh.Contains(pid))
+        {
+            continue; // (reported anew: its count restarts below)
+        }
+        Mah mah;
+        mah.pathId = uint8_t(pid);
+        mah.pathEpoch = rp.epoch;
+        // The marks the record reported, once more (the sender counts them once); a
+        // duplicate report is not repeated.
+        mah.flags = uint8_t(Mah::FLAG_REPEAT | rp.reportedFlags);
+        mah.ceCount = rp.reportedCe;
+        mah.cumulativePsn = rp.cumulativePsn;
+        mah.triggerPsn = rp.triggerPsn;
+        mah.sack = rp.bits;
+        if (count >= 255 || len + AckRecord::Length(mah) > cap)
+        {
+            m_ackRepeat.Insert(pid); // (no room: the next ACK repeats it)
+            continue;
+        }
+        const uint16_t delay = AckDelayUnits(now, rp.triggerAt);
+        len += AckRecord::Write(m_records.data() + len, mah, delay);
+        ++count;
+        if (--rp.repeatsLeft > 0)
+        {
+            m_ackRepeat.Insert(pid);
+        }
+    }
+    // Only a sparse path's record is repeated: a path whose packets come closer together
+    // than ackRepeatGap brings its state back with its own next ACK, long before a timer.
+    PathSet reported = fresh;
+    while (reported.Any())
+    {
+        uint32_t pid = reported.PopFirst();
+        RecvPath& rp = m_recvPaths[pid];
+        rp.repeatsLeft = rp.arrivalGap >= m_cfg.ackRepeatGap ? m_cfg.ackRepeat : 0;
+        if (rp.repeatsLeft > 0)
+        {
+            m_ackRepeat.Insert(pid);
+        }
+    }
 }
 
 } // namespace metaroce

@@ -119,6 +119,10 @@ class MultipathResponder : public MultipathRole
         uint8_t flags{0};               //!< Mah flags for the next ACK
         uint16_t srcPort{0};            //!< requester's source port (ACKs go back on it)
         Time triggerAt{0};              //!< arrival of triggerPsn ("coalesced": AckDelay)
+        uint32_t repeatsLeft{0};        //!< "coalesced": ACKs that still repeat the record
+        Time arrivalGap{0};             //!< time between the last two data arrivals
+        uint8_t reportedFlags{0};       //!< ECE of the last record (repeats carry it)
+        uint8_t reportedCe{0};          //!< CeCount of the last record (repeats carry it)
     };
 
     /// Create every path's receive state and timer slot, if not yet done (first packet).
@@ -154,6 +158,16 @@ class MultipathResponder : public MultipathRole
     bool SendAck(Time now, TxDatagram& out, uint8_t pathId);
     /// Send one coalesced ACK with the records of the paths in m_ackPending (as many as fit).
     bool SendCoalescedAck(Time now, TxDatagram& out);
+    /**
+     * Append to the records of a coalesced ACK (\p len bytes of at most \p cap, \p count
+     * records) the repeated records of the paths in m_ackRepeat that \p fresh does not
+     * report anew, as far as they fit; then restart the repeat count of the \p fresh paths.
+     */
+    void AppendRepeatedRecords(Time now,
+                               const PathSet& fresh,
+                               size_t cap,
+                               size_t& len,
+                               uint32_t& count);
     void ScheduleAck(Time now, uint8_t pathId, bool immediate);
 
     std::vector<RecvPath> m_recvPaths;                      //!< per path (empty until used)
@@ -171,6 +185,7 @@ class MultipathResponder : public MultipathRole
     uint32_t m_unackedPackets{0};   //!< data packets since the last coalesced ACK
     uint32_t m_acksSent{0};         //!< coalesced ACKs sent (rotates the ACK's path)
     PathSet m_ackPending;           //!< paths with state the next coalesced ACK reports
+    PathSet m_ackRepeat;            //!< paths whose last record the next ACKs repeat
     std::vector<uint8_t> m_records; //!< scratch: the records of one coalesced ACK
 };
 

@@ -122,10 +122,15 @@ struct PathState
     uint32_t nextPsn{0};  //!< PSN of the next new transmission
     uint32_t ackedPsn{0}; //!< receiver's cumulative PSN: everything before it is acknowledged
     uint32_t inflight{0}; //!< packets sent and neither acknowledged nor declared lost
-    uint32_t sackWindow{SACK_BITS};  //!< PSNs allowed past ackedPsn (ConnectionConfig)
-    uint32_t sendCounter{0};         //!< transmissions on this path (sendOrder source)
-    uint32_t highestAckedOrder{0};   //!< largest sendOrder acknowledged so far
-    uint32_t consecutiveRtos{0};     //!< RTOs since the last ACK
+    uint32_t sackWindow{SACK_BITS}; //!< PSNs allowed past ackedPsn (ConnectionConfig)
+    uint32_t sendCounter{0};        //!< transmissions on this path (sendOrder source)
+    uint32_t highestAckedOrder{0};  //!< largest sendOrder acknowledged so far
+    uint32_t consecutiveRtos{0};    //!< RTOs since the last ACK
+    /// TriggerPsn of the repeated ACK record that last acknowledged packets of the path
+    /// (NO_REPEAT: none since the last original record): its original, arriving after it,
+    /// must not echo the same CE marks again.
+    uint32_t repeatedTrigger{NO_REPEAT};
+    static constexpr uint32_t NO_REPEAT = 0xFFFFFFFF; //!< (PSNs are 24 bits)
     std::vector<InflightEntry> ring; //!< entries for PSNs [ackedPsn, nextPsn), ring-indexed
     std::vector<uint32_t> lostPsns;  //!< PSNs declared lost, to resend on this path
 

@@ -346,6 +346,9 @@ struct Mah
     static constexpr uint8_t FLAG_ECE = 0x01;         //!< a CE-marked packet arrived
     static constexpr uint8_t FLAG_PROBE_REPLY = 0x02; //!< answers a path probe
     static constexpr uint8_t FLAG_DUPLICATE = 0x04;   //!< triggered by a duplicate packet
+    /// (coalesced ACK records only) the path's state as already reported, repeated in case
+    /// that ACK was lost; carries no CE count, ECE or duplicate report of its own
+    static constexpr uint8_t FLAG_REPEAT = 0x10;
 
     uint8_t pathId{0};               //!< path acknowledged
     uint8_t pathEpoch{0};            //!< epoch of that path's PSN space
@@ -426,6 +429,8 @@ struct Mch
  |     SACK bitmap as in the MAH (32 bytes), if Flags & 0x08     |
  +---------------------------------------------------------------+
  \endverbatim
+ * Flags 0x10 (Mah::FLAG_REPEAT): a repeated record, the path's state as an earlier ACK
+ * reported it (ackRepeat).
  */
 struct AckRecord
 {

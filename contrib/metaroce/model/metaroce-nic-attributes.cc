@@ -705,6 +705,19 @@ MetaRoceNic::GetTypeId()
                           TimeValue(PicoSeconds(cc.ackDelay)),
                           MakeFieldAccessor<TimeValue>(METAROCE_CONN(ackDelay)),
                           MakeTimeChecker())
+            .AddAttribute("AckRepeat",
+                          "\"coalesced\": a path's ACK record is repeated, unchanged, in up "
+                          "to this many of the connection's next ACKs (0: never), so that a "
+                          "lost ACK is made good before the sender's timer fires.",
+                          UintegerValue(cc.ackRepeat),
+                          MakeFieldAccessor<UintegerValue>(METAROCE_CONN(ackRepeat)),
+                          MakeUintegerChecker<uint32_t>(0, 255))
+            .AddAttribute("AckRepeatGap",
+                          "\"coalesced\": only the ACK record of a path whose latest packet "
+                          "came at least this long after the one before is repeated.",
+                          TimeValue(PicoSeconds(cc.ackRepeatGap)),
+                          MakeFieldAccessor<TimeValue>(METAROCE_CONN(ackRepeatGap)),
+                          MakeTimeChecker())
             .AddAttribute("MaxRdAtomic",
                           "MetaRoCE: RDMA READs and atomics outstanding at once (IB "
                           "max_rd_atomic); the responder keeps twice as many responses, with "
