@@ -6,7 +6,6 @@
 
 #include "metaroce-run-plan.h"
 
-#include "ns3/metaroce-policy-names.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-transport-settings.h"
 
