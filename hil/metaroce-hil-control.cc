@@ -7,7 +7,7 @@
 #include "metaroce-hil-control.h"
 
 #include "metaroce-hil-timers.h"
-#include "metaroce-policy-names.h"
+#include "metaroce-transport-settings.h"
 
 #include <algorithm>
 #include <boost/asio/read.hpp>
@@ -298,32 +298,30 @@ SettingsOf(const ConnectionConfig& cfg, bool icrc)
 std::string
 ApplySettings(const proto::ConnectionSettings& s, ConnectionConfig& cfg)
 {
-    if (s.transport() != "metaroce" && s.transport() != "rocev2")
+    // The transport fields go through the mapping the scenario runner uses too; the recovery
+    // is RoCEv2's only.
+    TransportSettings transport;
+    transport.transport = s.transport();
+    transport.numPaths = s.num_paths();
+    transport.mtu = s.mtu();
+    if (s.transport() == "rocev2")
     {
-        return "unknown transport '" + s.transport() + "'";
+        transport.rocev2Recovery = RoceRecoveryOf(s);
+    }
+    ConnectionConfig applied = cfg;
+    if (const std::optional<TransportError> error = ApplyTransportSettings(transport, applied))
+    {
+        return error->Message();
     }
     if (s.max_streams() == 0 || s.max_streams() > 65535)
     {
         return "bad max_streams " + std::to_string(s.max_streams());
     }
-    const bool roce = s.transport() == "rocev2";
-    const std::string recovery = RoceRecoveryOf(s);
-    if (roce && !IsPolicyName(PolicyKind::ROCE_RECOVERY, recovery))
-    {
-        return "unknown rocev2 recovery '" + recovery + "' (" +
-               PolicyChoices(PolicyKind::ROCE_RECOVERY) + ")";
-    }
-    cfg.transport = s.transport();
-    cfg.mtu = s.mtu();
-    cfg.numPaths = roce ? 1 : s.num_paths();
-    cfg.maxOutstandingWrs = s.max_outstanding_wrs();
-    cfg.maxMessageSize = s.max_message_size();
-    cfg.maxStreams = uint16_t(s.max_streams());
-    cfg.maxPostedRecvs = s.max_posted_recvs();
-    if (roce)
-    {
-        cfg.rocev2.recovery = recovery;
-    }
+    applied.maxOutstandingWrs = s.max_outstanding_wrs();
+    applied.maxMessageSize = s.max_message_size();
+    applied.maxStreams = uint16_t(s.max_streams());
+    applied.maxPostedRecvs = s.max_posted_recvs();
+    cfg = applied;
     return "";
 }
 

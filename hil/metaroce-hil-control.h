@@ -127,12 +127,14 @@ proto::ConnectionSettings SettingsOf(const ConnectionConfig& cfg, bool icrc);
 
 /**
  * The inverse of SettingsOf(): take the settings a peer sent into \p cfg (the ICRC flag is the
- * caller's). The one mapping of the control plane's settings to a ConnectionConfig; RoCEv2 has
- * one path whatever num_paths says.
+ * caller's). The one mapping of the control plane's settings to a ConnectionConfig: transport,
+ * num_paths, mtu and rocev2_recovery go through ApplyTransportSettings(), the mapping the
+ * scenario runner uses too (metaroce-transport-settings.h), so a bad one is refused with the
+ * same message; RoCEv2 has one path (num_paths must still be in 1..MAX_PATHS).
  * \param s the peer's settings
  * \param[in,out] cfg the fields not carried by the control plane (timers, rates) are kept
- * \return "" if \p s names a known transport and recovery and a stream count in 1..65535, else
- *         why not (then \p cfg is unchanged)
+ * \return "" if \p s passes ApplyTransportSettings() and has a stream count in 1..65535,
+ *         else why not (then \p cfg is unchanged)
  */
 std::string ApplySettings(const proto::ConnectionSettings& s, ConnectionConfig& cfg);
 

@@ -37,6 +37,12 @@ PerfApp::PerfApp(const PerfOptions& opts)
 int
 PerfApp::Run()
 {
+    const std::string why = PerfConnectionConfig(m_opts, m_connection);
+    if (!why.empty())
+    {
+        spdlog::error("{}", why);
+        return 1;
+    }
     if (!m_opts.telemetry.empty())
     {
         m_telemetry.open(m_opts.telemetry);

@@ -12,8 +12,10 @@
 
 #include "metaroce-hil-options.h"
 #include "metaroce-hil-perf-session.h"
+#include "metaroce-transport-settings.h"
 
 #include <iostream>
+#include <map>
 
 namespace metaroce
 {
@@ -143,7 +145,7 @@ PerfCommandLine::AddConnectionOptions()
     o.Add("transport",
           "metaroce|rocev2",
           "transport (default metaroce)",
-          Choice(p.transport, {"metaroce", "rocev2"}));
+          Choice(p.transport, PolicyNames(PolicyKind::TRANSPORT)));
     o.Add("roce-recovery",
           "gbn|irn",
           "rocev2 loss recovery: go-back-N or IRN selective repeat (default gbn; both ends "
@@ -406,12 +408,41 @@ PerfCommandLine::Finish(const std::vector<std::string>& args)
         return "--depth x --streams (" + std::to_string(uint64_t(p.depth) * p.streams) +
                ") exceeds --max-wrs " + std::to_string(p.maxWrs);
     }
+    ConnectionConfig cfg;
+    std::string why = PerfConnectionConfig(p, cfg);
+    if (!why.empty())
+    {
+        return why;
+    }
     p.faults.seed = p.seed * 7919 + (p.server ? 1 : 2);
-    std::string why;
     return p.faults.Validate(why) ? "" : why;
 }
 
 } // namespace
+
+std::string
+PerfConnectionConfig(const PerfOptions& opts, ConnectionConfig& cfg)
+{
+    TransportSettings transport;
+    transport.transport = opts.transport;
+    transport.numPaths = opts.paths;
+    transport.mtu = opts.mtu;
+    transport.rocev2Recovery = opts.roceRecovery;
+    cfg = ConnectionConfig();
+    if (const std::optional<TransportError> error = ApplyTransportSettings(transport, cfg))
+    {
+        const std::map<TransportField, std::string> options{
+            {TransportField::TRANSPORT, "--transport"},
+            {TransportField::NUM_PATHS, "--paths"},
+            {TransportField::MTU, "--mtu"},
+            {TransportField::ROCE_RECOVERY, "--roce-recovery"}};
+        const auto option = options.find(error->field);
+        return option == options.end() ? error->Message() : option->second + " " + error->problem;
+    }
+    cfg.maxOutstandingWrs = opts.maxWrs;
+    cfg.lineRateBps = opts.rateGbps * 1e9;
+    return "";
+}
 
 bool
 ParsePerfOptions(const std::vector<std::string>& args,

@@ -37,12 +37,7 @@ Session::Session(PerfApp& app,
       m_portAtStart(host.Port().Counters()),
       m_rxAtStart(host.GetRxCounts())
 {
-    m_ccfg.transport = m_opts.transport;
-    m_ccfg.mtu = m_opts.mtu;
-    m_ccfg.numPaths = m_opts.paths;
-    m_ccfg.maxOutstandingWrs = m_opts.maxWrs;
-    m_ccfg.lineRateBps = m_opts.rateGbps * 1e9;
-    m_ccfg.rocev2.recovery = m_opts.roceRecovery;
+    m_ccfg = app.Connection();
     // Timers for software endpoints (metaroce-hil-timers.h); CreateConnections() adds the
     // round trip measured on the control connection.
     ApplyLinkTimers(m_ccfg, TimerInputs(0));

@@ -266,6 +266,13 @@ class PerfApp
         return m_opts;
     }
 
+    /// \return the connection configuration of the options (PerfConnectionConfig()), set by
+    /// Run() before any session.
+    const ConnectionConfig& Connection() const
+    {
+        return m_connection;
+    }
+
     /// \return how late this host wakes the process (measured at start; 0 if not measured).
     Time SchedulingDelay() const
     {
@@ -321,6 +328,7 @@ class PerfApp
     void Stop(int code);
 
     PerfOptions m_opts;                             //!< options
+    ConnectionConfig m_connection;                  //!< the options' connection settings
     boost::asio::io_context m_io;                   //!< the one context
     HostClock m_clock;                              //!< time
     boost::asio::signal_set m_signals;              //!< SIGINT, SIGTERM

@@ -7,6 +7,7 @@
 #ifndef METAROCE_HIL_PERF_H
 #define METAROCE_HIL_PERF_H
 
+#include "metaroce-config.h"
 #include "metaroce-hil-fault-port.h"
 
 #include <cstdint>
@@ -100,6 +101,17 @@ bool ParsePerfOptions(const std::vector<std::string>& args,
                       bool daemonProgram,
                       PerfOptions& opts,
                       std::string& error);
+
+/**
+ * The connection configuration of \p opts, before the link timers (metaroce-hil-timers.h):
+ * --transport, --paths, --mtu and --roce-recovery through the mapping the scenario runner and
+ * the control plane use too (ApplyTransportSettings(), metaroce-transport-settings.h), then
+ * --max-wrs and --rate-gbps. ParsePerfOptions() refuses options for which it fails.
+ * \param opts the settings
+ * \param[out] cfg the configuration
+ * \return "" or the bad option and why ("--mtu 1022: must be a multiple of 4 in [64, 65536]")
+ */
+std::string PerfConnectionConfig(const PerfOptions& opts, ConnectionConfig& cfg);
 
 /// \return the --help text of metaroce-hild (\p daemonProgram) or metaroce-perf.
 std::string PerfUsage(bool daemonProgram);

@@ -6,12 +6,13 @@
 
 #include "metaroce-run-plan.h"
 
-#include "ns3/metaroce-policy-names.h"
 #include "ns3/metaroce-switch.h"
+#include "ns3/metaroce-transport-settings.h"
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace metaroce_run
@@ -124,6 +125,112 @@ MergeLoss(const std::string& loss, ScenarioLoader& loader)
     {
         loader.Merge("loss { bernoulli: " + loss + " }", label, false, false);
     }
+}
+
+/**
+ * Complete and check the scenario's transport fields and apply them to \p cfg: the shared
+ * mapping (ApplyTransportSettings()) checks the fields the scenario gives and applies them;
+ * a field left out keeps the NIC's value (\p cfg on input) and is filled in from it. Then a
+ * field given must agree with a NIC attribute given for the same setting.
+ * \param loader the scenario and its sources
+ * \param nic where the NIC settings came from
+ * \param cfg[in,out] the connection configuration (the NIC's on input)
+ * \return true for transport rocev2
+ */
+bool
+CompleteTransport(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionConfig& cfg)
+{
+    using metaroce::TransportField;
+    pb::Transport& tr = *loader.Get().mutable_transport();
+    const metaroce::ConnectionConfig nicCfg = cfg;
+    // Empty and 0 mean "left out".
+    metaroce::TransportSettings given;
+    auto give = [](auto& field, const auto& value, bool present) {
+        if (present)
+        {
+            field = value;
+        }
+    };
+    give(given.transport, tr.name(), !tr.name().empty());
+    give(given.numPaths, tr.paths(), tr.paths() != 0);
+    give(given.mtu, tr.mtu(), tr.mtu() != 0);
+    give(given.congestionControl, tr.cc(), !tr.cc().empty());
+    give(given.rocev2Recovery, tr.rocev2_recovery(), !tr.rocev2_recovery().empty());
+    give(given.pathScheduler, tr.path_scheduler(), !tr.path_scheduler().empty());
+    give(given.initialPathWindow, tr.initial_path_window(), tr.initial_path_window() != 0);
+    give(given.maxPathWindow, tr.max_path_window(), tr.max_path_window() != 0);
+    if (const auto error = metaroce::ApplyTransportSettings(given, cfg))
+    {
+        static const std::map<TransportField, std::string> paths{
+            {TransportField::TRANSPORT, "transport.name"},
+            {TransportField::NUM_PATHS, "transport.paths"},
+            {TransportField::MTU, "transport.mtu"},
+            {TransportField::CONGESTION_CONTROL, "transport.cc"},
+            {TransportField::ROCE_RECOVERY, "transport.rocev2_recovery"},
+            {TransportField::PATH_SCHEDULER, "transport.path_scheduler"},
+            {TransportField::INITIAL_PATH_WINDOW, "transport.initial_path_window"},
+            {TransportField::MAX_PATH_WINDOW, "transport.max_path_window"}};
+        loader.Invalid(paths.at(error->field), error->problem);
+    }
+    // The completed scenario says what runs (a RoCEv2 QP has one path).
+    const metaroce::TransportSettings used = metaroce::TransportSettingsOf(cfg);
+    tr.set_name(*used.transport);
+    tr.set_paths(*used.numPaths);
+    tr.set_mtu(*used.mtu);
+    tr.set_cc(*used.congestionControl);
+    tr.set_rocev2_recovery(*used.rocev2Recovery);
+    tr.set_path_scheduler(*used.pathScheduler);
+    tr.set_initial_path_window(*used.initialPathWindow);
+    tr.set_max_path_window(*used.maxPathWindow);
+    const bool roce = tr.name() == "rocev2";
+
+    // The NIC's own settings are those of the attributes (program defaults and
+    // transport.nic_attributes); a field given must agree with one given for the same setting.
+    nic.Agree(loader, "transport.name", "Transport", tr.name(), tr.name() == nicCfg.transport);
+    if (!roce)
+    {
+        nic.Agree(loader,
+                  "transport.paths",
+                  "NumPaths",
+                  std::to_string(tr.paths()),
+                  tr.paths() == nicCfg.numPaths);
+    }
+    nic.Agree(loader, "transport.mtu", "Mtu", std::to_string(tr.mtu()), tr.mtu() == nicCfg.mtu);
+    if (roce)
+    {
+        nic.Agree(loader,
+                  "transport.cc",
+                  "Dcqcn",
+                  tr.cc(),
+                  (tr.cc() == "dcqcn") == nicCfg.rocev2.dcqcn);
+        nic.Agree(loader,
+                  "transport.rocev2_recovery",
+                  "RoceRecovery",
+                  tr.rocev2_recovery(),
+                  tr.rocev2_recovery() == nicCfg.rocev2.recovery);
+        return roce;
+    }
+    nic.Agree(loader,
+              "transport.cc",
+              "CongestionControl",
+              tr.cc(),
+              tr.cc() == nicCfg.congestionControl);
+    nic.Agree(loader,
+              "transport.path_scheduler",
+              "PathScheduler",
+              tr.path_scheduler(),
+              tr.path_scheduler() == nicCfg.pathScheduler);
+    nic.Agree(loader,
+              "transport.initial_path_window",
+              "InitialPathWindow",
+              Shortest(tr.initial_path_window()),
+              tr.initial_path_window() == nicCfg.initialPathWindow);
+    nic.Agree(loader,
+              "transport.max_path_window",
+              "MaxPathWindow",
+              Shortest(tr.max_path_window()),
+              tr.max_path_window() == nicCfg.maxPathWindow);
+    return roce;
 }
 
 } // namespace
@@ -267,172 +374,8 @@ Complete(ScenarioLoader& loader, const NicSettings& nic, metaroce::ConnectionCon
         loader.Invalid("event_order", "'" + s.event_order() + "': expected insertion or link");
     }
 
-    // Transport first: the PFC default depends on it. A value taken from a NIC attribute is
-    // reported where that attribute was given.
-    pb::Transport& tr = *s.mutable_transport();
-    auto invalid = [&](const std::string& field,
-                       const std::string& attribute,
-                       bool fromNic,
-                       const std::string& what) {
-        if (fromNic)
-        {
-            BadInput(nic.Origin(attribute) + ": " + what);
-        }
-        loader.Invalid(field, what);
-    };
-    const bool nameFromNic = tr.name().empty();
-    if (nameFromNic)
-    {
-        tr.set_name(cfg.transport);
-    }
-    nic.Agree(loader, "transport.name", "Transport", tr.name(), tr.name() == cfg.transport);
-    if (!metaroce::IsPolicyName(metaroce::PolicyKind::TRANSPORT, tr.name()))
-    {
-        invalid("transport.name",
-                "Transport",
-                nameFromNic,
-                "'" + tr.name() + "': expected " +
-                    metaroce::PolicyChoices(metaroce::PolicyKind::TRANSPORT));
-    }
-    const bool roce = tr.name() == "rocev2";
-    cfg.transport = tr.name();
-    if (tr.paths() == 0)
-    {
-        tr.set_paths(cfg.numPaths);
-    }
-    if (tr.paths() > metaroce::ConnectionConfig::MAX_PATHS)
-    {
-        loader.Invalid("transport.paths",
-                       "at most " + std::to_string(metaroce::ConnectionConfig::MAX_PATHS));
-    }
-    if (roce)
-    {
-        tr.set_paths(1); // a RoCEv2 QP has one path: the setting is for metaroce only
-    }
-    else
-    {
-        nic.Agree(loader,
-                  "transport.paths",
-                  "NumPaths",
-                  std::to_string(tr.paths()),
-                  tr.paths() == cfg.numPaths);
-    }
-    cfg.numPaths = tr.paths();
-    if (tr.mtu() == 0)
-    {
-        tr.set_mtu(cfg.mtu);
-    }
-    nic.Agree(loader, "transport.mtu", "Mtu", std::to_string(tr.mtu()), tr.mtu() == cfg.mtu);
-    cfg.mtu = tr.mtu();
-    const bool ccFromNic = tr.cc().empty();
-    if (ccFromNic)
-    {
-        tr.set_cc(roce ? (cfg.rocev2.dcqcn ? "dcqcn" : "none") : cfg.congestionControl);
-    }
-    if (roce)
-    {
-        if (tr.cc() != "dcqcn" && tr.cc() != "none")
-        {
-            loader.Invalid("transport.cc", "'" + tr.cc() + "': rocev2 takes dcqcn or none");
-        }
-        nic.Agree(loader,
-                  "transport.cc",
-                  "Dcqcn",
-                  tr.cc(),
-                  (tr.cc() == "dcqcn") == cfg.rocev2.dcqcn);
-        cfg.rocev2.dcqcn = tr.cc() == "dcqcn";
-    }
-    else
-    {
-        nic.Agree(loader,
-                  "transport.cc",
-                  "CongestionControl",
-                  tr.cc(),
-                  tr.cc() == cfg.congestionControl);
-        if (!metaroce::IsPolicyName(metaroce::PolicyKind::CONGESTION_CONTROL, tr.cc()))
-        {
-            invalid("transport.cc",
-                    "CongestionControl",
-                    ccFromNic,
-                    "'" + tr.cc() + "': expected " +
-                        metaroce::PolicyChoices(metaroce::PolicyKind::CONGESTION_CONTROL));
-        }
-        cfg.congestionControl = tr.cc();
-    }
-    // RoCEv2 loss recovery (the field is ignored by metaroce): go-back-N or IRN.
-    const bool recoveryFromNic = tr.rocev2_recovery().empty();
-    if (recoveryFromNic)
-    {
-        tr.set_rocev2_recovery(cfg.rocev2.recovery);
-    }
-    if (roce)
-    {
-        nic.Agree(loader,
-                  "transport.rocev2_recovery",
-                  "RoceRecovery",
-                  tr.rocev2_recovery(),
-                  tr.rocev2_recovery() == cfg.rocev2.recovery);
-    }
-    if (!metaroce::IsPolicyName(metaroce::PolicyKind::ROCE_RECOVERY, tr.rocev2_recovery()))
-    {
-        invalid("transport.rocev2_recovery",
-                "RoceRecovery",
-                recoveryFromNic,
-                "'" + tr.rocev2_recovery() + "': expected " +
-                    metaroce::PolicyChoices(metaroce::PolicyKind::ROCE_RECOVERY));
-    }
-    cfg.rocev2.recovery = tr.rocev2_recovery();
-    const bool schedulerFromNic = tr.path_scheduler().empty();
-    if (schedulerFromNic)
-    {
-        tr.set_path_scheduler(cfg.pathScheduler);
-    }
-    if (!roce)
-    {
-        nic.Agree(loader,
-                  "transport.path_scheduler",
-                  "PathScheduler",
-                  tr.path_scheduler(),
-                  tr.path_scheduler() == cfg.pathScheduler);
-    }
-    if (!metaroce::IsPolicyName(metaroce::PolicyKind::PATH_SCHEDULER, tr.path_scheduler()))
-    {
-        invalid("transport.path_scheduler",
-                "PathScheduler",
-                schedulerFromNic,
-                "'" + tr.path_scheduler() + "': expected " +
-                    metaroce::PolicyChoices(metaroce::PolicyKind::PATH_SCHEDULER));
-    }
-    cfg.pathScheduler = tr.path_scheduler();
-    if (tr.initial_path_window() < 0 || tr.max_path_window() < 0)
-    {
-        loader.Invalid(tr.initial_path_window() < 0 ? "transport.initial_path_window"
-                                                    : "transport.max_path_window",
-                       "must not be negative");
-    }
-    if (tr.initial_path_window() == 0)
-    {
-        tr.set_initial_path_window(cfg.initialPathWindow);
-    }
-    if (tr.max_path_window() == 0)
-    {
-        tr.set_max_path_window(cfg.maxPathWindow);
-    }
-    if (!roce)
-    {
-        nic.Agree(loader,
-                  "transport.initial_path_window",
-                  "InitialPathWindow",
-                  Shortest(tr.initial_path_window()),
-                  tr.initial_path_window() == cfg.initialPathWindow);
-        nic.Agree(loader,
-                  "transport.max_path_window",
-                  "MaxPathWindow",
-                  Shortest(tr.max_path_window()),
-                  tr.max_path_window() == cfg.maxPathWindow);
-    }
-    cfg.initialPathWindow = tr.initial_path_window();
-    cfg.maxPathWindow = tr.max_path_window();
+    // Transport first: the PFC default depends on it.
+    const bool roce = CompleteTransport(loader, nic, cfg);
 
     // Topology.
     pb::Topology& t = *s.mutable_topology();

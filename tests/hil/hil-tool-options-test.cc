@@ -290,6 +290,8 @@ TEST(HilToolOptions, PerfRejectsBadCombinationsWithTheReason)
              {{"--port-mode", "tap", "--dev", "t0"}, false, "needs --dev TAPNAME and --local-ip"},
              {{"--transport", "rocev2", "--streams", "2"}, false, "rocev2 has no streams"},
              {{"--depth", "600", "--streams", "2"}, false, "exceeds --max-wrs 1024"},
+             // The shared transport mapping (ApplyTransportSettings()) names the option.
+             {{"--mtu", "1022"}, false, "--mtu 1022: must be a multiple of 4 in [64, 65536]"},
              {{"--size", "2G"}, false, "for --size"},
              {{"--burst", "0.1,0"}, false, "burst end probability"},
              {{"--loss", "1.5"}, false, "for --loss"},

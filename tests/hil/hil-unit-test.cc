@@ -200,15 +200,29 @@ TEST(HilControl, ApplySettingsInvertsSettingsOf)
     proto::ConnectionSettings bad = SettingsOf(sent, true);
     bad.set_rocev2_recovery("sack");
     ConnectionConfig untouched;
-    EXPECT_NE(ApplySettings(bad, untouched).find("unknown rocev2 recovery 'sack'"),
-              std::string::npos);
+    EXPECT_EQ(ApplySettings(bad, untouched), "rocev2 recovery 'sack': expected gbn or irn");
     EXPECT_EQ(untouched.transport, ConnectionConfig().transport);
     bad = SettingsOf(sent, true);
     bad.set_transport("tcp");
-    EXPECT_EQ(ApplySettings(bad, untouched), "unknown transport 'tcp'");
+    EXPECT_EQ(ApplySettings(bad, untouched), "transport 'tcp': expected metaroce or rocev2");
     bad = SettingsOf(sent, true);
     bad.set_max_streams(70000);
     EXPECT_EQ(ApplySettings(bad, untouched), "bad max_streams 70000");
+    // The transport fields are the shared mapping's (ApplyTransportSettings()): its limits and
+    // messages, for a MetaRoCE peer as for a scenario.
+    bad = SettingsOf(ConnectionConfig(), true);
+    bad.set_mtu(1022);
+    EXPECT_EQ(ApplySettings(bad, untouched), "mtu 1022: must be a multiple of 4 in [64, 65536]");
+    bad = SettingsOf(ConnectionConfig(), true);
+    bad.set_num_paths(0);
+    EXPECT_EQ(ApplySettings(bad, untouched), "paths 0: must be in [1, 128]");
+    bad.set_num_paths(200);
+    EXPECT_EQ(ApplySettings(bad, untouched), "paths 200: must be in [1, 128]");
+    bad.set_num_paths(4);
+    bad.set_rocev2_recovery("sack"); // MetaRoCE: not RoCEv2's field, not read
+    ASSERT_EQ(ApplySettings(bad, untouched), "");
+    EXPECT_EQ(untouched.numPaths, 4u);
+    EXPECT_EQ(untouched.rocev2.recovery, "gbn");
 }
 
 TEST(HilFramePort, MacHelpers)

@@ -525,7 +525,7 @@ TEST_F(MetaRoceRunTest, BadInputExitsWithTwoAndNamesTheLine)
         {"topology { kind: FAT_TREE\n  k: 5 }\n", "", "bad.textproto:2:3: topology.k"},
         {"workload {\n  receiver: 99\n}\n", "", "bad.textproto:2:3: workload.receiver"},
         {"", "--seed=abc", "--seed=abc"},
-        {"", "--set='transport { paths: 200 }'", "transport.paths: at most 128"},
+        {"", "--set='transport { paths: 200 }'", "transport.paths: 200: must be in [1, 128]"},
         {"", "--set=workload.colour=1", "no field 'colour'"},
         {"", "--loss=2", "loss.bernoulli"},
         {"loss {\n fail_link { a: \"s0\" b: \"h9\" }\n}\n", "", "bad.textproto:2:14: "},

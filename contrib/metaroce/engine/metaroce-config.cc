@@ -45,9 +45,10 @@ ConnectionConfig::Validate(std::string& why) const
             return false;
         }
     }
-    if (mtu < 64 || mtu > 65536 || (mtu % 4) != 0)
+    if (!IsValidMtu(mtu))
     {
-        why = "mtu must be a multiple of 4 in [64, 65536]";
+        why = "mtu must be a multiple of 4 in [" + std::to_string(MIN_MTU) + ", " +
+              std::to_string(MAX_MTU) + "]";
         return false;
     }
     if (numPaths < 1 || numPaths > MAX_PATHS)

@@ -58,6 +58,14 @@ struct ConnectionConfig
 
     /// Most paths a connection may have.
     static constexpr uint32_t MAX_PATHS = 128;
+    static constexpr uint32_t MIN_MTU = 64;    //!< smallest mtu
+    static constexpr uint32_t MAX_MTU = 65536; //!< largest mtu
+
+    /// \return true if \p mtu is a multiple of 4 in [MIN_MTU, MAX_MTU].
+    static bool IsValidMtu(uint32_t mtu)
+    {
+        return mtu >= MIN_MTU && mtu <= MAX_MTU && (mtu % 4) == 0;
+    }
 
     // Paths
     uint32_t numPaths{8}; //!< first-class paths (1..MAX_PATHS)

@@ -34,6 +34,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-requester.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rocev2-responder.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport-settings.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.cc
@@ -74,6 +75,7 @@ set(METAROCE_ENGINE_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-rtt-estimator.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-time.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-timer-table.h
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport-settings.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-transport.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-verbs.h
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-wire.h
