@@ -53,6 +53,9 @@ struct PortCounters
     /// buffer or ring was full: the process did not keep up), where the port can tell (UDP and
     /// raw mode).
     uint64_t rxKernelDrops{0};
+    /// Datagrams the port marked CE because its kernel receive queue was deeper than the
+    /// --backlog-ecn threshold (metaroce-hil-backlog-ecn.h).
+    uint64_t rxBacklogMarked{0};
 };
 
 /**

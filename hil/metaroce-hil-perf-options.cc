@@ -263,6 +263,12 @@ PerfCommandLine::AddFrameOptions()
           "udp mode: send equal-sized datagrams as one GSO train and receive GRO trains "
           "(default on; off where the kernel refuses it)",
           OnOff(p.udpGso));
+    o.Add("backlog-ecn",
+          "N",
+          "udp and raw mode: mark CE on datagrams read while the kernel receive queue held more "
+          "than N, so that the sender's congestion control keeps it short (0: off; default 32; "
+          "docs/hil.md)",
+          Number(p.backlogEcn, 0, 1u << 20));
     o.Add("busy-poll",
           "US",
           "poll the sockets instead of sleeping (keeps one core busy) and set SO_BUSY_POLL to "
