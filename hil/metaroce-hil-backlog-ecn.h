@@ -10,6 +10,7 @@
 #include "metaroce-datagram.h" // Ecn
 
 #include <cstdint>
+#include <string>
 
 /**
  * \file
@@ -28,8 +29,19 @@ namespace metaroce
 namespace hil
 {
 
-/// Default of --backlog-ecn: datagrams (one receive batch) the kernel queue may hold unmarked.
+/// Default threshold: datagrams (one receive batch) the kernel queue may hold unmarked.
 constexpr uint32_t BACKLOG_ECN_DEFAULT = 32;
+
+/**
+ * The threshold --backlog-ecn auto gives a port that carries \p transport: the default for
+ * "metaroce"; 0 (off) for "rocev2", whose DCQCN answers the marks' CNPs with rate cuts that
+ * cost more goodput on a veth than the marks save (docs/hil.md).
+ */
+inline uint32_t
+AutoBacklogEcn(const std::string& transport)
+{
+    return transport == "rocev2" ? 0 : BACKLOG_ECN_DEFAULT;
+}
 
 /**
  * Marks CE on datagrams that waited behind a deep kernel receive queue. The port calls
@@ -69,6 +81,12 @@ class BacklogEcn
     uint64_t Marked() const
     {
         return m_marked;
+    }
+
+    /// Mark beyond \p threshold datagrams from now on (0: never).
+    void SetThreshold(uint32_t threshold)
+    {
+        m_threshold = threshold;
     }
 
     /// \return the threshold (0: off).

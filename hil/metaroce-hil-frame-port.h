@@ -105,6 +105,14 @@ class FramePort
     {
     }
 
+    /**
+     * Mark CE on datagrams read while the kernel receive queue held more than \p threshold
+     * (0: never), where the port can tell (UDP and raw mode; metaroce-hil-backlog-ecn.h).
+     */
+    virtual void SetBacklogEcn(uint32_t /*threshold*/)
+    {
+    }
+
     /// Call \p handler once the port may accept sends again.
     virtual void AsyncWaitWritable(WritableHandler handler) = 0;
     /// Stop receiving and release the sockets (pending handlers get operation_aborted).

@@ -265,10 +265,20 @@ PerfCommandLine::AddFrameOptions()
           OnOff(p.udpGso));
     o.Add("backlog-ecn",
           "N",
-          "udp and raw mode: mark CE on datagrams read while the kernel receive queue held more "
-          "than N, so that the sender's congestion control keeps it short (0: off; default 32; "
-          "docs/hil.md)",
-          Number(p.backlogEcn, 0, 1u << 20));
+          "udp and raw mode, auto|N: mark CE on datagrams read while the kernel receive queue "
+          "held more than N, so that the sender's congestion control keeps it short (0: off; "
+          "auto: 32 for metaroce, off for rocev2; default auto; docs/hil.md)",
+          [&p](const std::string& text) {
+              if (text == "auto")
+              {
+                  p.backlogEcn = -1;
+                  return std::string();
+              }
+              uint32_t n = 0;
+              std::string why = Number(n, 0, 1u << 20)(text);
+              p.backlogEcn = n;
+              return why.empty() ? why : std::string("auto or ") + why;
+          });
     o.Add("busy-poll",
           "US",
           "poll the sockets instead of sleeping (keeps one core busy) and set SO_BUSY_POLL to "

@@ -59,8 +59,9 @@ struct PerfOptions
     int rtPriority{0};                //!< SCHED_FIFO priority (0: normal scheduling)
     uint32_t txBatch{64};             //!< udp/raw: datagrams queued per sendmmsg()
     bool udpGso{true};                //!< udp: UDP GSO send, GRO receive
-    /// udp/raw: mark CE on datagrams read while the kernel queue held more than this (0: off)
-    uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
+    /// udp/raw: mark CE on datagrams read while the kernel queue held more than this (0: off;
+    /// -1: auto, AutoBacklogEcn() of the session's transport)
+    int64_t backlogEcn{-1};
     bool schedProbe{true};        //!< measure the scheduling delay for the RTO floor
     uint32_t busyPollUs{0};       //!< poll the context; SO_BUSY_POLL microseconds (0: off)
     int cpu{-1};                  //!< CPU to pin the I/O thread to (-1: none)

@@ -104,6 +104,12 @@ class RawFramePort : public FramePort
     SendStatus Send(const TxDatagram& tx) override;
     SendStatus Flush() override;
     void PollReceive() override;
+
+    void SetBacklogEcn(uint32_t threshold) override
+    {
+        m_backlogEcn.SetThreshold(threshold);
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;

@@ -85,6 +85,12 @@ class UdpFramePort : public FramePort
     SendStatus Send(const TxDatagram& tx) override;
     SendStatus Flush() override;
     void PollReceive() override;
+
+    void SetBacklogEcn(uint32_t threshold) override
+    {
+        m_backlogEcn.SetThreshold(threshold);
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
