@@ -241,7 +241,7 @@ PerfCommandLine::AddFrameOptions()
           Real(p.rateGbps, 0, UNBOUNDED));
     o.Add("rto-min-us",
           "US",
-          "MetaRoCE RTO floor (default 1000; initial RTO is twice it)",
+          "MetaRoCE RTO floor (default 1000; initial RTO at least twice it)",
           Real(p.rtoMinUs, 1, UNBOUNDED));
     o.Add("rt-priority",
           "N",
@@ -288,6 +288,11 @@ PerfCommandLine::AddFrameOptions()
           "N",
           "pin the program (its one I/O thread) to CPU N",
           Number(p.cpu, 0, CPU_SETSIZE - 1));
+    o.Add("rto-initial-ms",
+          "MS",
+          "least RTO before the first RTT sample, for the first flight to a peer still waking "
+          "up (default 10; docs/hil.md)",
+          Real(p.rtoInitialMs, 0, UNBOUNDED));
     o.Add("conn-timeout-ms",
           "MS",
           "MetaRoCE: fail when nothing is acknowledged this long (default 2000)",

@@ -56,6 +56,7 @@ Session::TimerInputs(Time pathRtt) const
     in.pathRtt = pathRtt;
     in.schedulingDelay = m_app.SchedulingDelay();
     in.connectionTimeout = Time(m_opts.connectionTimeoutMs * 1e9);
+    in.rtoInitialMin = Time(m_opts.rtoInitialMs * 1e9);
     return in;
 }
 

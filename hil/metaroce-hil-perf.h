@@ -56,6 +56,7 @@ struct PerfOptions
     std::string roceRecovery{"gbn"}; //!< RoCEv2 loss recovery: "gbn" or "irn"
     double rtoMinUs{1000};
     double connectionTimeoutMs{2000}; //!< give up on a peer that acknowledges nothing this long
+    double rtoInitialMs{10};          //!< least RTO before the first RTT sample
     int rtPriority{0};                //!< SCHED_FIFO priority (0: normal scheduling)
     uint32_t txBatch{64};             //!< udp/raw: datagrams queued per sendmmsg()
     bool udpGso{true};                //!< udp: UDP GSO send, GRO receive
