@@ -27,6 +27,7 @@ AddCounters(PortCounters& a, const PortCounters& b)
     a.faultDuplicated += b.faultDuplicated;
     a.faultReordered += b.faultReordered;
     a.rxKernelDrops += b.rxKernelDrops;
+    a.rxBacklogMarked += b.rxBacklogMarked;
 }
 
 MacAddress

@@ -53,6 +53,9 @@ struct PortCounters
     /// buffer or ring was full: the process did not keep up), where the port can tell (UDP and
     /// raw mode).
     uint64_t rxKernelDrops{0};
+    /// Datagrams the port marked CE because its kernel receive queue was deeper than the
+    /// --backlog-ecn threshold (metaroce-hil-backlog-ecn.h).
+    uint64_t rxBacklogMarked{0};
 };
 
 /**
@@ -99,6 +102,14 @@ class FramePort
      * (the process was not scheduled) counts before the timeout does.
      */
     virtual void PollReceive()
+    {
+    }
+
+    /**
+     * Mark CE on datagrams read while the kernel receive queue held more than \p threshold
+     * (0: never), where the port can tell (UDP and raw mode; metaroce-hil-backlog-ecn.h).
+     */
+    virtual void SetBacklogEcn(uint32_t /*threshold*/)
     {
     }
 

@@ -102,6 +102,11 @@ class PcapFramePort : public FramePort
         m_inner->PollReceive();
     }
 
+    void SetBacklogEcn(uint32_t threshold) override
+    {
+        m_inner->SetBacklogEcn(threshold);
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;

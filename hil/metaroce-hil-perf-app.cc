@@ -258,6 +258,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         rc.dataPort = m_opts.dataPort;
         rc.txBatch = m_opts.txBatch;
         rc.busyPollUs = m_opts.busyPollUs;
+        rc.backlogEcn = m_opts.backlogEcn < 0 ? BACKLOG_ECN_DEFAULT : uint32_t(m_opts.backlogEcn);
         ParseRawIoMode(m_opts.rawIo, rc.io); // checked by ParsePerfOptions()
         rc.ringRetireMs = m_opts.ringRetireMs;
         if (!m_opts.peerMac.empty())
@@ -309,6 +310,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         uc.txBatch = m_opts.txBatch;
         uc.busyPollUs = m_opts.busyPollUs;
         uc.gso = m_opts.udpGso;
+        uc.backlogEcn = m_opts.backlogEcn < 0 ? BACKLOG_ECN_DEFAULT : uint32_t(m_opts.backlogEcn);
         port = UdpFramePort::Open(m_io, m_clock, uc, why);
         if (!port)
         {

@@ -243,7 +243,7 @@ PerfCommandLine::AddFrameOptions()
           Real(p.rateGbps, 0, UNBOUNDED));
     o.Add("rto-min-us",
           "US",
-          "MetaRoCE RTO floor (default 1000; initial RTO is twice it)",
+          "MetaRoCE RTO floor (default 1000; initial RTO at least twice it)",
           Real(p.rtoMinUs, 1, UNBOUNDED));
     o.Add("rt-priority",
           "N",
@@ -265,6 +265,22 @@ PerfCommandLine::AddFrameOptions()
           "udp mode: send equal-sized datagrams as one GSO train and receive GRO trains "
           "(default on; off where the kernel refuses it)",
           OnOff(p.udpGso));
+    o.Add("backlog-ecn",
+          "N",
+          "udp and raw mode, auto|N: mark CE on datagrams read while the kernel receive queue "
+          "held more than N, so that the sender's congestion control keeps it short (0: off; "
+          "auto: 32 for metaroce, off for rocev2; default auto; docs/hil.md)",
+          [&p](const std::string& text) {
+              if (text == "auto")
+              {
+                  p.backlogEcn = -1;
+                  return std::string();
+              }
+              uint32_t n = 0;
+              std::string why = Number(n, 0, 1u << 20)(text);
+              p.backlogEcn = n;
+              return why.empty() ? why : std::string("auto or ") + why;
+          });
     o.Add("busy-poll",
           "US",
           "poll the sockets instead of sleeping (keeps one core busy) and set SO_BUSY_POLL to "
@@ -274,6 +290,11 @@ PerfCommandLine::AddFrameOptions()
           "N",
           "pin the program (its one I/O thread) to CPU N",
           Number(p.cpu, 0, CPU_SETSIZE - 1));
+    o.Add("rto-initial-ms",
+          "MS",
+          "least RTO before the first RTT sample, for the first flight to a peer still waking "
+          "up (default 10; docs/hil.md)",
+          Real(p.rtoInitialMs, 0, UNBOUNDED));
     o.Add("conn-timeout-ms",
           "MS",
           "MetaRoCE: fail when nothing is acknowledged this long (default 2000)",

@@ -333,14 +333,15 @@ Session::PrintFinal(Time now)
                 sum.Get(Counter::GO_BACK_N),
                 sum.Get(Counter::RX_DUPLICATE));
     std::printf("port: tx %" PRIu64 " rx %" PRIu64 " tx failed %" PRIu64 " rx malformed %" PRIu64
-                " rx ignored %" PRIu64 " rx kernel drops %" PRIu64 "  faults: dropped %" PRIu64
-                " duplicated %" PRIu64 " reordered %" PRIu64 "\n",
+                " rx ignored %" PRIu64 " rx kernel drops %" PRIu64 " rx backlog ce %" PRIu64
+                "  faults: dropped %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64 "\n",
                 pc.txFrames,
                 pc.rxFrames,
                 pc.txFailed,
                 pc.rxMalformed,
                 pc.rxIgnored,
                 pc.rxKernelDrops,
+                pc.rxBacklogMarked,
                 pc.faultDropped,
                 pc.faultDuplicated,
                 pc.faultReordered);
@@ -372,7 +373,8 @@ Session::PrintFinal(Time now)
     std::printf("RESULT role=%s status=%s transport=%s op=%s size=%" PRIu64 " gbps=%.3f "
                 "msgs=%" PRIu64 " bytes=%" PRIu64 " retx=%" PRIu64 " verified=%s errors=%" PRIu64
                 " malformed=%" PRIu64 " malformed_lifetime=%" PRIu64 " data_packets=%" PRIu64
-                " rto=%" PRIu64 " loss_detected=%" PRIu64 " rx_kernel_drops=%" PRIu64 "\n",
+                " rto=%" PRIu64 " loss_detected=%" PRIu64 " rx_kernel_drops=%" PRIu64
+                " rx_backlog_ce=%" PRIu64 " ecn_echoes=%" PRIu64 "\n",
                 m_client ? "client" : "server",
                 pass ? "PASS" : (m_interrupted && m_errors == 0 ? "INTERRUPTED" : "FAIL"),
                 m_ccfg.transport.c_str(),
@@ -389,7 +391,9 @@ Session::PrintFinal(Time now)
                 sum.Get(Counter::TX_DATA),
                 sum.Get(Counter::RTO),
                 sum.Get(Counter::LOSS_DETECTED),
-                pc.rxKernelDrops);
+                pc.rxKernelDrops,
+                pc.rxBacklogMarked,
+                sum.Get(Counter::ECN_ECHO_RECEIVED) + sum.Get(Counter::RX_CNP));
     std::fflush(stdout);
     if (m_app.WritesResults())
     {

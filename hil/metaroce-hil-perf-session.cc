@@ -51,6 +51,7 @@ Session::TimerInputs(Time pathRtt) const
     in.pathRtt = pathRtt;
     in.schedulingDelay = m_app.SchedulingDelay();
     in.connectionTimeout = Time(m_opts.connectionTimeoutMs * 1e9);
+    in.rtoInitialMin = Time(m_opts.rtoInitialMs * 1e9);
     return in;
 }
 
@@ -104,6 +105,8 @@ bool
 Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
 {
     m_ccfg.transport = transport;
+    m_host.Port().SetBacklogEcn(m_opts.backlogEcn < 0 ? AutoBacklogEcn(transport)
+                                                      : uint32_t(m_opts.backlogEcn));
     // The control connection runs over the same path as the data (except through a simulated
     // fabric, whose control traffic bypasses it): its round trip sizes the first RTO.
     Time rtt = m_channel->SmoothedRtt();

@@ -109,6 +109,7 @@ CountersSince(const PortCounters& now, const PortCounters& then)
     d.faultDuplicated = now.faultDuplicated - then.faultDuplicated;
     d.faultReordered = now.faultReordered - then.faultReordered;
     d.rxKernelDrops = now.rxKernelDrops - then.rxKernelDrops;
+    d.rxBacklogMarked = now.rxBacklogMarked - then.rxBacklogMarked;
     return d;
 }
 

@@ -331,7 +331,8 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
       m_rxBuffer(ring ? 0 : RX_BATCH * RX_FRAME_MAX),
       m_txBuffer(RX_FRAME_MAX),
       m_batch(std::max<uint32_t>(ring ? 1 : cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE),
-      m_ring(std::move(ring))
+      m_ring(std::move(ring)),
+      m_backlogEcn(cfg.backlogEcn)
 {
     if (cfg.busyPollUs > 0)
     {
@@ -442,13 +443,17 @@ RawFramePort::ReceiveNow(int maxRounds)
     if (m_ring)
     {
         // As many frames per wake-up as the socket path reads, then let timers run.
-        m_ring->Receive(size_t(maxRounds) * RX_BATCH, [this, &any](const RingFrame& f) {
-            if (f.packetType != PACKET_OUTGOING &&
-                HandleFrame(f.data, f.length, f.length < f.wireLength))
-            {
-                any = true;
-            }
-        });
+        const size_t most = size_t(maxRounds) * RX_BATCH;
+        if (m_ring->Receive(most, [this, &any](const RingFrame& f) {
+                if (f.packetType != PACKET_OUTGOING &&
+                    HandleFrame(f.data, f.length, f.length < f.wireLength))
+                {
+                    any = true;
+                }
+            }) < most)
+        {
+            m_backlogEcn.OnQueueEmpty(); // the ring had no more
+        }
     }
     else
     {
@@ -481,6 +486,8 @@ RawFramePort::HandleFrame(const uint8_t* data, size_t len, bool truncated)
     {
         return false;
     }
+    frame.meta.ecn = m_backlogEcn.OnDatagram(frame.meta.ecn);
+    m_counters.rxBacklogMarked = m_backlogEcn.Marked();
     m_onDatagram(frame.meta, frame.datagram, frame.datagramLen);
     return true;
 }
@@ -507,6 +514,7 @@ RawFramePort::ReceiveBatches(int maxRounds)
         int got = recvmmsg(m_sock.native_handle(), msgs, RX_BATCH, MSG_DONTWAIT, nullptr);
         if (got <= 0)
         {
+            m_backlogEcn.OnQueueEmpty();
             break;
         }
         for (int i = 0; i < got; ++i)
@@ -524,6 +532,7 @@ RawFramePort::ReceiveBatches(int maxRounds)
         }
         if (unsigned(got) < RX_BATCH)
         {
+            m_backlogEcn.OnQueueEmpty(); // the socket had no more
             break;
         }
     }

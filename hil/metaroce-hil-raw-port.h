@@ -7,6 +7,7 @@
 #ifndef METAROCE_HIL_RAW_PORT_H
 #define METAROCE_HIL_RAW_PORT_H
 
+#include "metaroce-hil-backlog-ecn.h"
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
@@ -67,6 +68,8 @@ struct RawPortConfig
     uint32_t busyPollUs{0};
     RawIoMode io{RawIoMode::AUTO}; //!< rings or socket calls
     uint32_t ringRetireMs{1};      //!< TPACKET_V3: hand over a partly filled block after this
+    /// Mark CE on frames read while the socket or ring held more than this many (0: off).
+    uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
 };
 
 /// Transport datagrams in Ethernet frames on an AF_PACKET socket.
@@ -101,6 +104,12 @@ class RawFramePort : public FramePort
     SendStatus Send(const TxDatagram& tx) override;
     SendStatus Flush() override;
     void PollReceive() override;
+
+    void SetBacklogEcn(uint32_t threshold) override
+    {
+        m_backlogEcn.SetThreshold(threshold);
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;
@@ -162,6 +171,7 @@ class RawFramePort : public FramePort
     std::vector<uint8_t> m_txBuffer;              //!< one frame
     TxBatch m_batch;                              //!< frames Send() queued
     std::unique_ptr<FrameRing> m_ring;            //!< the rings (nullptr: socket calls)
+    BacklogEcn m_backlogEcn;                      //!< CE on a deep socket queue or ring
     uint64_t m_ringPendingBytes{0};               //!< datagram bytes in unflushed ring slots
     bool m_closed{false};                         //!< Close() was called
     RateLimiter m_errorLog;                       //!< error lines

@@ -32,7 +32,7 @@ ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in)
     // delays whole bursts, so packets of different paths reach the peer up to that much out
     // of their send order. A window of half the floor keeps them from counting as lost.
     cfg.rackReorderMin = std::max(cfg.rackReorderMin, floor / 2);
-    cfg.rtoInitial = std::max(2 * floor, 3 * rtt);
+    cfg.rtoInitial = std::max({2 * floor, 3 * rtt, in.rtoInitialMin});
     cfg.rtoMax = std::max<Time>(MilliSeconds(100), 4 * cfg.rtoInitial);
     cfg.probeInterval = std::max(floor, rtt);
     cfg.connectionTimeout = in.connectionTimeout;

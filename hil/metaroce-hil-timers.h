@@ -37,14 +37,19 @@ struct LinkTimerInputs
     /// a floor below twice that fires on the host's own stalls.
     Time schedulingDelay{0};
     Time connectionTimeout{MilliSeconds(2000)}; //!< --conn-timeout-ms
+    /// --rto-initial-ms: the least RTO before the first RTT sample. The first flight of a
+    /// session reaches a peer that has just gone back to sleep after the control handshake,
+    /// and on a loaded host that peer read it up to 7.6 ms after it was sent (docs/hil.md).
+    Time rtoInitialMin{MilliSeconds(10)};
 };
 
 /**
  * Set the timer fields of \p cfg for a software endpoint:
  * - rtoMin (and rtoFloor, the "adaptive" RTO policy's floor) = max(the floor, 2 x the host's
  *   scheduling delay);
- * - rtoInitial = max(2 x floor, 3 x path RTT): the first packets of a connection on a 10 ms
- *   path must not time out before the first acknowledgement can return;
+ * - rtoInitial = max(2 x floor, 3 x path RTT, rtoInitialMin): the first packets of a
+ *   connection on a 10 ms path, or to a peer still waking up, must not time out before the
+ *   first acknowledgement can return;
  * - rtoMax = max(100 ms, 4 x rtoInitial);
  * - probeInterval = max(floor, path RTT);
  * - rackReorderMin (RACK's reordering window, at least) = floor / 2: a batching port and a

@@ -101,7 +101,8 @@ UdpFramePort::UdpFramePort(boost::asio::io_context& io,
       m_cfg(cfg),
       m_rx(io, fd),
       m_rxBuffers(RX_BATCH * RX_SLOT),
-      m_batch(std::max<uint32_t>(cfg.txBatch, 1), TX_SLOT)
+      m_batch(std::max<uint32_t>(cfg.txBatch, 1), TX_SLOT),
+      m_backlogEcn(cfg.backlogEcn)
 {
     if (cfg.gso)
     {
@@ -210,6 +211,7 @@ UdpFramePort::ReceiveNow(int maxRounds)
         int n = recvmmsg(m_rx.native_handle(), msgs, RX_BATCH, MSG_DONTWAIT, nullptr);
         if (n <= 0)
         {
+            m_backlogEcn.OnQueueEmpty();
             break;
         }
         for (int i = 0; i < n; ++i)
@@ -270,13 +272,20 @@ UdpFramePort::ReceiveNow(int maxRounds)
                         size_t part = std::min(segment, len - off);
                         ++m_counters.rxFrames;
                         m_counters.rxBytes += part;
-                        m_onDatagram(meta, data + off, part);
+                        DatagramMeta arrived = meta;
+                        arrived.ecn = m_backlogEcn.OnDatagram(meta.ecn);
+                        m_onDatagram(arrived, data + off, part);
                     }
                 }
             }
             h.msg_namelen = sizeof(from[i]);
             h.msg_controllen = sizeof(control[i]);
             h.msg_flags = 0;
+        }
+        m_counters.rxBacklogMarked = m_backlogEcn.Marked();
+        if (unsigned(n) < RX_BATCH)
+        {
+            m_backlogEcn.OnQueueEmpty(); // the socket had no more
         }
         if (m_onBatch)
         {

@@ -7,6 +7,7 @@
 #ifndef METAROCE_HIL_UDP_PORT_H
 #define METAROCE_HIL_UDP_PORT_H
 
+#include "metaroce-hil-backlog-ecn.h"
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
@@ -60,6 +61,8 @@ struct UdpPortConfig
     uint32_t busyPollUs{0};
     /// UDP GSO on send and UDP GRO on receive (see docs/hil.md: not through the forwarder).
     bool gso{false};
+    /// Mark CE on datagrams read while the socket held more than this many (0: off).
+    uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
 };
 
 /// Transport datagrams over UDP sockets.
@@ -82,6 +85,12 @@ class UdpFramePort : public FramePort
     SendStatus Send(const TxDatagram& tx) override;
     SendStatus Flush() override;
     void PollReceive() override;
+
+    void SetBacklogEcn(uint32_t threshold) override
+    {
+        m_backlogEcn.SetThreshold(threshold);
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
@@ -117,6 +126,7 @@ class UdpFramePort : public FramePort
     std::vector<uint8_t> m_rxBuffers;                          //!< recvmmsg buffers
     std::vector<uint8_t> m_scratch;                            //!< re-signed port-0 datagrams
     TxBatch m_batch;                                           //!< datagrams Send() queued
+    BacklogEcn m_backlogEcn;                                   //!< CE on a deep socket queue
     uint64_t m_portZero{0};                                    //!< datagrams with source port 0
     bool m_closed{false};                                      //!< Close() was called
     RateLimiter m_errorLog;                                    //!< send error lines
