@@ -18,6 +18,7 @@ set(METAROCE_ENGINE_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-loss-detection.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-memory.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-connection.cc
+    ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-acks.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-read-atomic.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-recovery.cc
     ${CMAKE_CURRENT_LIST_DIR}/metaroce-multipath-requester.cc
