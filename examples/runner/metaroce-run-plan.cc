@@ -25,18 +25,6 @@ namespace
 {
 
 /**
- * \param value a number
- * \return it with as few digits as iostream's default precision needs (4, 0.5)
- */
-std::string
-Shortest(double value)
-{
-    std::ostringstream os;
-    os << value;
-    return os.str();
-}
-
-/**
  * Report bad input.
  * \param message what is wrong, with its location
  */
@@ -223,12 +211,12 @@ CompleteTransport(ScenarioLoader& loader, const NicSettings& nic, metaroce::Conn
     nic.Agree(loader,
               "transport.initial_path_window",
               "InitialPathWindow",
-              Shortest(tr.initial_path_window()),
+              metaroce::FormatShortest(tr.initial_path_window()),
               tr.initial_path_window() == nicCfg.initialPathWindow);
     nic.Agree(loader,
               "transport.max_path_window",
               "MaxPathWindow",
-              Shortest(tr.max_path_window()),
+              metaroce::FormatShortest(tr.max_path_window()),
               tr.max_path_window() == nicCfg.maxPathWindow);
     return roce;
 }

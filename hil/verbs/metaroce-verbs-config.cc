@@ -8,6 +8,7 @@
 
 #include "metaroce-endpoint.h"
 #include "metaroce-hil-log.h"
+#include "metaroce-transport-settings.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <optional>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -50,6 +52,94 @@ ReadUnsigned(const char* name, uint64_t lo, uint64_t hi, uint64_t& out, std::str
     return true;
 }
 
+/**
+ * Parse the variable \p name, when it is set and not empty, as a whole number into \p out.
+ * \return false with \p why if it is not one (or does not fit 32 bits)
+ */
+bool
+ReadOptionalUnsigned(const char* name, std::optional<uint32_t>& out, std::string& why)
+{
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0')
+    {
+        return true;
+    }
+    uint64_t v = 0;
+    if (!ReadUnsigned(name, 0, UINT32_MAX, v, why))
+    {
+        why = std::string(name) + "=" + text + ": not a whole number";
+        return false;
+    }
+    out = uint32_t(v);
+    return true;
+}
+
+/// \return whether \p bytes is an IB MTU (256 ... 4096, a power of two).
+bool
+IsIbMtu(uint32_t bytes)
+{
+    return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 || bytes == 4096;
+}
+
+/// \return the variable \p field is read from: METAROCE_VERBS_TRANSPORT, _PATHS or _MTU.
+const char*
+TransportVariable(TransportField field)
+{
+    switch (field)
+    {
+    case TransportField::NUM_PATHS:
+        return "METAROCE_VERBS_PATHS";
+    case TransportField::MTU:
+        return "METAROCE_VERBS_MTU";
+    default: // the only other field read from the environment
+        return "METAROCE_VERBS_TRANSPORT";
+    }
+}
+
+/**
+ * Read METAROCE_VERBS_TRANSPORT, _PATHS and _MTU (0: from the interface, so left out) and
+ * check them with the engine's one transport mapping, ApplyTransportSettings() (names from the
+ * policy-name registry, its limits and messages), then the MTU against the IB MTUs a port
+ * reports.
+ * \param[out] settings the fields that are set
+ * \param[out] why the bad variable and value, then the mapping's message, e.g.
+ *   "METAROCE_VERBS_PATHS=0: paths 0: must be in [1, 128]"
+ * \return false on a bad value
+ */
+bool
+ReadTransportSettings(TransportSettings& settings, std::string& why)
+{
+    settings = TransportSettings();
+    if (const char* v = std::getenv("METAROCE_VERBS_TRANSPORT"); v != nullptr && *v != '\0')
+    {
+        settings.transport = v;
+    }
+    if (!ReadOptionalUnsigned("METAROCE_VERBS_PATHS", settings.numPaths, why) ||
+        !ReadOptionalUnsigned("METAROCE_VERBS_MTU", settings.mtu, why))
+    {
+        return false;
+    }
+    if (settings.mtu == 0u)
+    {
+        settings.mtu.reset();
+    }
+    ConnectionConfig probe;
+    if (const auto error = ApplyTransportSettings(settings, probe))
+    {
+        const char* name = TransportVariable(error->field);
+        const char* value = std::getenv(name);
+        why = std::string(name) + "=" + (value ? value : "") + ": " + error->Message();
+        return false;
+    }
+    if (settings.mtu && !IsIbMtu(*settings.mtu))
+    {
+        why = "METAROCE_VERBS_MTU=" + std::to_string(*settings.mtu) +
+              ": not an IB MTU: use 256, 512, 1024, 2048 or 4096";
+        return false;
+    }
+    return true;
+}
+
 } // namespace
 
 bool
@@ -74,15 +164,6 @@ LoadConfig(VerbsConfig& cfg, std::string& why)
             return false;
         }
     }
-    if (const char* v = std::getenv("METAROCE_VERBS_TRANSPORT"); v != nullptr && *v != '\0')
-    {
-        cfg.transport = v;
-        if (cfg.transport != "metaroce" && cfg.transport != "rocev2")
-        {
-            why = "METAROCE_VERBS_TRANSPORT=" + cfg.transport + ": use metaroce or rocev2";
-            return false;
-        }
-    }
     if (const char* v = std::getenv("METAROCE_VERBS_PORT"); v != nullptr && *v != '\0')
     {
         cfg.portMode = v;
@@ -92,29 +173,20 @@ LoadConfig(VerbsConfig& cfg, std::string& why)
             return false;
         }
     }
-    uint64_t v = cfg.numPaths;
-    if (!ReadUnsigned("METAROCE_VERBS_PATHS", 1, ConnectionConfig::MAX_PATHS, v, why))
+    TransportSettings transport;
+    if (!ReadTransportSettings(transport, why))
     {
         return false;
     }
-    cfg.numPaths = uint32_t(v);
-    v = cfg.udpPort;
+    cfg.transport = transport.transport.value_or(cfg.transport);
+    cfg.numPaths = transport.numPaths.value_or(cfg.numPaths);
+    cfg.mtu = transport.mtu.value_or(cfg.mtu);
+    uint64_t v = cfg.udpPort;
     if (!ReadUnsigned("METAROCE_VERBS_UDP_PORT", 1, 65535, v, why))
     {
         return false;
     }
     cfg.udpPort = uint16_t(v);
-    v = cfg.mtu;
-    if (!ReadUnsigned("METAROCE_VERBS_MTU", 0, 4096, v, why))
-    {
-        return false;
-    }
-    if (v != 0 && v != 256 && v != 512 && v != 1024 && v != 2048 && v != 4096)
-    {
-        why = "METAROCE_VERBS_MTU=" + std::to_string(v) + ": use 256, 512, 1024, 2048 or 4096";
-        return false;
-    }
-    cfg.mtu = uint32_t(v);
     v = cfg.rtoMinUs;
     if (!ReadUnsigned("METAROCE_VERBS_RTO_MIN_US", 10, 1000000, v, why))
     {

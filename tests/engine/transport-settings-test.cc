@@ -176,6 +176,14 @@ TEST(TransportSettingsTest, EveryAcceptedConfigurationValidates)
     }
 }
 
+TEST(TransportSettingsTest, NumbersInMessagesHaveTheShortestForm)
+{
+    EXPECT_EQ(FormatShortest(4), "4");
+    EXPECT_EQ(FormatShortest(0.5), "0.5");
+    EXPECT_EQ(FormatShortest(-1), "-1");
+    EXPECT_EQ(FormatShortest(1e9), "1e+09");
+}
+
 } // namespace
 } // namespace test
 } // namespace metaroce

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <string>
 #include <vector>
 
 namespace
@@ -421,6 +422,76 @@ TEST(VerbsConfigTest, BadEnvironmentIsAClearError)
     EXPECT_EQ(n, 0);
     EXPECT_EQ(list[0], nullptr);
     ibv_free_device_list(list);
+    unsetenv("METAROCE_VERBS_IFACE");
+}
+
+/// \return the stderr line of ibv_get_device_list() refusing the environment (EINVAL), or "".
+std::string
+RefusalOf(const char* name, const char* value)
+{
+    setenv("METAROCE_VERBS_IFACE", "lo", 1);
+    setenv("METAROCE_VERBS_LOG", "error", 1);
+    setenv(name, value, 1);
+    errno = 0;
+    ::testing::internal::CaptureStderr();
+    ibv_device** list = ibv_get_device_list(nullptr);
+    std::string out = ::testing::internal::GetCapturedStderr();
+    int err = errno;
+    unsetenv(name);
+    if (list != nullptr)
+    {
+        ibv_free_device_list(list);
+        return "";
+    }
+    return err == EINVAL ? out : "";
+}
+
+TEST(VerbsConfigTest, BadTransportSettingsNameTheVariableAndGetTheMappingsMessage)
+{
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_TRANSPORT", "tcp")
+                  .find("METAROCE_VERBS_TRANSPORT=tcp: transport 'tcp': expected metaroce or "
+                        "rocev2"),
+              std::string::npos);
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_PATHS", "0")
+                  .find("METAROCE_VERBS_PATHS=0: paths 0: must be in [1, 128]"),
+              std::string::npos);
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_PATHS", "many")
+                  .find("METAROCE_VERBS_PATHS=many: not a whole number"),
+              std::string::npos);
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_MTU", "1022")
+                  .find("METAROCE_VERBS_MTU=1022: mtu 1022: must be a multiple of 4"),
+              std::string::npos);
+    EXPECT_NE(
+        RefusalOf("METAROCE_VERBS_MTU", "1000").find("METAROCE_VERBS_MTU=1000: not an IB MTU"),
+        std::string::npos);
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_MTU", "8192").find("METAROCE_VERBS_MTU=8192"),
+              std::string::npos);
+    unsetenv("METAROCE_VERBS_IFACE");
+}
+
+TEST(VerbsConfigTest, ValidTransportSettingsMapAsBefore)
+{
+    setenv("METAROCE_VERBS_IFACE", "lo", 1);
+    setenv("METAROCE_VERBS_LOG", "error", 1);
+    setenv("METAROCE_VERBS_TRANSPORT", "rocev2", 1);
+    setenv("METAROCE_VERBS_PATHS", "4", 1);
+    setenv("METAROCE_VERBS_MTU", "512", 1);
+    int n = 0;
+    ibv_device** list = ibv_get_device_list(&n);
+    ASSERT_NE(list, nullptr);
+    ASSERT_EQ(n, 1);
+    ibv_context* ctx = ibv_open_device(list[0]);
+    ASSERT_NE(ctx, nullptr);
+    metaroce_verbs_device_info info{};
+    ASSERT_EQ(metaroce_verbs_query_device(ctx, &info), 0);
+    EXPECT_EQ(info.transport, uint32_t(METAROCE_VERBS_TRANSPORT_ROCEV2));
+    EXPECT_EQ(info.num_paths, 4u); // the device default, kept for MetaRoCE QPs
+    EXPECT_EQ(info.active_mtu, 512u);
+    EXPECT_EQ(ibv_close_device(ctx), 0);
+    ibv_free_device_list(list);
+    unsetenv("METAROCE_VERBS_TRANSPORT");
+    unsetenv("METAROCE_VERBS_PATHS");
+    unsetenv("METAROCE_VERBS_MTU");
     unsetenv("METAROCE_VERBS_IFACE");
 }
 

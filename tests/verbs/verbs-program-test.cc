@@ -136,7 +136,7 @@ TEST_F(VerbsProgramTest, BadConfigurationIsAClearError)
 {
     Process bad(Run(m_net->A(), "va", {"--paths", "0"}, {"ibv_devices"}));
     EXPECT_NE(bad.Wait(10s), 0);
-    EXPECT_NE(bad.Output().find("METAROCE_VERBS_PATHS=0: not a number in 1..128"),
+    EXPECT_NE(bad.Output().find("METAROCE_VERBS_PATHS=0: paths 0: must be in [1, 128]"),
               std::string::npos)
         << bad.Output();
     Process none(Run(m_net->A(), "nosuch0", {}, {"ibv_devinfo"}));

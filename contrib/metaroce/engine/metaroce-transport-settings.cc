@@ -28,15 +28,6 @@ BadName(PolicyKind kind, const std::string& name)
     return "'" + name + "': expected " + PolicyChoices(kind);
 }
 
-/// \return \p value as iostream prints it by default (4, 0.5, -1).
-std::string
-Shortest(double value)
-{
-    std::ostringstream os;
-    os << value;
-    return os.str();
-}
-
 /// \return "<value>: must be positive" if \p window is not a positive number of packets.
 std::optional<std::string>
 BadWindow(double window)
@@ -45,7 +36,7 @@ BadWindow(double window)
     {
         return std::nullopt;
     }
-    return Shortest(window) + ": must be positive";
+    return FormatShortest(window) + ": must be positive";
 }
 
 } // namespace
@@ -165,6 +156,14 @@ ApplyTransportSettings(const TransportSettings& s, ConnectionConfig& cfg)
     cfg.initialPathWindow = s.initialPathWindow.value_or(cfg.initialPathWindow);
     cfg.maxPathWindow = s.maxPathWindow.value_or(cfg.maxPathWindow);
     return std::nullopt;
+}
+
+std::string
+FormatShortest(double value)
+{
+    std::ostringstream os;
+    os << value;
+    return os.str();
 }
 
 TransportSettings

@@ -92,6 +92,13 @@ std::optional<TransportError> ApplyTransportSettings(const TransportSettings& se
  */
 TransportSettings TransportSettingsOf(const ConnectionConfig& cfg);
 
+/**
+ * A number as the messages of the mapping and its callers print it.
+ * \param value a number
+ * \return it with as few digits as iostream's default precision needs (4, 0.5, -1)
+ */
+std::string FormatShortest(double value);
+
 } // namespace metaroce
 
 #endif // METAROCE_TRANSPORT_SETTINGS_H
