@@ -8,9 +8,11 @@
  * \file
  * The module's examples as tests, the ns-3 way: each runs through `./ns3 run` and its output
  * must match the reference log in this directory (<suite name>.reflog). In an ns-3 tree only
- * (ExampleAsTestSuite runs programs through the ns3 script); the standalone build runs the
- * examples as CTests instead. To update a reference log after an intended change of output:
- * ./test.py -s metaroce-example-incast --update-data
+ * (ExampleAsTestSuite runs programs through the ns3 script); the standalone build reads the
+ * suites below from this file and runs each program with the same arguments as the CTest
+ * example-reflog.<suite>, against the same log (contrib/metaroce/CMakeLists.txt). To update a
+ * reference log after an intended change of output: ./test.py -s metaroce-example-incast
+ * --update-data in a tree, or save the program's output to the log.
  */
 
 #include "ns3/example-as-test.h"
