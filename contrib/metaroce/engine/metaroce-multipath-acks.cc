@@ -16,6 +16,39 @@
 namespace metaroce
 {
 
+namespace
+{
+
+/**
+ * Call \p visit(psn) for each PSN the SACK bitmap of \p ack reports for \p path at or after
+ * its cumulative PSN, in order, until \p visit returns true; a bit past the path's next PSN
+ * ends the walk (the rest would name PSNs never sent).
+ * \return true if \p visit returned true
+ */
+template <typename Visit>
+bool
+ForEachSacked(const PathState& path, const Mah& ack, Visit visit)
+{
+    for (uint32_t w = 0; w < 4; ++w)
+    {
+        for (uint64_t bits = ack.sack[w]; bits; bits &= bits - 1)
+        {
+            uint32_t psn = PsnAdd(ack.cumulativePsn, 1 + w * 64 + uint32_t(__builtin_ctzll(bits)));
+            if (PsnDiff(psn, path.nextPsn) >= 0)
+            {
+                return false;
+            }
+            if (PsnDiff(psn, path.ackedPsn) >= 0 && visit(psn))
+            {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+} // namespace
+
 void
 MultipathRequester::AckEntry(PathState& path,
                              uint32_t psn,
@@ -230,25 +263,10 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         }
         path.ackedPsn = ack.cumulativePsn;
     }
-    for (uint32_t w = 0; w < 4; ++w)
-    {
-        uint64_t bits = ack.sack[w];
-        while (bits)
-        {
-            uint32_t i = w * 64 + uint32_t(__builtin_ctzll(bits));
-            bits &= bits - 1;
-            uint32_t psn = PsnAdd(ack.cumulativePsn, 1 + i);
-            if (PsnDiff(psn, path.nextPsn) >= 0)
-            {
-                w = 4;
-                break;
-            }
-            if (PsnDiff(psn, path.ackedPsn) >= 0)
-            {
-                AckEntry(path, psn, now, ack.triggerPsn, newlyAcked, rttSample);
-            }
-        }
-    }
+    ForEachSacked(path, ack, [&](uint32_t psn) {
+        AckEntry(path, psn, now, ack.triggerPsn, newlyAcked, rttSample);
+        return false;
+    });
     if (rttSample >= 0)
     {
         // A held ACK's sample loses the holding time if what remains is still at least the
@@ -310,26 +328,10 @@ MultipathRequester::RepeatAcksNew(const PathState& path, const Mah& ack) const
     {
         return true;
     }
-    for (uint32_t w = 0; w < 4; ++w)
-    {
-        for (uint64_t bits = ack.sack[w]; bits; bits &= bits - 1)
-        {
-            uint32_t psn = PsnAdd(ack.cumulativePsn, 1 + w * 64 + uint32_t(__builtin_ctzll(bits)));
-            if (PsnDiff(psn, path.nextPsn) >= 0)
-            {
-                return false;
-            }
-            if (PsnDiff(psn, path.ackedPsn) >= 0)
-            {
-                InflightEntry::State state = path.Entry(psn).state;
-                if (state == InflightEntry::INFLIGHT || state == InflightEntry::LOST)
-                {
-                    return true;
-                }
-            }
-        }
-    }
-    return false;
+    return ForEachSacked(path, ack, [&path](uint32_t psn) {
+        InflightEntry::State state = path.Entry(psn).state;
+        return state == InflightEntry::INFLIGHT || state == InflightEntry::LOST;
+    });
 }
 
 void
