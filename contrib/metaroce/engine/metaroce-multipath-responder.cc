@@ -735,17 +735,25 @@ MultipathResponder::ScheduleAck(Time now, uint8_t pathId, bool immediate)
 }
 
 Mah
-MultipathResponder::TakeAckState(uint8_t pathId)
+MultipathResponder::ReceiveState(uint8_t pathId) const
 {
-    RecvPath& rp = m_recvPaths[pathId];
+    const RecvPath& rp = m_recvPaths[pathId];
     Mah mah;
     mah.pathId = pathId;
     mah.pathEpoch = rp.epoch;
-    mah.flags = rp.flags;
-    mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
     mah.cumulativePsn = rp.cumulativePsn;
     mah.triggerPsn = rp.triggerPsn;
     mah.sack = rp.bits;
+    return mah;
+}
+
+Mah
+MultipathResponder::TakeAckState(uint8_t pathId)
+{
+    RecvPath& rp = m_recvPaths[pathId];
+    Mah mah = ReceiveState(pathId);
+    mah.flags = rp.flags;
+    mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
     rp.reportedFlags = uint8_t(rp.flags & Mah::FLAG_ECE);
     rp.reportedCe = mah.ceCount;
     rp.unacked = 0;
@@ -852,16 +860,11 @@ MultipathResponder::AppendRepeatedRecords(Time now,
         {
             continue; // (reported anew: its count restarts below)
         }
-        Mah mah;
-        mah.pathId = uint8_t(pid);
-        mah.pathEpoch = rp.epoch;
+        Mah mah = ReceiveState(uint8_t(pid));
         // The marks the record reported, once more (the sender counts them once); a
         // duplicate report is not repeated.
         mah.flags = uint8_t(Mah::FLAG_REPEAT | rp.reportedFlags);
         mah.ceCount = rp.reportedCe;
-        mah.cumulativePsn = rp.cumulativePsn;
-        mah.triggerPsn = rp.triggerPsn;
-        mah.sack = rp.bits;
         if (count >= 255 || len + AckRecord::Length(mah) > cap)
         {
             m_ackRepeat.Insert(pid); // (no room: the next ACK repeats it)

@@ -153,6 +153,8 @@ class MultipathResponder : public MultipathRole
                      uint32_t seq,
                      uint8_t syndrome);
     void QueueNak(const ParsedPacket& pkt, uint8_t syndrome);
+    /// \return the receive state of path \p pathId as an ACK reports it (no flags, no CE).
+    Mah ReceiveState(uint8_t pathId) const;
     /// The path's state for an ACK (rate hint left out); resets what the ACK reports.
     Mah TakeAckState(uint8_t pathId);
     bool SendAck(Time now, TxDatagram& out, uint8_t pathId);
