@@ -116,12 +116,54 @@ TEST_F(RecoveryTest, RackTailFindsALostTailPacketFromLaterPacketsOnOtherPaths)
     EXPECT_LT(rackTail, 20.0);
 }
 
+TEST_F(RecoveryTest, RackConfirmFindsALostPacketWithAProbeOfItsPath)
+{
+    // Packet 3 is the only packet of its path; the later packets of the other paths make it
+    // a suspect, and the reply to a probe of its path, which does not acknowledge it, makes it
+    // lost: no RTO, one resend, one confirmation probe.
+    ConnectionConfig cfg = Classic();
+    cfg.lossDetection = "rack-confirm";
+    double confirmed = OnePacketPerPathLosing(cfg, 3);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::CONFIRM_PROBE), 1u);
+    EXPECT_EQ(CounterA(Counter::LOSS_DETECTED), 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u);
+    EXPECT_LT(confirmed, 20.0); // a few 4.5-us round trips, against one RtoMin (100 us)
+}
+
+TEST_F(RecoveryTest, RackConfirmAsksALostConfirmationProbeAgain)
+{
+    // The first confirmation probe is lost: a second one, a round trip later, confirms the
+    // loss, still long before the RTO.
+    ConnectionConfig cfg = Classic();
+    cfg.lossDetection = "rack-confirm";
+    m_dataSeen = 0;
+    Build(cfg, 8 * 4096);
+    DropNthDataPacket(3);
+    int probes = 0;
+    m_net->Link(m_a, m_b, 3).dropIf = [this, &probes](const WireInfo& w) {
+        if (w.opcode == MR_PROBE)
+        {
+            return probes++ == 0;
+        }
+        return w.opcode == MR_WRITE && m_dataSeen++ == 3;
+    };
+    Write(1, 0, uint32_t(m_src.size()));
+    m_net->RunUntilIdle(MilliSeconds(10));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::CONFIRM_PROBE), 2u);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u);
+    EXPECT_LT(double(m_lastCompletion) / 1e6, 40.0);
+}
+
 TEST_F(RecoveryTest, RackTailLeavesAQueueingPathToItsSackGapsMidTransfer)
 {
     // Path 3 is a tenth of the others' rate: its queue grows while the other paths' later
     // packets are acknowledged. Nothing is lost, so every loss declared is spurious.
     std::map<std::string, uint64_t> declared;
-    for (const char* detection : {"rack", "rack-tail"})
+    for (const char* detection : {"rack", "rack-tail", "rack-confirm"})
     {
         SCOPED_TRACE(detection);
         ConnectionConfig cfg = InRoundTrips();
@@ -136,6 +178,7 @@ TEST_F(RecoveryTest, RackTailLeavesAQueueingPathToItsSackGapsMidTransfer)
     }
     EXPECT_GT(declared["rack"], 0u) << "the case no longer shows what rack-tail avoids";
     EXPECT_EQ(declared["rack-tail"], 0u);
+    EXPECT_EQ(declared["rack-confirm"], 0u); // the probes' replies acknowledge the queue
 }
 
 TEST_F(RecoveryTest, AReturnedPathStartsWithTheOtherPathsShareOfTheWindow)

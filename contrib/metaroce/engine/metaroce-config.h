@@ -96,8 +96,10 @@ struct ConnectionConfig
     double lineRateBps{0}; //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission
-    /// Loss detection by name: "sack-gap" (a SACK gap of the path is loss; the default) or
-    /// "rack" (also time-based across paths: see docs/engine.md for why it is not the default).
+    /// Loss detection by name: "sack-gap" (a SACK gap of the path is loss; the default),
+    /// "rack" (also time-based across paths: see docs/engine.md for why it is not the default),
+    /// "rack-tail" ("rack" at the tail only) or "rack-confirm" ("rack"'s overdue packets are
+    /// suspects, which a probe of their path confirms or clears).
     std::string lossDetection{"sack-gap"};
     /// A packet is lost once this many packets sent after it on its path are acknowledged.
     uint32_t reorderThreshold{1};

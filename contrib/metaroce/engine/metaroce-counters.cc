@@ -49,6 +49,7 @@ constexpr const char* COUNTER_NAMES[] = {
     "go_back_n",
     "tail_probe",
     "path_suspect",
+    "confirm_probe",
 };
 static_assert(sizeof(COUNTER_NAMES) / sizeof(COUNTER_NAMES[0]) == size_t(Counter::COUNT),
               "every counter needs a name");

@@ -60,6 +60,7 @@ enum class Counter : uint8_t
     GO_BACK_N,             //!< RoCEv2: go-back-N rounds started (sequence NAK or timeout)
     TAIL_PROBE,            //!< tail-loss probes sent (a resend of the newest packet)
     PATH_SUSPECT,          //!< paths taken out on evidence from the other paths
+    CONFIRM_PROBE,         //!< probes that confirm suspected losses ("rack-confirm")
     COUNT                  //!< number of counters
 };
 

@@ -50,25 +50,44 @@ class SackGapLossDetection : public LossDetection
 };
 
 /// SACK gaps on the path, plus send-time ordering across the connection's paths: always
-/// ("rack"), or only at the connection's tail, against the connection's recent largest RTT
-/// ("rack-tail").
+/// ("rack"), only at the connection's tail, against the connection's recent largest RTT
+/// ("rack-tail"), or always, as suspicion that a probe of the path confirms ("rack-confirm").
 class RackLossDetection : public LossDetection
 {
   public:
-    /// \param tailOnly the time rule applies at the connection's tail only
-    explicit RackLossDetection(bool tailOnly)
-        : m_tailOnly(tailOnly)
+    /// The variants of the time rule.
+    enum class Variant : uint8_t
+    {
+        RACK,      //!< "rack"
+        TAIL_ONLY, //!< "rack-tail"
+        CONFIRM,   //!< "rack-confirm"
+    };
+
+    /// \param variant what the time rule does, and when
+    explicit RackLossDetection(Variant variant)
+        : m_tailOnly(variant == Variant::TAIL_ONLY),
+          m_confirm(variant == Variant::CONFIRM)
     {
     }
 
     const char* Name() const override
     {
-        return m_tailOnly ? "rack-tail" : "rack";
+        return m_tailOnly ? "rack-tail" : (m_confirm ? "rack-confirm" : "rack");
     }
 
     bool UsesTime() const override
     {
         return true;
+    }
+
+    bool ConfirmsByProbe() const override
+    {
+        return m_confirm;
+    }
+
+    Time OverdueAfter(const PathState& path, const LossContext& ctx) const override
+    {
+        return Wait(path, ctx);
     }
 
     bool TimeRuleApplies(bool atTail) const override
@@ -90,6 +109,7 @@ class RackLossDetection : public LossDetection
     {
         Time again = TIME_INFINITE;
         path.lossAwaitsEvidence = false;
+        path.lossSuspected = false;
         if (!TimeRuleApplies(ctx.atTail))
         {
             return m_sackGap.DetectLosses(path, ctx, lost); // later packets of the path come
@@ -126,7 +146,14 @@ class RackLossDetection : public LossDetection
             }
             else if (e.sentTime < ctx.latestDeliveredSent)
             {
-                lost.push_back(psn);
+                if (!m_confirm)
+                {
+                    lost.push_back(psn);
+                }
+                else if (!path.lossSuspected)
+                {
+                    path.lossSuspected = true; // the probe covers every later PSN too
+                }
             }
             else
             {
@@ -162,6 +189,7 @@ class RackLossDetection : public LossDetection
     }
 
     bool m_tailOnly;                //!< the time rule applies at the tail only
+    bool m_confirm;                 //!< the time rule finds suspects for a probe to confirm
     SackGapLossDetection m_sackGap; //!< the rule away from the tail ("rack-tail")
 };
 
@@ -174,9 +202,17 @@ CreateLossDetection(const std::string& name)
     {
         return std::make_unique<SackGapLossDetection>();
     }
-    if (name == "rack" || name == "rack-tail")
+    if (name == "rack")
     {
-        return std::make_unique<RackLossDetection>(name == "rack-tail");
+        return std::make_unique<RackLossDetection>(RackLossDetection::Variant::RACK);
+    }
+    if (name == "rack-tail")
+    {
+        return std::make_unique<RackLossDetection>(RackLossDetection::Variant::TAIL_ONLY);
+    }
+    if (name == "rack-confirm")
+    {
+        return std::make_unique<RackLossDetection>(RackLossDetection::Variant::CONFIRM);
     }
     return nullptr;
 }

@@ -45,6 +45,25 @@ class LossDetection
     }
 
     /**
+     * \return true if a packet the time rule finds overdue is only suspect: the caller asks
+     * its path with a probe, and the probe's reply confirms the loss (PathState::lossSuspected).
+     */
+    virtual bool ConfirmsByProbe() const
+    {
+        return false;
+    }
+
+    /**
+     * \return how long after its transmission a packet of \p path is overdue, its path's
+     * round trip plus the reordering window (-1: unknown, or the strategy does not use time).
+     * A confirmation probe unanswered for this long is taken as lost too.
+     */
+    virtual Time OverdueAfter(const PathState& /* path */, const LossContext& /* ctx */) const
+    {
+        return -1;
+    }
+
+    /**
      * \return true if the time rule applies now (\p atTail: the connection has nothing new
      * to send and no resend queued). When false, evidence that arrives on one path cannot
      * make packets of the other paths lost, and the caller skips them.
@@ -68,7 +87,8 @@ class LossDetection
     /**
      * Append to \p lost the PSNs of \p path's INFLIGHT packets that are now deemed lost; the
      * caller changes their state. Also sets path.lossAwaitsEvidence (a packet is overdue, but
-     * no later-sent packet has arrived).
+     * no later-sent packet has arrived) and path.lossSuspected (ConfirmsByProbe(): a packet
+     * is overdue and a later-sent one arrived).
      * \return when to look at the path again (TIME_INFINITE: no packet waits on time); the
      * caller arms the path's LOSS timer with it
      */
@@ -104,6 +124,13 @@ class LossDetection
  * followed on its path by later packets whose ACKs reveal the SACK gap; a tail has no such
  * packets. Judging queued packets by time mid-transfer, against a path's own RTT, is what made
  * "rack" resend packets that an asymmetric queue only delayed.
+ *
+ * "rack-confirm" (our model [M]): "rack"'s rules find suspects, not losses. A path carries
+ * its packets in order (one UDP source port, one ECMP route, one priority), so a probe sent on
+ * the path after a suspect arrives after it: the probe's reply reports the path's SACK state
+ * as the probe found it, and a suspect it does not acknowledge is lost (the requester marks
+ * it). A packet that an asymmetric queue only delayed is acknowledged by the reply, and costs
+ * a header-only probe instead of a resend.
  */
 std::unique_ptr<LossDetection> CreateLossDetection(const std::string& name);
 

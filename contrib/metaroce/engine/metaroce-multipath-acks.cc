@@ -242,7 +242,13 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         }
         NotifyPath(now, PathEvent::RECOVERED, path);
     }
-    if (ack.flags & Mah::FLAG_PROBE_REPLY)
+    // The reply to one of the probes of the path's current confirmation (their serials are
+    // the last confirmProbes ones).
+    const bool confirmReply =
+        (ack.flags & Mah::FLAG_PROBE_REPLY) && path.confirmOut && path.confirmProbes > 0 &&
+        path.status == PathStatus::ACTIVE &&
+        uint32_t(PsnDiff(path.confirmSerial, ack.triggerPsn)) < path.confirmProbes;
+    if ((ack.flags & Mah::FLAG_PROBE_REPLY) && !confirmReply)
     {
         // One probe in this epoch: its reply is an unambiguous RTT sample (Karn). A reply is
         // not progress: it says the path works, not that data gets through.
@@ -254,19 +260,29 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
     }
     uint32_t newlyAcked = 0;
     Time rttSample = -1;
+    // A confirmation probe's reply samples the path's round trip with the probe, not with a
+    // data packet whose own ACK may have been lost.
+    const uint32_t triggerPsn = confirmReply ? PathState::NO_REPEAT : ack.triggerPsn;
     if (PsnDiff(ack.cumulativePsn, path.ackedPsn) > 0)
     {
         for (uint32_t psn = path.ackedPsn; psn != ack.cumulativePsn; psn = PsnAdd(psn, 1))
         {
-            AckEntry(path, psn, now, ack.triggerPsn, newlyAcked, rttSample);
+            AckEntry(path, psn, now, triggerPsn, newlyAcked, rttSample);
             path.Entry(psn).state = InflightEntry::FREE;
         }
         path.ackedPsn = ack.cumulativePsn;
     }
     ForEachSacked(path, ack, [&](uint32_t psn) {
-        AckEntry(path, psn, now, ack.triggerPsn, newlyAcked, rttSample);
+        AckEntry(path, psn, now, triggerPsn, newlyAcked, rttSample);
         return false;
     });
+    if (confirmReply)
+    {
+        // With one probe out, its reply is an RTT sample of the path as it is now (Karn).
+        rttSample = path.confirmProbes == 1 ? now - path.confirmSent : -1;
+        held = 0;
+        done.confirmed = true;
+    }
     if (rttSample >= 0)
     {
         // A held ACK's sample loses the holding time if what remains is still at least the
@@ -338,7 +354,12 @@ void
 MultipathRequester::FinishAck(Time now, const AckProgress& done)
 {
     PathState& path = *done.path;
-    DetectLosses(now, path);
+    if (done.confirmed)
+    {
+        path.confirmOut = false; // (before DetectLosses, which may ask the path again)
+        path.confirmProbes = 0;
+    }
+    DetectLosses(now, path, done.confirmed);
     if (path.cwnd != done.cwndBefore)
     {
         NotifyPath(now, PathEvent::WINDOW, path);

@@ -38,13 +38,34 @@ StatusFor(uint8_t syndrome)
 bool
 MultipathRequester::SendProbe(Time now, TxDatagram& out, PathState& path)
 {
-    path.probeSentTime = now;
-    ++path.probesInEpoch;
+    if (path.status == PathStatus::ACTIVE && path.confirmOut)
+    {
+        // A confirmation probe: it follows every packet the path has sent so far, so its
+        // reply acknowledges each of them that arrived (DetectLosses). A second probe asks
+        // about the same packets, so a late reply to the first one means the same.
+        if (path.confirmProbes == 0)
+        {
+            path.confirmPsn = path.nextPsn;
+            path.confirmFirst = now;
+        }
+        path.confirmProbes = uint8_t(std::min(path.confirmProbes + 1, 255));
+        path.confirmSent = now;
+        path.confirmSerial = PsnAdd(path.confirmSerial, path.confirmSerial == PSN_MASK ? 2 : 1);
+        Count(Counter::CONFIRM_PROBE);
+    }
+    else
+    {
+        path.probeSentTime = now;
+        ++path.probesInEpoch;
+    }
     ParsedPacket pkt;
     pkt.info = &LookupOpcode(MR_PROBE);
     pkt.bth.opcode = MR_PROBE;
     pkt.bth.destQp = RemoteQpn();
     pkt.bth.ackReq = true;
+    // A confirmation probe's serial, which its reply echoes in TriggerPsn: a late reply to
+    // an earlier confirmation is not taken for this one's.
+    pkt.bth.psn = path.status == PathStatus::ACTIVE && path.confirmOut ? path.confirmSerial : 0;
     pkt.mdh.pathId = path.id;
     pkt.mdh.pathEpoch = path.epoch;
     Count(Counter::TX_PROBE);
@@ -387,6 +408,9 @@ MultipathRequester::ResetPathSequence(PathState& path)
     path.probesInEpoch = 0;
     m_timers.Clear(path.id, RequesterPathTimer::LOSS);
     path.lossAwaitsEvidence = false;
+    path.lossSuspected = false;
+    path.confirmOut = false;
+    path.confirmProbes = 0;
     path.silentLosses = 0;
 }
 
@@ -479,12 +503,51 @@ MultipathRequester::MakeLossContext(Time now) const
 }
 
 void
-MultipathRequester::DetectLosses(Time now, PathState& path)
+MultipathRequester::DetectLosses(Time now, PathState& path, bool confirmed)
 {
     m_lostScratch.clear();
-    m_timers.Set(path.id,
-                 RequesterPathTimer::LOSS,
-                 m_loss->DetectLosses(path, MakeLossContext(now), m_lostScratch));
+    const LossContext ctx = MakeLossContext(now);
+    Time again = m_loss->DetectLosses(path, ctx, m_lostScratch);
+    if (path.confirmOut && path.confirmProbes > 0 && !confirmed)
+    {
+        // A confirmation probe unanswered for a round trip plus the reordering window was
+        // lost, or its reply was, or the path no longer delivers: ask once more, then take
+        // the path for failed while the other paths deliver what was sent after its packets.
+        Time wait = m_loss->OverdueAfter(path, ctx);
+        Time due = wait < 0 ? TIME_INFINITE : path.confirmSent + wait;
+        if (due > now)
+        {
+            again = std::min(again, due);
+        }
+        else if (path.confirmProbes < m_cfg.suspectLosses)
+        {
+            path.confirmSent = now; // (the probe goes out next: probes come before data)
+            m_probeNow.Insert(path.id);
+            again = std::min(again, now + wait);
+        }
+        else if (m_crossPathFailure && path.Usable())
+        {
+            m_timers.Set(path.id, RequesterPathTimer::LOSS, TIME_INFINITE);
+            SuspectPath(now, path);
+            return;
+        }
+    }
+    m_timers.Set(path.id, RequesterPathTimer::LOSS, again);
+    if (confirmed)
+    {
+        // The reply to the path's confirmation probe: whatever the path sent before the probe
+        // and the reply does not acknowledge is lost (the path delivers in order).
+        // (A packet resent on its PSN after the first probe left is not judged by the reply.)
+        for (uint32_t psn = path.ackedPsn; PsnDiff(psn, path.confirmPsn) < 0; psn = PsnAdd(psn, 1))
+        {
+            const InflightEntry& e = path.Entry(psn);
+            if (e.state == InflightEntry::INFLIGHT && e.sentTime < path.confirmFirst &&
+                std::find(m_lostScratch.begin(), m_lostScratch.end(), psn) == m_lostScratch.end())
+            {
+                m_lostScratch.push_back(psn);
+            }
+        }
+    }
     for (uint32_t psn : m_lostScratch)
     {
         InflightEntry& e = path.Entry(psn);
@@ -496,6 +559,12 @@ MultipathRequester::DetectLosses(Time now, PathState& path)
         {
             ++path.silentLosses; // declared by time, with no ACK of the path since it left
         }
+    }
+    if (path.lossSuspected && !path.confirmOut && path.status == PathStatus::ACTIVE)
+    {
+        // "rack-confirm": a packet is overdue and a later-sent one arrived; ask the path.
+        path.confirmOut = true;
+        m_probeNow.Insert(path.id);
     }
     if (!m_lostScratch.empty())
     {
@@ -608,6 +677,17 @@ MultipathRequester::OnRto(Time now, PathState& path)
     ArmRto(path, now);
 }
 
+Time
+MultipathRequester::ConfirmationDue(const PathState& path, Time now) const
+{
+    if (!path.confirmOut || path.confirmProbes == 0 || path.status != PathStatus::ACTIVE)
+    {
+        return -1;
+    }
+    Time wait = m_loss->OverdueAfter(path, MakeLossContext(now));
+    return wait < 0 ? -1 : path.confirmSent + wait;
+}
+
 bool
 MultipathRequester::QueuedNotLost(const PathState& path, Time now) const
 {
@@ -700,7 +780,14 @@ MultipathRequester::HandlePathTimeout(Time now, PathState& p)
     }
     if (m_timers.Get(p.id, RequesterPathTimer::RTO) <= now)
     {
-        if (m_adaptiveRto && QueuedNotLost(p, now))
+        Time confirmDue = ConfirmationDue(p, now);
+        if (confirmDue > now)
+        {
+            // A confirmation probe is out: its reply, due within a round trip, says what was
+            // lost; an unanswered one is asked again or takes the path out (DetectLosses).
+            m_timers.Set(p.id, RequesterPathTimer::RTO, confirmDue);
+        }
+        else if (m_adaptiveRto && QueuedNotLost(p, now))
         {
             ArmRto(p, now); // no back-off: nothing says the path lost anything
         }

@@ -292,6 +292,7 @@ class MultipathRequester : public MultipathRole
         PathState* path{nullptr}; //!< the path acknowledged
         uint32_t newlyAcked{0};   //!< packets newly acknowledged
         double cwndBefore{0};     //!< its window before the ACK
+        bool confirmed{false};    //!< it answers the path's confirmation probe
     };
 
     /**
@@ -348,7 +349,11 @@ class MultipathRequester : public MultipathRole
         return m_lastSrtt >= 0 ? m_lastSrtt : m_ep.lastSrtt;
     }
 
-    void DetectLosses(Time now, PathState& path);
+    /// Declare \p path's lost packets (\p confirmed: also those its confirmation probe's
+    /// reply did not acknowledge), and ask the path with a probe when it has suspects.
+    void DetectLosses(Time now, PathState& path, bool confirmed = false);
+    /// \return when \p path's outstanding confirmation probe is overdue (-1: none is out).
+    Time ConfirmationDue(const PathState& path, Time now) const;
     void ArmTailProbe(Time now);
     void SendTailProbe();
     void ResetPathSequence(PathState& path);

@@ -240,6 +240,7 @@ MultipathResponder::HandleProbe(Time now, const DatagramMeta& meta, const Parsed
     Count(Counter::RX_PROBE);
     rp.srcPort = meta.srcPort; // the reply goes back on the probe's (new) source port
     rp.flags |= Mah::FLAG_PROBE_REPLY;
+    rp.probePsn = pkt.bth.psn;
     rp.triggerAt = now; // (a coalesced reply's AckDelay counts from the probe)
     ScheduleAck(now, pkt.mdh.pathId, true);
 }
@@ -753,6 +754,10 @@ MultipathResponder::TakeAckState(uint8_t pathId)
     RecvPath& rp = m_recvPaths[pathId];
     Mah mah = ReceiveState(pathId);
     mah.flags = rp.flags;
+    if ((rp.flags & Mah::FLAG_PROBE_REPLY) && rp.probePsn != 0)
+    {
+        mah.triggerPsn = rp.probePsn; // (a confirmation probe's reply names the probe)
+    }
     mah.ceCount = uint8_t(std::min<uint32_t>(rp.ceCount, 255));
     rp.reportedFlags = uint8_t(rp.flags & Mah::FLAG_ECE);
     rp.reportedCe = mah.ceCount;

@@ -116,6 +116,7 @@ class MultipathResponder : public MultipathRole
         uint32_t unacked{0};            //!< packets since the last ACK
         uint32_t ceCount{0};            //!< CE marks since the last ACK
         uint32_t triggerPsn{0};         //!< PSN of the latest arrival
+        uint32_t probePsn{0};           //!< PSN of the latest probe (its reply echoes it)
         uint8_t flags{0};               //!< Mah flags for the next ACK
         uint16_t srcPort{0};            //!< requester's source port (ACKs go back on it)
         Time triggerAt{0};              //!< arrival of triggerPsn ("coalesced": AckDelay)

@@ -115,6 +115,9 @@ struct PathState
     PathStatus status{PathStatus::ACTIVE}; //!< health
     bool anyAcked{false};                  //!< highestAckedOrder is meaningful
     bool lossAwaitsEvidence{false}; //!< a packet is overdue; no later-sent packet arrived yet
+    bool lossSuspected{false};      //!< a packet is overdue by time; a probe is to confirm it
+    bool confirmOut{false};         //!< a confirmation is asked for (confirmPsn, confirmSent)
+    uint8_t confirmProbes{0};       //!< probes sent for it (0: the first is still to go)
     bool hasRetired{false};         //!< the retired* fields describe a retired epoch
     uint8_t retiredEpoch{0};        //!< the retired epoch's number
 
@@ -145,6 +148,10 @@ struct PathState
     Time probeSentTime{-1};    //!< when the last probe of this epoch left
     uint32_t probesInEpoch{0}; //!< probes sent in this epoch (one: its reply is an RTT sample)
     uint32_t silentLosses{0};  //!< packets declared lost by time since the path's last ACK
+    uint32_t confirmPsn{0};    //!< the path's next PSN when its first confirmation probe left
+    uint32_t confirmSerial{0}; //!< PSN field of the last confirmation probe (a 24-bit serial)
+    Time confirmFirst{-1};     //!< when the first confirmation probe left
+    Time confirmSent{-1};      //!< when the last confirmation probe left (or was asked for)
 
     // The epoch the last RTO retired, kept for late ACKs: with a round trip above the RTO
     // they are the only RTT samples a path gets, and they prove the packets arrived.

@@ -50,7 +50,10 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> transports{"metaroce", "rocev2"};
     static const std::vector<std::string> controls{"aimd", "dctcp", "fixed"};
     static const std::vector<std::string> schedulers{"spray", "single"};
-    static const std::vector<std::string> detections{"sack-gap", "rack", "rack-tail"};
+    static const std::vector<std::string> detections{"sack-gap",
+                                                     "rack",
+                                                     "rack-tail",
+                                                     "rack-confirm"};
     static const std::vector<std::string> recoveries{"gbn", "irn"};
     static const std::vector<std::string> tailProbes{"tlp", "none"};
     static const std::vector<std::string> failures{"cross-path", "rto"};

@@ -373,7 +373,7 @@ MetaRoceNic::GetTypeId()
                                                             cc.congestionControl,
                                                             METAROCE_CONN(congestionControl));
     static const PolicyAttribute<LossDetection> detection(PolicyKind::LOSS_DETECTION,
-                                                          LOSS_DETECTION_RACK_TAIL + 1,
+                                                          LOSS_DETECTION_RACK_CONFIRM + 1,
                                                           cc.lossDetection,
                                                           METAROCE_CONN(lossDetection));
     static const PolicyAttribute<TailProbe> tailProbe(PolicyKind::TAIL_PROBE,
@@ -569,8 +569,10 @@ MetaRoceNic::GetTypeId()
                           MakeFieldAccessor<DataRateValue>(METAROCE_CONN(lineRateBps)),
                           MakeDataRateChecker())
             .AddAttribute("LossDetection",
-                          "Loss detection by name: \"rack\" (time-based, across paths) or "
-                          "\"sack-gap\" (SACK gaps of a path only).",
+                          "Loss detection by name: \"sack-gap\" (SACK gaps of a path only), "
+                          "\"rack\" (time-based, across paths), \"rack-tail\" (time-based at "
+                          "the connection's tail only) or \"rack-confirm\" (time-based suspects "
+                          "that a probe of the path confirms).",
                           detection.initialValue,
                           detection.accessor,
                           detection.checker)

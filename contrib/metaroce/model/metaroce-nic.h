@@ -146,9 +146,10 @@ class MetaRoceNic : public Object, public MetaRocePortOwner
     /// LossDetection attribute (metaroce::PolicyKind::LOSS_DETECTION).
     enum LossDetection
     {
-        LOSS_DETECTION_SACK_GAP,  //!< "sack-gap": SACK gaps of a path only (the default)
-        LOSS_DETECTION_RACK,      //!< "rack": time-based, across paths
-        LOSS_DETECTION_RACK_TAIL, //!< "rack-tail": time-based at the connection's tail only
+        LOSS_DETECTION_SACK_GAP,     //!< "sack-gap": SACK gaps of a path only (the default)
+        LOSS_DETECTION_RACK,         //!< "rack": time-based, across paths
+        LOSS_DETECTION_RACK_TAIL,    //!< "rack-tail": time-based at the connection's tail only
+        LOSS_DETECTION_RACK_CONFIRM, //!< "rack-confirm": time-based suspects a probe confirms
     };
 
     /// TailProbe attribute (metaroce::PolicyKind::TAIL_PROBE).
