@@ -513,7 +513,7 @@ MultipathRequester::DetectLosses(Time now, PathState& path, bool confirmed)
         // A confirmation probe unanswered for a round trip plus the reordering window was
         // lost, or its reply was, or the path no longer delivers: ask once more, then take
         // the path for failed while the other paths deliver what was sent after its packets.
-        Time wait = m_loss->OverdueAfter(path, ctx);
+        Time wait = ConfirmationWait(path, ctx);
         Time due = wait < 0 ? TIME_INFINITE : path.confirmSent + wait;
         if (due > now)
         {
@@ -684,8 +684,22 @@ MultipathRequester::ConfirmationDue(const PathState& path, Time now) const
     {
         return -1;
     }
-    Time wait = m_loss->OverdueAfter(path, MakeLossContext(now));
+    Time wait = ConfirmationWait(path, MakeLossContext(now));
     return wait < 0 ? -1 : path.confirmSent + wait;
+}
+
+Time
+MultipathRequester::ConfirmationWait(const PathState& path, const LossContext& ctx) const
+{
+    // A probe is asked again after a round trip plus the reordering window; the last one,
+    // whose silence takes the path out, waits at least the path's RTO, as a queue that grew
+    // since the path's last RTT sample delays its reply as much as it delays data.
+    Time wait = m_loss->OverdueAfter(path, ctx);
+    if (wait >= 0 && path.confirmProbes >= m_cfg.suspectLosses)
+    {
+        wait = std::max(wait, path.rtt.Rto());
+    }
+    return wait;
 }
 
 bool

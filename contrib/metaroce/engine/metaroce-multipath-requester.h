@@ -354,6 +354,8 @@ class MultipathRequester : public MultipathRole
     void DetectLosses(Time now, PathState& path, bool confirmed = false);
     /// \return when \p path's outstanding confirmation probe is overdue (-1: none is out).
     Time ConfirmationDue(const PathState& path, Time now) const;
+    /// \return how long \p path's latest confirmation probe may go unanswered (-1: unknown).
+    Time ConfirmationWait(const PathState& path, const LossContext& ctx) const;
     void ArmTailProbe(Time now);
     void SendTailProbe();
     void ResetPathSequence(PathState& path);
