@@ -65,7 +65,7 @@ namespace
 class Pair
 {
   public:
-    Pair(const std::string& transport, double loss)
+    Pair(const std::string& transport, double loss, uint32_t paths)
         : m_loss(loss),
           m_rng(7),
           m_buf(Endpoint::MaxDatagramSize(4096))
@@ -89,6 +89,7 @@ class Pair
             cfg.rtoPolicy = "fixed";
             cfg.ackPolicy = "per-path";
         }
+        cfg.numPaths = paths;
         cfg.initialPathWindow = 16;
         cfg.initialWindow = "per-path";
         cfg.maxOutstandingWrs = 64;
@@ -167,9 +168,12 @@ class Pair
 };
 
 void
-BenchmarkPair(benchmark::State& state, const std::string& transport, double loss)
+BenchmarkPair(benchmark::State& state,
+              const std::string& transport,
+              double loss,
+              uint32_t paths = 8)
 {
-    Pair pair(transport, loss);
+    Pair pair(transport, loss, paths);
     pair.Run(20000); // warm up: grow every pool to its steady size
     uint64_t packets = 0;
     uint64_t allocs = 0;
@@ -194,6 +198,13 @@ BENCHMARK_CAPTURE(BenchmarkPair, metaroce_classic_lossless, std::string("metaroc
 BENCHMARK_CAPTURE(BenchmarkPair, metaroce_classic_loss_1pct, std::string("metaroce-classic"), 0.01)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BenchmarkPair, rocev2_lossless, std::string("rocev2"), 0.0)
+    ->Unit(benchmark::kMillisecond);
+// Many paths: what a per-packet pass over the paths would cost (issue 16's 128 paths).
+BENCHMARK_CAPTURE(BenchmarkPair, metaroce_lossless_64paths, std::string("metaroce"), 0.0, 64)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BenchmarkPair, metaroce_lossless_128paths, std::string("metaroce"), 0.0, 128)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BenchmarkPair, metaroce_loss_1pct_128paths, std::string("metaroce"), 0.01, 128)
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

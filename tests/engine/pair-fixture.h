@@ -40,12 +40,22 @@ RoceConfig()
 class PairTest : public ::testing::Test
 {
   protected:
+    /// Every test's engines keep their derived state consistent (EngineNetwork checks it).
+    void TearDown() override
+    {
+        if (m_net)
+        {
+            EXPECT_EQ(m_net->InvariantFailure(), "");
+        }
+    }
+
     void Build(const ConnectionConfig& cfg,
                size_t bytes = 1 << 20,
                NetworkConfig net = NetworkConfig(),
                EndpointConfig epa = EndpointConfig(),
                EndpointConfig epb = EndpointConfig())
     {
+        net.checkInvariants = true;
         m_net = std::make_unique<EngineNetwork>(net);
         m_a = m_net->AddEndpoint(epa);
         m_b = m_net->AddEndpoint(epb);

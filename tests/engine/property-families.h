@@ -218,6 +218,7 @@ RunChurn(Rng& r, uint64_t seed, const ConnectionConfig& cfg, std::string descrip
     description += " maxConnections " + std::to_string(ecfg.maxConnections);
     NetworkConfig net;
     net.seed = seed + 1;
+    net.checkInvariants = true;
     EngineNetwork n(net);
     uint32_t a = n.AddEndpoint(ecfg);
     uint32_t b = n.AddEndpoint(ecfg);
@@ -279,6 +280,10 @@ RunChurn(Rng& r, uint64_t seed, const ConnectionConfig& cfg, std::string descrip
             for (const auto& t : live)
             {
                 why = t->Check(n);
+                if (why.empty())
+                {
+                    why = n.InvariantFailure();
+                }
                 if (!why.empty())
                 {
                     return at + why;
@@ -393,6 +398,7 @@ RunFamilySchedule(Family f, uint64_t seed, const std::string& recovery)
     auto stop = std::make_shared<bool>(false);
     NetworkConfig net;
     net.seed = seed + 1;
+    net.checkInvariants = true;
     EngineNetwork n(net);
     uint32_t a = n.AddEndpoint();
     uint32_t b = n.AddEndpoint();
@@ -603,6 +609,10 @@ RunFamilySchedule(Family f, uint64_t seed, const std::string& recovery)
     // Stray duplicates and retransmissions drain, and must change nothing.
     n.RunUntil(n.Now() + MilliSeconds(2));
     why = t.Check(n);
+    if (why.empty())
+    {
+        why = n.InvariantFailure();
+    }
     if (why.empty())
     {
         uint64_t placed = n.At(b).Counters().Get(Counter::BYTES_PLACED);

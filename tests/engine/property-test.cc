@@ -57,6 +57,7 @@ RunSchedule(uint64_t seed)
     cfg.maxPathWindow = std::max(cfg.initialPathWindow, 64.0);
     NetworkConfig net;
     net.seed = seed + 1;
+    net.checkInvariants = true;
     EngineNetwork n(net);
     uint32_t a = n.AddEndpoint();
     uint32_t b = n.AddEndpoint();
@@ -171,6 +172,10 @@ RunSchedule(uint64_t seed)
     }
     // Let stray duplicates and retransmissions drain, then check nothing changed.
     n.RunUntil(n.Now() + MilliSeconds(1));
+    if (!n.InvariantFailure().empty())
+    {
+        return description + ": " + n.InvariantFailure();
+    }
     std::map<uint16_t, int64_t> lastSend;
     std::vector<int> seen(count, 0);
     for (const Completion& c : n.Completions(a))

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <gtest/gtest.h>
 #include <vector>
 
 /**
@@ -40,6 +41,7 @@ SeededWriteRun(uint64_t seed,
 {
     NetworkConfig net;
     net.seed = seed;
+    net.checkInvariants = true;
     EngineNetwork n(net);
     uint32_t a = n.AddEndpoint();
     uint32_t b = n.AddEndpoint();
@@ -54,6 +56,10 @@ SeededWriteRun(uint64_t seed,
     n.At(a).PostSend(0, qps.first, wr);
     n.Kick(a);
     n.RunUntilIdle(limit);
+    if (!n.InvariantFailure().empty())
+    {
+        ADD_FAILURE() << n.InvariantFailure();
+    }
     std::vector<uint64_t> v;
     for (size_t c = 0; c < size_t(Counter::COUNT); ++c)
     {

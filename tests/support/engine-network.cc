@@ -27,6 +27,7 @@ EngineNetwork::AddEndpoint(EndpointConfig cfg)
 {
     uint32_t index = uint32_t(m_nodes.size());
     cfg.localIp = AddressOf(index);
+    cfg.checkInvariants = cfg.checkInvariants || m_cfg.checkInvariants;
     if (cfg.seed == 1)
     {
         cfg.seed = m_cfg.seed * 1000003 + index;
@@ -122,6 +123,15 @@ EngineNetwork::Pump(uint32_t i)
         if (onCompletion)
         {
             onCompletion(i, c);
+        }
+    }
+    if (m_cfg.checkInvariants && m_invariantFailure.empty())
+    {
+        std::string why = ep.CheckInvariants();
+        if (!why.empty())
+        {
+            m_invariantFailure =
+                "at " + std::to_string(m_now) + " ns, endpoint " + std::to_string(i) + ": " + why;
         }
     }
     Time t = ep.NextTimeout();

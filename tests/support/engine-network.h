@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <string>
 #include <vector>
 
 /**
@@ -68,6 +69,10 @@ struct NetworkConfig
     uint64_t downlinkBufferBytes{4 << 20}; //!< ingress queue capacity
     uint64_t ecnThresholdBytes{0};         //!< mark CE above this ingress queue depth (0 = never)
     uint64_t seed{1};                      //!< fault randomness
+    /// Endpoints check their derived state where they read it (EndpointConfig::
+    /// checkInvariants), and after every pump the pumped endpoint's is checked whole
+    /// (Endpoint::CheckInvariants): the first disagreement is kept (InvariantFailure()).
+    bool checkInvariants{false};
 };
 
 /// A log line per transmitted datagram (for assertions).
@@ -159,6 +164,15 @@ class EngineNetwork
         return m_nodes[i].peakQueue;
     }
 
+    /**
+     * \return the first disagreement NetworkConfig::checkInvariants found, with the time and
+     * the endpoint, or "" if none (or the check is off).
+     */
+    const std::string& InvariantFailure() const
+    {
+        return m_invariantFailure;
+    }
+
     /// \return the number of events processed.
     uint64_t Events() const
     {
@@ -229,13 +243,14 @@ class EngineNetwork
     std::vector<Node> m_nodes;                                        //!< endpoints
     std::map<std::tuple<uint32_t, uint32_t, int>, LinkState> m_links; //!< per-path links
     std::priority_queue<Event, std::vector<Event>, std::greater<Event>> m_events_q; //!< events
-    Time m_now{0};                 //!< current time
-    uint64_t m_seq{0};             //!< event counter
-    uint64_t m_events{0};          //!< processed events
-    uint64_t m_dropped{0};         //!< drops
-    bool m_logTx{false};           //!< keep m_txLog
-    std::vector<TxRecord> m_txLog; //!< transmissions
-    std::vector<uint8_t> m_buffer; //!< transmit buffer
+    Time m_now{0};                  //!< current time
+    uint64_t m_seq{0};              //!< event counter
+    uint64_t m_events{0};           //!< processed events
+    uint64_t m_dropped{0};          //!< drops
+    bool m_logTx{false};            //!< keep m_txLog
+    std::vector<TxRecord> m_txLog;  //!< transmissions
+    std::vector<uint8_t> m_buffer;  //!< transmit buffer
+    std::string m_invariantFailure; //!< first failed invariant check
 };
 
 } // namespace test

@@ -401,6 +401,27 @@ Endpoint::ConnectionCount() const
     return m_live;
 }
 
+std::string
+Endpoint::CheckInvariants() const
+{
+    if (!m_shared.invariantFailure.empty())
+    {
+        return m_shared.invariantFailure;
+    }
+    for (const auto& conn : m_conns)
+    {
+        if (conn)
+        {
+            std::string why = conn->CheckInvariants();
+            if (!why.empty())
+            {
+                return "QP " + std::to_string(conn->Qpn()) + ": " + why;
+            }
+        }
+    }
+    return {};
+}
+
 void
 Endpoint::SetObserver(EngineObserver* observer)
 {

@@ -130,6 +130,13 @@ class Endpoint
     const TransportConnection* GetConnection(uint32_t qpn) const;
     /// \return the number of live connections.
     size_t ConnectionCount() const;
+    /**
+     * Check every connection's derived state against its source (TransportConnection::
+     * CheckInvariants). \return "" if all agree, else the first disagreement with its QPN;
+     * with EndpointConfig::checkInvariants, first any disagreement found earlier where the
+     * state was read. For tests and debugging: a pass over all connection state.
+     */
+    std::string CheckInvariants() const;
     /// Attach an observer (nullptr to detach); it must outlive the endpoint or be detached.
     void SetObserver(EngineObserver* observer);
 

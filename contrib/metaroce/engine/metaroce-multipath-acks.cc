@@ -180,6 +180,7 @@ bool
 MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& done)
 {
     PathState& path = m_paths[ack.pathId];
+    PathIndexSync sync(*this, path);
     const bool repeat = (ack.flags & Mah::FLAG_REPEAT) != 0;
     if (repeat && !RepeatAcksNew(path, ack))
     {

@@ -32,6 +32,12 @@ MultipathConnection::Path(size_t i) const
     return m_requester.Path(i);
 }
 
+std::string
+MultipathConnection::CheckInvariants() const
+{
+    return m_requester.CheckInvariants();
+}
+
 size_t
 MultipathConnection::StateBytes() const
 {

@@ -46,6 +46,7 @@ class MultipathConnection : public TransportConnection
     size_t PathCount() const override;
     const PathState* Path(size_t i) const override;
     size_t StateBytes() const override;
+    std::string CheckInvariants() const override;
 
     /// \return the current pacing rate in b/s (0 = unpaced).
     double PacingRate() const

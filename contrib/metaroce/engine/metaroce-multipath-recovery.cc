@@ -293,6 +293,7 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
         --path.inflight;
         e.state = InflightEntry::LOST;
         path.lostPsns.push_back(nak.psn);
+        SyncPathIndex(path);
     }
     e.messageSlot = NONE; // resent as a NOP
     m_rnrParked.push_back(
@@ -395,6 +396,7 @@ MultipathRequester::SyncRnrTimer()
 void
 MultipathRequester::ResetPathSequence(PathState& path)
 {
+    PathIndexSync sync(*this, path);
     path.epoch = uint8_t(path.epoch + 1);
     path.nextPsn = 0;
     path.ackedPsn = 0;
@@ -473,6 +475,7 @@ MultipathRequester::MoveOutstanding(Time now, PathState& path, bool timeout)
 void
 MultipathRequester::SuspectPath(Time now, PathState& path)
 {
+    PathIndexSync sync(*this, path);
     // Packets sent later on other paths arrived while this path stayed silent: failure, not
     // congestion (congestion shows as ECN marks and a rising RTT while ACKs still flow). Its
     // packets move at once; a probe asks whether it still works, and an unanswered probe
@@ -505,6 +508,7 @@ MultipathRequester::MakeLossContext(Time now) const
 void
 MultipathRequester::DetectLosses(Time now, PathState& path, bool confirmed)
 {
+    PathIndexSync sync(*this, path);
     m_lostScratch.clear();
     const LossContext ctx = MakeLossContext(now);
     Time again = m_loss->DetectLosses(path, ctx, m_lostScratch);
@@ -649,6 +653,7 @@ MultipathRequester::SendTailProbe()
 void
 MultipathRequester::OnRto(Time now, PathState& path)
 {
+    PathIndexSync sync(*this, path);
     Count(Counter::RTO);
     ++path.timeouts;
     ++path.consecutiveRtos;
@@ -738,6 +743,7 @@ MultipathRequester::ProbeInterval()
 void
 MultipathRequester::FailPath(Time now, PathState& path)
 {
+    PathIndexSync sync(*this, path);
     path.status = PathStatus::FAILED;
     path.sourcePort = FreshSourcePort(); // steer the path onto another route
     m_timers.Set(path.id, RequesterPathTimer::PROBE, now);

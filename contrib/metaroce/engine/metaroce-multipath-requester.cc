@@ -97,6 +97,11 @@ MultipathRequester::CreatePaths()
         m_paths.push_back(FreshPath(i));
         m_cc.push_back(CreateCongestionControl(m_cfg.congestionControl));
     }
+    m_indexedInflight.assign(m_cfg.numPaths, 0);
+    for (const PathState& p : m_paths)
+    {
+        SyncPathIndex(p);
+    }
     m_timers.SetPathCount(m_cfg.numPaths);
     m_idleView.reset();
 }
@@ -135,7 +140,8 @@ MultipathRequester::HeapBytes() const
     {
         bytes += sizeof(m) + (m.acked.capacity() + m.placed.capacity()) * sizeof(uint64_t);
     }
-    bytes += m_rdAtomicSlots.capacity() * sizeof(uint32_t);
+    bytes += m_rdAtomicSlots.capacity() * sizeof(uint32_t) +
+             m_indexedInflight.capacity() * sizeof(uint32_t);
     bytes += m_freeSlots.capacity() * sizeof(uint32_t) + m_resends.CapacityBytes() +
              m_sendStreams.CapacityBytes() + m_rnrParked.capacity() * sizeof(Resend) +
              m_ackRecords.capacity() * sizeof(AckRecord) +
@@ -328,15 +334,81 @@ MultipathRequester::PacketWanted(uint32_t slot, uint32_t generation, uint32_t pa
            !((m.acked[packetIndex / 64] >> (packetIndex % 64)) & 1);
 }
 
-uint32_t
-MultipathRequester::TotalInflight() const
+void
+MultipathRequester::SyncPathIndex(const PathState& path)
 {
-    uint32_t n = 0;
-    for (const auto& p : m_paths)
+    m_withRoom.Assign(path.id, path.Usable() && path.inflight < uint32_t(path.cwnd));
+    m_hasRoom.Assign(path.id, path.HasRoom());
+    m_withLosses.Assign(path.id, !path.lostPsns.empty());
+    m_inflightTotal += path.inflight - m_indexedInflight[path.id];
+    m_indexedInflight[path.id] = path.inflight;
+}
+
+std::string
+MultipathRequester::CheckInflightIndex() const
+{
+    uint32_t inflight = 0;
+    for (const PathState& p : m_paths)
     {
-        n += p.inflight;
+        inflight += p.inflight;
+        if (m_indexedInflight[p.id] != p.inflight)
+        {
+            return "path " + std::to_string(p.id) + " has " + std::to_string(p.inflight) +
+                   " packets in flight, the path index " + std::to_string(m_indexedInflight[p.id]);
+        }
     }
-    return n;
+    if (inflight != m_inflightTotal)
+    {
+        return "the paths have " + std::to_string(inflight) +
+               " packets in flight, the path index " + std::to_string(m_inflightTotal);
+    }
+    return {};
+}
+
+std::string
+MultipathRequester::CheckInvariants() const
+{
+    std::string why = CheckInflightIndex();
+    if (!why.empty())
+    {
+        return why;
+    }
+    PathSet withRoom;
+    PathSet hasRoom;
+    PathSet withLosses;
+    for (const PathState& p : m_paths)
+    {
+        withRoom.Assign(p.id, p.Usable() && p.inflight < uint32_t(p.cwnd));
+        hasRoom.Assign(p.id, p.HasRoom());
+        withLosses.Assign(p.id, !p.lostPsns.empty());
+    }
+    if (!(withRoom == m_withRoom))
+    {
+        return "the path index's paths with window room are stale";
+    }
+    if (!(hasRoom == m_hasRoom))
+    {
+        return "the path index's paths with room (HasRoom) are stale";
+    }
+    if (!(withLosses == m_withLosses))
+    {
+        return "the path index's paths with lost PSNs are stale";
+    }
+    return {};
+}
+
+void
+MultipathRequester::NoteStalePathIndex(bool inflightOnly) const
+{
+    if (!m_ep.invariantFailure.empty())
+    {
+        return; // the first one tells most
+    }
+    std::string why = inflightOnly ? CheckInflightIndex() : CheckInvariants();
+    if (!why.empty())
+    {
+        m_ep.invariantFailure = "QP " + std::to_string(Qpn()) + ", read while stale: " + why;
+    }
 }
 
 bool
@@ -373,38 +445,41 @@ MultipathRequester::AckRequested(const PathState& path,
     {
         return true;
     }
-    uint32_t total = 1;
+    // The usable windows' sum, in path order, stops as soon as it reaches the bound (a sum
+    // of windows only grows): a few paths, not all of them.
+    const double bound = 4.0 * m_cfg.ackCoalescePackets;
     double windows = 0;
-    bool room = false;
     for (const PathState& p : m_paths)
     {
-        total += p.inflight;
         if (p.Usable())
         {
             windows += p.cwnd;
-            room = room || (&p != &path && p.inflight < uint32_t(p.cwnd));
+            if (windows >= bound)
+            {
+                break;
+            }
         }
     }
-    if (windows < 4.0 * m_cfg.ackCoalescePackets)
+    if (windows < bound)
     {
         return true;
     }
-    bool pathFull = path.inflight + 1 >= uint32_t(path.cwnd);
-    return pathFull && (!room || total >= uint32_t(ConnectionWindow()));
+    if (path.inflight + 1 < uint32_t(path.cwnd))
+    {
+        return false; // the path has room for more after this packet
+    }
+    VerifyPathIndex(false);
+    PathSet others = m_withRoom;
+    others.Assign(path.id, false);
+    return !others.Any() || TotalInflight() + 1 >= uint32_t(ConnectionWindow());
 }
 
 int
 MultipathRequester::PathWithPendingLoss() const
 {
-    for (size_t i = 0; i < m_paths.size(); ++i)
-    {
-        const PathState& p = m_paths[i];
-        if (!p.lostPsns.empty() && p.Usable() && p.inflight < uint32_t(p.cwnd))
-        {
-            return int(i);
-        }
-    }
-    return -1;
+    VerifyPathIndex(false);
+    PathSet ready = m_withLosses.Intersect(m_withRoom);
+    return ready.Any() ? int(ready.First()) : -1;
 }
 
 bool
@@ -461,14 +536,8 @@ MultipathRequester::WantsToSend(Time now) const
     {
         return false;
     }
-    for (const auto& p : m_paths)
-    {
-        if (p.HasRoom())
-        {
-            return true;
-        }
-    }
-    return false;
+    VerifyPathIndex(false);
+    return m_hasRoom.Any();
 }
 
 bool
@@ -496,13 +565,13 @@ MultipathRequester::PollData(Time now, TxDatagram& out)
 bool
 MultipathRequester::SendData(Time now, TxDatagram& out)
 {
-    // 1. Exactly the PSNs a SACK gap revealed, at once, on the path that lost them.
-    for (PathState& path : m_paths)
+    // 1. Exactly the PSNs a SACK gap revealed, at once, on the path that lost them (the
+    // paths with lost PSNs and window room, in path order).
+    VerifyPathIndex(false);
+    for (PathSet ready = m_withLosses.Intersect(m_withRoom); ready.Any();)
     {
-        if (path.lostPsns.empty() || !path.Usable() || path.inflight >= uint32_t(path.cwnd))
-        {
-            continue;
-        }
+        PathState& path = m_paths[ready.PopFirst()];
+        PathIndexSync sync(*this, path);
         for (size_t k = 0; k < path.lostPsns.size(); ++k)
         {
             uint32_t psn = path.lostPsns[k];
@@ -545,7 +614,8 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             m_rnrParked.push_back(r); // would only be NAKed again: wait with the others
             continue;
         }
-        int pid = m_scheduler->Select(m_paths, now);
+        VerifyPathIndex(false);
+        int pid = m_scheduler->Select(m_paths, m_hasRoom, now);
         if (pid < 0)
         {
             return false;
@@ -559,7 +629,8 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
     {
         return false;
     }
-    int pid = m_scheduler->Select(m_paths, now);
+    VerifyPathIndex(false);
+    int pid = m_scheduler->Select(m_paths, m_hasRoom, now);
     uint32_t slot;
     uint32_t packetIndex;
     if (pid < 0 || !NextNewPacket(slot, packetIndex))
@@ -701,6 +772,7 @@ MultipathRequester::TransmitPacket(Time now,
     e.timeouts = resend ? resend->timeouts : 0;
     e.progressStamp = resend ? resend->progressStamp : m_progressCount;
     ++path.inflight;
+    SyncPathIndex(path);
     ++path.packetsSent;
     if (retransmission)
     {
@@ -874,6 +946,7 @@ MultipathRequester::ClearAfterError()
     {
         p.lostPsns.clear();
         p.lossAwaitsEvidence = false;
+        SyncPathIndex(p);
     }
 }
 

@@ -149,6 +149,13 @@ class MultipathRequester : public MultipathRole
      */
     const PathState* Path(size_t i) const;
 
+    /**
+     * Check the requester's derived state against what it is derived from (the path index
+     * against every path). \return "" if it agrees, else what disagrees. For tests and
+     * debugging: it is a pass over every path.
+     */
+    std::string CheckInvariants() const;
+
     /// \return the UDP source port of path \p i (i < PathCount()).
     uint16_t SourcePort(size_t i) const
     {
@@ -275,9 +282,66 @@ class MultipathRequester : public MultipathRole
     bool AtTail() const;
     /// \return the window a returned path starts with under returnWindow "share".
     double ShareWindow(const PathState& path) const;
-    uint32_t TotalInflight() const;
+
+    /// \return the packets in flight on all paths (kept by SyncPathIndex: O(1)).
+    uint32_t TotalInflight() const
+    {
+        VerifyPathIndex(true);
+        return m_inflightTotal;
+    }
+
     bool ConnectionWindowOpen() const;
     int PathWithPendingLoss() const;
+    /**
+     * Bring the path index (m_withRoom, m_hasRoom, m_withLosses, m_inflightTotal) up to date
+     * with \p path after its inflight count, window, status, PSNs or lost PSNs changed. The
+     * per-packet questions (is there room, where is a pending loss, how much is in flight)
+     * then cost O(1) instead of a pass over every path.
+     */
+    void SyncPathIndex(const PathState& path);
+    /// \return "" if the in-flight counts of the path index agree with the paths, else how not.
+    std::string CheckInflightIndex() const;
+
+    /**
+     * With EndpointConfig::checkInvariants, record in the endpoint (EndpointShared::
+     * invariantFailure) whether the path index (\p inflightOnly: its in-flight counts) is
+     * stale where it is about to be read; otherwise nothing.
+     */
+    void VerifyPathIndex(bool inflightOnly) const
+    {
+        if (m_ep.Config().checkInvariants)
+        {
+            NoteStalePathIndex(inflightOnly);
+        }
+    }
+
+    /// VerifyPathIndex's check, out of line.
+    void NoteStalePathIndex(bool inflightOnly) const;
+
+    /// Calls SyncPathIndex when it goes out of scope (for functions with many returns).
+    class PathIndexSync
+    {
+      public:
+        /// Sync \p path of \p requester at the end of the scope.
+        PathIndexSync(MultipathRequester& requester, const PathState& path)
+            : m_requester(requester),
+              m_path(path)
+        {
+        }
+
+        ~PathIndexSync()
+        {
+            m_requester.SyncPathIndex(m_path);
+        }
+
+        PathIndexSync(const PathIndexSync&) = delete;
+        PathIndexSync& operator=(const PathIndexSync&) = delete;
+
+      private:
+        MultipathRequester& m_requester; //!< the requester
+        const PathState& m_path;         //!< the path to sync
+    };
+
     // Acknowledgements (metaroce-multipath-requester.cc)
     void AckEntry(PathState& path,
                   uint32_t psn,
@@ -383,9 +447,15 @@ class MultipathRequester : public MultipathRole
     std::vector<Resend> m_rnrParked;       //!< packets waiting out an RNR wait
     uint32_t m_rnrHeldStreams{0};          //!< streams in an RNR wait
     PathSet m_probeNow;                    //!< paths with a probe due now
-    std::vector<uint32_t> m_lostScratch;   //!< reused by loss detection
-    RateHintFollower m_rateHint;           //!< pacing rate from the receiver's hints
-    Pacer m_pacer;                         //!< spaces data packets at that rate
+    // The path index (SyncPathIndex; checked against the paths by CheckInvariants)
+    PathSet m_withRoom;                      //!< usable paths with inflight < cwnd
+    PathSet m_hasRoom;                       //!< paths where PathState::HasRoom() holds
+    PathSet m_withLosses;                    //!< paths with PSNs to resend (lostPsns)
+    uint32_t m_inflightTotal{0};             //!< sum of the paths' inflight
+    std::vector<uint32_t> m_indexedInflight; //!< each path's inflight as m_inflightTotal has it
+    std::vector<uint32_t> m_lostScratch;     //!< reused by loss detection
+    RateHintFollower m_rateHint;             //!< pacing rate from the receiver's hints
+    Pacer m_pacer;                           //!< spaces data packets at that rate
     Time m_progressTime{0};           //!< last acknowledged data or RNR NAK, or start of the work
     uint32_t m_progressCount{0};      //!< bumped whenever data is acknowledged (retry budget)
     double m_initialPathWindow;       //!< a path's window at start and when it comes back

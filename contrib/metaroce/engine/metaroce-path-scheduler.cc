@@ -28,37 +28,37 @@ class SprayScheduler : public PathScheduler
         return "spray";
     }
 
-    int Select(const std::vector<PathState>& paths, Time now) override
+    int Select(const std::vector<PathState>& paths, const PathSet& withRoom, Time now) override
     {
-        size_t n = paths.size();
+        // The paths with room in round-robin order from the cursor (the set's members are
+        // below paths.size()).
+        if (!withRoom.Any())
+        {
+            return -1;
+        }
+        const uint32_t n = uint32_t(paths.size());
+        const uint32_t first = withRoom.NextFrom(m_cursor);
         int fallback = -1;
-        for (size_t k = 0; k < n; ++k)
+        uint32_t i = first;
+        do
         {
-            size_t i = (m_cursor + k) % n;
-            if (!paths[i].HasRoom())
+            if (!RecentlyMarked(paths[i], now))
             {
-                continue;
+                m_cursor = (i + 1) % n;
+                return int(i);
             }
-            if (RecentlyMarked(paths[i], now))
+            if (fallback < 0)
             {
-                if (fallback < 0)
-                {
-                    fallback = int(i);
-                }
-                continue;
+                fallback = int(i);
             }
-            m_cursor = (i + 1) % n;
-            return int(i);
-        }
-        if (fallback >= 0)
-        {
-            m_cursor = (size_t(fallback) + 1) % n;
-        }
+            i = withRoom.NextFrom((i + 1) % n);
+        } while (i != first);
+        m_cursor = (uint32_t(fallback) + 1) % n;
         return fallback;
     }
 
   private:
-    size_t m_cursor{0}; //!< next path to consider
+    uint32_t m_cursor{0}; //!< next path to consider
 };
 
 /// One path at a time: the lowest-numbered path that is not failed.
@@ -70,7 +70,7 @@ class SingleScheduler : public PathScheduler
         return "single";
     }
 
-    int Select(const std::vector<PathState>& paths, Time) override
+    int Select(const std::vector<PathState>& paths, const PathSet&, Time) override
     {
         for (size_t i = 0; i < paths.size(); ++i)
         {

@@ -23,8 +23,12 @@ class PathScheduler
     virtual ~PathScheduler() = default;
     /// \return the name the scheduler is chosen by.
     virtual const char* Name() const = 0;
-    /// \return the index of the path to use, or -1 if no path has room.
-    virtual int Select(const std::vector<PathState>& paths, Time now) = 0;
+    /**
+     * \return the index of the path to use, or -1 if no path has room. \p withRoom holds
+     * exactly the paths whose HasRoom() is true (the requester keeps it), so that a choice
+     * need not visit the paths without room.
+     */
+    virtual int Select(const std::vector<PathState>& paths, const PathSet& withRoom, Time now) = 0;
 };
 
 /**

@@ -77,6 +77,47 @@ class PathSet
         m_bits[0] = m_bits[1] = 0;
     }
 
+    /// Add path \p id if \p in, else remove it.
+    void Assign(uint32_t id, bool in)
+    {
+        uint64_t bit = uint64_t(1) << (id & 63);
+        m_bits[id >> 6] = in ? (m_bits[id >> 6] | bit) : (m_bits[id >> 6] & ~bit);
+    }
+
+    /// \return the paths in both this set and \p other.
+    PathSet Intersect(const PathSet& other) const
+    {
+        PathSet s;
+        s.m_bits[0] = m_bits[0] & other.m_bits[0];
+        s.m_bits[1] = m_bits[1] & other.m_bits[1];
+        return s;
+    }
+
+    /**
+     * \return the smallest id at least \p from, or if there is none the smallest id: the
+     * next member in round-robin order from \p from (the set must not be empty; from < 128).
+     */
+    uint32_t NextFrom(uint32_t from) const
+    {
+        uint32_t w = from >> 6;
+        uint64_t word = m_bits[w] & (~uint64_t(0) << (from & 63));
+        if (word != 0)
+        {
+            return w * 64 + uint32_t(__builtin_ctzll(word));
+        }
+        if (w == 0 && m_bits[1] != 0)
+        {
+            return 64 + uint32_t(__builtin_ctzll(m_bits[1]));
+        }
+        return First(); // wrapped around
+    }
+
+    /// \return true if both sets hold the same paths.
+    bool operator==(const PathSet& other) const
+    {
+        return m_bits[0] == other.m_bits[0] && m_bits[1] == other.m_bits[1];
+    }
+
   private:
     uint64_t m_bits[2]{}; //!< bit i of word i/64: path i
 };

@@ -21,6 +21,7 @@
 
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 /**
@@ -83,8 +84,10 @@ class EndpointShared
      */
     std::shared_ptr<const ConnectionConfig> InternConfig(const ConnectionConfig& cfg);
 
-    MemoryTable memory;                //!< registered regions
-    CounterSet counters;               //!< endpoint-wide counters
+    MemoryTable memory;  //!< registered regions
+    CounterSet counters; //!< endpoint-wide counters
+    /// The first disagreement a connection found with EndpointConfig::checkInvariants ("": none).
+    std::string invariantFailure;
     Rng rng;                           //!< seeded by EndpointConfig::seed
     EngineObserver* observer{nullptr}; //!< optional observer
     /// Smoothed RTT of the connection sampled last (-1: none): what a new connection of the
@@ -190,6 +193,16 @@ class TransportConnection
 
     /// \return bytes of engine state held by this connection (for memory benchmarks).
     virtual size_t StateBytes() const = 0;
+
+    /**
+     * Check the connection's derived state (indexes, running totals) against the state it
+     * is derived from. \return "" if they agree, else a description of the disagreement.
+     * For tests and debugging: it may cost a pass over the connection's state.
+     */
+    virtual std::string CheckInvariants() const
+    {
+        return {};
+    }
 
     // Endpoint bookkeeping (owned by Endpoint and EndpointShared, not by subclasses).
     Time lastDataRx{-1};                   //!< last data arrival (rate-hint activity)
