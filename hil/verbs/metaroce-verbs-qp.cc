@@ -11,6 +11,7 @@
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-timers.h"
 #include "metaroce-rocev2-role.h"
+#include "metaroce-transport-settings.h"
 #include "metaroce-verbs-ext.h"
 #include "metaroce-verbs-objects.h"
 
@@ -18,6 +19,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <spdlog/spdlog.h>
 
 using namespace metaroce;
@@ -550,9 +552,12 @@ CreateQp(ibv_pd* pd, ibv_qp_init_attr* init, const metaroce_verbs_qp_attr* ext)
     }
     Context* c = ToContext(pd->context);
     Runtime& rt = *c->runtime;
+    // The device's defaults, then the QP's overrides, through the engine's one transport
+    // mapping (its limits and messages, as for the METAROCE_VERBS_* variables).
+    TransportSettings settings;
+    settings.transport = rt.Config().transport;
+    settings.numPaths = rt.Config().numPaths;
     ConnectionConfig cc;
-    cc.transport = rt.Config().transport;
-    cc.numPaths = rt.Config().numPaths;
     if (ext != nullptr)
     {
         if (ext->comp_mask & METAROCE_VERBS_QP_ATTR_TRANSPORT)
@@ -560,25 +565,29 @@ CreateQp(ibv_pd* pd, ibv_qp_init_attr* init, const metaroce_verbs_qp_attr* ext)
             if (ext->transport != METAROCE_VERBS_TRANSPORT_METAROCE &&
                 ext->transport != METAROCE_VERBS_TRANSPORT_ROCEV2)
             {
+                spdlog::error("metaroce_verbs_create_qp: transport {}: expected "
+                              "METAROCE_VERBS_TRANSPORT_METAROCE or _ROCEV2",
+                              ext->transport);
                 errno = EINVAL;
                 return nullptr;
             }
-            cc.transport =
+            settings.transport =
                 ext->transport == METAROCE_VERBS_TRANSPORT_ROCEV2 ? "rocev2" : "metaroce";
         }
         if (ext->comp_mask & METAROCE_VERBS_QP_ATTR_NUM_PATHS)
         {
-            if (ext->num_paths < 1 || ext->num_paths > ConnectionConfig::MAX_PATHS)
-            {
-                errno = EINVAL;
-                return nullptr;
-            }
-            cc.numPaths = ext->num_paths;
+            settings.numPaths = ext->num_paths;
         }
         if (ext->comp_mask & METAROCE_VERBS_QP_ATTR_SOURCE_PORT_BASE)
         {
             cc.sourcePortBase = ext->source_port_base;
         }
+    }
+    if (const std::optional<TransportError> error = ApplyTransportSettings(settings, cc))
+    {
+        spdlog::error("metaroce_verbs_create_qp: {}", error->Message());
+        errno = EINVAL;
+        return nullptr;
     }
     cc.mtu = rt.Mtu();
     // Timers for a software endpoint on a real link, as metaroce-perf sets them.

@@ -308,6 +308,40 @@ TEST_F(VerbsTest, ReadWorksOnBothTransports)
     EXPECT_GE(counters.data_packets_sent + counters.data_packets_received, 1u);
 }
 
+TEST_F(VerbsTest, PerQpOverridesGoThroughTheTransportMapping)
+{
+    // Out of range or unknown: refused with EINVAL, as the METAROCE_VERBS_* variables are.
+    for (uint32_t paths : {0u, 129u})
+    {
+        metaroce_verbs_qp_attr ext{};
+        ext.comp_mask = METAROCE_VERBS_QP_ATTR_NUM_PATHS;
+        ext.num_paths = paths;
+        errno = 0;
+        EXPECT_EQ(MakeQp(&ext), nullptr) << paths << " paths";
+        EXPECT_EQ(errno, EINVAL) << paths << " paths";
+    }
+    metaroce_verbs_qp_attr bad{};
+    bad.comp_mask = METAROCE_VERBS_QP_ATTR_TRANSPORT;
+    bad.transport = 7;
+    errno = 0;
+    EXPECT_EQ(MakeQp(&bad), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+    // In range: the QP has the paths it asked for, not the device's default.
+    metaroce_verbs_qp_attr ext{};
+    ext.comp_mask = METAROCE_VERBS_QP_ATTR_NUM_PATHS;
+    ext.num_paths = 3;
+    ibv_qp* a = MakeQp(&ext);
+    ASSERT_NE(a, nullptr);
+    metaroce_verbs_path_info paths[8];
+    EXPECT_EQ(metaroce_verbs_query_paths(a, paths, 8), 3);
+    // The bitmask names what is set: a num_paths without its bit is not read.
+    metaroce_verbs_qp_attr unset{};
+    unset.num_paths = 0;
+    ibv_qp* b = MakeQp(&unset);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(metaroce_verbs_query_paths(b, paths, 8), 8);
+}
+
 TEST_F(VerbsTest, ModifyToErrFlushesOutstandingWorkInOrder)
 {
     auto postRecv = [&](ibv_qp* qp, uint64_t id) {
