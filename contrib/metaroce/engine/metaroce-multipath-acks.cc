@@ -182,7 +182,7 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
     PathState& path = m_paths[ack.pathId];
     PathIndexSync sync(*this, path);
     const bool repeat = (ack.flags & Mah::FLAG_REPEAT) != 0;
-    if (repeat && !RepeatAcksNew(path, ack))
+    if (repeat && !AcksOutstanding(path, ack))
     {
         return false; // (a copy of what an earlier ACK said: it changes nothing)
     }
@@ -249,7 +249,8 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         (ack.flags & Mah::FLAG_PROBE_REPLY) && path.confirmOut && path.confirmProbes > 0 &&
         path.status == PathStatus::ACTIVE &&
         uint32_t(PsnDiff(path.confirmSerial, ack.triggerPsn)) < path.confirmProbes;
-    if ((ack.flags & Mah::FLAG_PROBE_REPLY) && !confirmReply)
+    const bool probeReply = (ack.flags & Mah::FLAG_PROBE_REPLY) != 0;
+    if (probeReply && !confirmReply)
     {
         // One probe in this epoch: its reply is an unambiguous RTT sample (Karn). A reply is
         // not progress: it says the path works, not that data gets through.
@@ -257,13 +258,21 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
         {
             UpdateRtt(now, path, now - path.probeSentTime);
         }
-        return false;
+        // Unless it acknowledges data: a late reply to a confirmation already answered (or
+        // to an earlier one) carries the path's state, with the ACK of data that arrived
+        // since merged into it by the responder. At a connection's tail nothing else would
+        // acknowledge that data before the next confirmation, an RTO later.
+        if (!AcksOutstanding(path, ack))
+        {
+            return false;
+        }
     }
     uint32_t newlyAcked = 0;
     Time rttSample = -1;
-    // A confirmation probe's reply samples the path's round trip with the probe, not with a
-    // data packet whose own ACK may have been lost.
-    const uint32_t triggerPsn = confirmReply ? PathState::NO_REPEAT : ack.triggerPsn;
+    // A probe's reply samples the path's round trip with the probe (a confirmation's, below),
+    // not with a data packet whose own ACK may have been lost: its TriggerPsn is the
+    // probe's serial.
+    const uint32_t triggerPsn = probeReply ? PathState::NO_REPEAT : ack.triggerPsn;
     if (PsnDiff(ack.cumulativePsn, path.ackedPsn) > 0)
     {
         for (uint32_t psn = path.ackedPsn; psn != ack.cumulativePsn; psn = PsnAdd(psn, 1))
@@ -306,7 +315,7 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
     ev.ece = (ack.flags & Mah::FLAG_ECE) != 0;
     if (repeat)
     {
-        path.repeatedTrigger = ack.triggerPsn; // (it acknowledged packets: see RepeatAcksNew)
+        path.repeatedTrigger = ack.triggerPsn; // (it acknowledged packets: see AcksOutstanding)
     }
     else if (path.repeatedTrigger != PathState::NO_REPEAT)
     {
@@ -335,7 +344,7 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
 }
 
 bool
-MultipathRequester::RepeatAcksNew(const PathState& path, const Mah& ack) const
+MultipathRequester::AcksOutstanding(const PathState& path, const Mah& ack) const
 {
     if (ack.pathEpoch != path.epoch || PsnDiff(ack.cumulativePsn, path.nextPsn) > 0)
     {

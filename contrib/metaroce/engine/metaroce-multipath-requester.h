@@ -364,9 +364,10 @@ class MultipathRequester : public MultipathRole
      * \return false if nothing follows (invalid, stale, or a probe reply).
      */
     bool ApplyAck(Time now, const Mah& ack, Time held, AckProgress& done);
-    /// \return true if the repeated record \p ack (Mah::FLAG_REPEAT) of \p path acknowledges
-    /// a packet still in flight or lost: its original ACK was lost.
-    bool RepeatAcksNew(const PathState& path, const Mah& ack) const;
+    /// \return true if the record \p ack of \p path acknowledges a packet still in flight or
+    /// lost: for a repeated record (Mah::FLAG_REPEAT), its original ACK was lost; for a
+    /// probe reply that is not the awaited confirmation, data arrived since the probe.
+    bool AcksOutstanding(const PathState& path, const Mah& ack) const;
     /// Loss detection, window event and RTO of the path \p done acknowledged.
     void FinishAck(Time now, const AckProgress& done);
     /// After evidence of later-sent packets, detect losses on the paths not in \p acked.
