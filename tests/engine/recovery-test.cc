@@ -365,6 +365,50 @@ TEST_F(RecoveryTest, LostTailProbeFallsBackToTheRto)
     EXPECT_GE(CounterA(Counter::RTO), 1u);
 }
 
+TEST_F(RecoveryTest, TailProbeAfterEachTimeoutShortensALossChainAtTheTail)
+{
+    // The last packet, its tail probe and its resend after the RTO are all lost. With "tlp"
+    // (one probe until progress) the third copy waits for a second, backed-off RTO; with
+    // "tlp-rto" a timeout allows another probe, which goes a probe timeout after the resend.
+    std::map<std::string, double> done;
+    for (const char* probe : {"tlp", "tlp-rto"})
+    {
+        SCOPED_TRACE(probe);
+        ConnectionConfig cfg = InRoundTrips();
+        cfg.tailProbe = probe;
+        m_dataSeen = 0;
+        Build(cfg, 8 * 4096);
+        for (int path = -1; path < int(ConnectionConfig::MAX_PATHS); ++path)
+        {
+            m_net->Link(m_a, m_b, path).dropIf = [this](const WireInfo& w) {
+                if (w.opcode != MR_WRITE)
+                {
+                    return false;
+                }
+                int n = m_dataSeen++;
+                return n >= 7 && n <= 9; // the last packet, its probe, its resend
+            };
+        }
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntilIdle(MilliSeconds(10));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+        EXPECT_EQ(m_src, m_dst);
+        done[probe] = double(m_lastCompletion) / 1e6;
+        if (std::string(probe) == "tlp")
+        {
+            EXPECT_EQ(CounterA(Counter::TAIL_PROBE), 1u);
+            EXPECT_EQ(CounterA(Counter::RTO), 2u);
+        }
+        else
+        {
+            EXPECT_EQ(CounterA(Counter::TAIL_PROBE), 2u);
+            EXPECT_EQ(CounterA(Counter::RTO), 1u);
+        }
+    }
+    EXPECT_LT(done["tlp-rto"], done["tlp"]);
+}
+
 TEST_F(RecoveryTest, SilentPathIsSuspectedFromTheOtherPathsBeforeItsRto)
 {
     // Path 2 becomes a black hole 50 us into a 4 MiB transfer. With the RTO alone, its

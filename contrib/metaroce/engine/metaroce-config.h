@@ -114,7 +114,9 @@ struct ConnectionConfig
     /// last one to two epochs of this many minimum RTTs.
     double tailRttEpochRtts{4};
     /// "tlp": with packets outstanding and nothing else to send, resend the newest one after
-    /// tailProbeRtts smoothed RTTs, so a lost tail costs round trips, not an RTO; "none".
+    /// tailProbeRtts smoothed RTTs, so a lost tail costs round trips, not an RTO (one probe
+    /// until an ACK makes progress); "tlp-rto": "tlp", and a probe is allowed again after
+    /// each timeout, so a packet lost again at the tail waits for a probe, not an RTO; "none".
     std::string tailProbe{"tlp"};
     double tailProbeRtts{2}; //!< the tail probe's delay in smoothed RTTs
     /// "cross-path": a path whose packets are declared lost by time (later-sent packets on

@@ -657,6 +657,12 @@ MultipathRequester::OnRto(Time now, PathState& path)
     Count(Counter::RTO);
     ++path.timeouts;
     ++path.consecutiveRtos;
+    if (m_tailProbeAfterRto)
+    {
+        // A new episode: the resends this timeout brings about may be probed in turn, so a
+        // packet lost again at the tail costs a probe timeout, not another RTO.
+        m_tailProbeOut = false;
+    }
     if (!MoveOutstanding(now, path, true))
     {
         return;

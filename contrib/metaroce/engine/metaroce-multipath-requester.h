@@ -462,7 +462,8 @@ class MultipathRequester : public MultipathRole
     double m_initialPathWindow;       //!< a path's window at start and when it comes back
     bool m_anyAck{false};             //!< an ACK arrived ("per-connection" caps the first flight)
     bool m_timeLoss{false};           //!< the loss detection may judge by time
-    bool m_tailProbe{false};          //!< tailProbe "tlp"
+    bool m_tailProbe{false};          //!< tailProbe "tlp" or "tlp-rto"
+    bool m_tailProbeAfterRto{false};  //!< tailProbe "tlp-rto": a probe again after a timeout
     bool m_crossPathFailure{false};   //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};        //!< rtoPolicy "adaptive"
     bool m_returnShare{false};        //!< returnWindow "share"

@@ -55,7 +55,7 @@ PolicyNames(PolicyKind kind)
                                                      "rack-tail",
                                                      "rack-confirm"};
     static const std::vector<std::string> recoveries{"gbn", "irn"};
-    static const std::vector<std::string> tailProbes{"tlp", "none"};
+    static const std::vector<std::string> tailProbes{"tlp", "none", "tlp-rto"};
     static const std::vector<std::string> failures{"cross-path", "rto"};
     static const std::vector<std::string> rtos{"adaptive", "fixed"};
     static const std::vector<std::string> initialWindows{"per-connection", "per-path"};

@@ -377,7 +377,7 @@ MetaRoceNic::GetTypeId()
                                                           cc.lossDetection,
                                                           METAROCE_CONN(lossDetection));
     static const PolicyAttribute<TailProbe> tailProbe(PolicyKind::TAIL_PROBE,
-                                                      TAIL_PROBE_NONE + 1,
+                                                      TAIL_PROBE_TLP_RTO + 1,
                                                       cc.tailProbe,
                                                       METAROCE_CONN(tailProbe));
     static const PolicyAttribute<FailureDetection> failure(PolicyKind::FAILURE_DETECTION,
@@ -593,7 +593,8 @@ MetaRoceNic::GetTypeId()
                           MakeFieldAccessor<DoubleValue>(METAROCE_CONN(tailRttEpochRtts)),
                           MakeDoubleChecker<double>(0))
             .AddAttribute("TailProbe",
-                          "Tail-loss probe: \"tlp\" or \"none\".",
+                          "Tail-loss probe: \"tlp\", \"tlp-rto\" (a probe again after each "
+                          "timeout) or \"none\".",
                           tailProbe.initialValue,
                           tailProbe.accessor,
                           tailProbe.checker)

@@ -155,8 +155,9 @@ class MetaRoceNic : public Object, public MetaRocePortOwner
     /// TailProbe attribute (metaroce::PolicyKind::TAIL_PROBE).
     enum TailProbe
     {
-        TAIL_PROBE_TLP,  //!< "tlp": tail-loss probe
-        TAIL_PROBE_NONE, //!< "none"
+        TAIL_PROBE_TLP,     //!< "tlp": tail-loss probe
+        TAIL_PROBE_NONE,    //!< "none"
+        TAIL_PROBE_TLP_RTO, //!< "tlp-rto": "tlp", and again after each timeout
     };
 
     /// FailureDetection attribute (metaroce::PolicyKind::FAILURE_DETECTION).

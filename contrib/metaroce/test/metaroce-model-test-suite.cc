@@ -183,6 +183,7 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
         byValue("RoceRecovery", EnumValue(MetaRoceNic::ROCE_RECOVERY_GBN), "gbn");
         byValue("RoceRecovery", EnumValue(MetaRoceNic::ROCE_RECOVERY_IRN), "irn");
         byValue("TailProbe", EnumValue(MetaRoceNic::TAIL_PROBE_TLP), "tlp");
+        byValue("TailProbe", EnumValue(MetaRoceNic::TAIL_PROBE_TLP_RTO), "tlp-rto");
         byValue("TailProbe", EnumValue(MetaRoceNic::TAIL_PROBE_NONE), "none");
         byValue("FailureDetection",
                 EnumValue(MetaRoceNic::FAILURE_DETECTION_CROSS_PATH),
