@@ -75,7 +75,20 @@ class EngineFuzz : public ::testing::TestWithParam<bool>
         }
     }
 
-    EngineNetwork m_net;
+    /// \return the testbed, with the engines' derived state checked throughout.
+    static NetworkConfig Checked()
+    {
+        NetworkConfig net;
+        net.checkInvariants = true;
+        return net;
+    }
+
+    void TearDown() override
+    {
+        EXPECT_EQ(m_net.InvariantFailure(), "") << "hostile input left derived state stale";
+    }
+
+    EngineNetwork m_net{Checked()};
     uint32_t m_a{0};
     uint32_t m_b{0};
     uint32_t m_qa{0};
@@ -281,6 +294,86 @@ TEST_P(EngineFuzz, HostileDatagramsAreCountedAndDroppedAndTheConnectionSurvives)
     std::fill(m_dst.begin(), m_dst.end(), 0);
     m_net.RunUntil(m_net.Now() + MilliSeconds(2));
     TransferAndCheck(2, malformedOnly);
+}
+
+TEST_P(EngineFuzz, ForgedAcknowledgementsAtABusySenderKeepItsStateConsistent)
+{
+    // ACKs, coalesced ACKs, probe replies and RNR NAKs with hostile values near the live ones,
+    // aimed at the sender while it sprays a transfer: whatever they make it believe (RoCE
+    // has no authentication), its path index and totals must stay true to its paths
+    // (checked at every read and pump), and nothing may crash.
+    const bool withIcrc = GetParam();
+    Endpoint& a = m_net.At(m_a);
+    Rng r(withIcrc ? 21 : 22);
+    DatagramMeta meta;
+    meta.srcIp = EngineNetwork::AddressOf(m_b);
+    meta.dstIp = EngineNetwork::AddressOf(m_a);
+    meta.srcPort = 50000;
+    std::vector<uint8_t> buf(4096);
+    for (int round = 0; round < 20; ++round)
+    {
+        SendWr wr;
+        wr.wrId = 100 + round;
+        wr.sge = {m_smr.addr, uint32_t(m_src.size()), m_smr.lkey};
+        wr.remoteAddr = m_dmr.addr;
+        wr.rkey = m_dmr.rkey;
+        ASSERT_EQ(a.PostSend(m_net.Now(), m_qa, wr), PostStatus::OK);
+        m_net.Kick(m_a);
+        for (int i = 0; i < 400; ++i)
+        {
+            const uint8_t kinds[] = {MR_ACK, MR_ACK, MR_ACK_COALESCED, MR_NAK};
+            ParsedPacket pkt;
+            pkt.bth.opcode = kinds[r.Below(4)];
+            pkt.info = &LookupOpcode(pkt.bth.opcode);
+            pkt.bth.destQp = m_qa;
+            const PathState* live = a.GetConnection(m_qa)->Path(r.Below(8));
+            Mah& m = pkt.mah;
+            m.pathId = uint8_t(live->id);
+            m.pathEpoch = r.Below(4) ? live->epoch : uint8_t(r.Below(4));
+            m.cumulativePsn = PsnAdd(live->ackedPsn, uint32_t(r.Below(6)) - 2);
+            m.triggerPsn = PsnAdd(live->ackedPsn, uint32_t(r.Below(8)));
+            for (auto& w : m.sack)
+            {
+                w = r.Below(2) ? r.Next() : 0;
+            }
+            m.flags = uint8_t(r.Below(2) ? Mah::FLAG_PROBE_REPLY : r.Next());
+            m.ceCount = uint8_t(r.Below(3));
+            pkt.mnh.streamId = 0;
+            pkt.mnh.syndrome = Mnh::RNR; // (another syndrome ends the connection, as in IB)
+            pkt.mnh.pathId = m.pathId;
+            pkt.mnh.pathEpoch = m.pathEpoch;
+            pkt.mnh.psn = m.triggerPsn;
+            pkt.mnh.messageSeq = uint32_t(r.Below(4));
+            std::vector<uint8_t> records;
+            if (pkt.bth.opcode == MR_ACK_COALESCED)
+            {
+                uint8_t record[AckRecord::SIZE + Mah::SACK_BYTES];
+                size_t n = AckRecord::Write(record, m, uint16_t(r.Below(100)));
+                records.assign(record, record + n);
+                pkt.mch.recordCount = 1;
+            }
+            size_t len = WriteDatagram(buf.data(),
+                                       buf.size(),
+                                       pkt,
+                                       records.empty() ? nullptr : records.data(),
+                                       uint32_t(records.size()));
+            ASSERT_GT(len, 0u);
+            if (withIcrc)
+            {
+                StoreIcrc(buf.data() + len - ICRC_SIZE,
+                          ComputeDatagramIcrc(meta, buf.data(), len - ICRC_SIZE));
+            }
+            a.HandleDatagram(m_net.Now(), meta, buf.data(), len);
+            if (i % 8 == 0)
+            {
+                m_net.Kick(m_a);
+                m_net.RunUntil(m_net.Now() + MicroSeconds(1));
+            }
+        }
+        m_net.RunUntil(m_net.Now() + MilliSeconds(1));
+        ASSERT_EQ(m_net.InvariantFailure(), "") << "round " << round;
+    }
+    EXPECT_GT(a.GetConnection(m_qa)->Counters().Get(Counter::RX_ACK), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(MalformedAndForged,
