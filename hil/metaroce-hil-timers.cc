@@ -39,6 +39,11 @@ ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in)
     cfg.rocev2.irnRtoLow = std::max(floor, 2 * rtt);
     cfg.rocev2.irnRtoHigh = cfg.rocev2.irnRtoLow * 16 / 5;
     cfg.rocev2.irnRtoBackoff = true;
+    // Real links keep the recovery policies measured on them (docs/hil.md): the simulator's
+    // defaults since 2026-12-06 ("rack-confirm", "tlp-rto") judge paths by time, which on a
+    // host that stalls for milliseconds is not measured yet.
+    cfg.lossDetection = "sack-gap";
+    cfg.tailProbe = "tlp";
 }
 
 std::string

@@ -57,7 +57,9 @@ struct LinkTimerInputs
  * - connectionTimeout = the option;
  * - RoCEv2 IRN: RTO_low = max(floor, 2 x path RTT), RTO_high = 3.2 x RTO_low (the IRN paper's
  *   ratio), with exponential back-off on timeouts without progress (up to the Local ACK
- *   Timeout), so that a round trip grown above them does not spend the retry budget.
+ *   Timeout), so that a round trip grown above them does not spend the retry budget;
+ * - lossDetection "sack-gap" and tailProbe "tlp": the recovery measured on real links (the
+ *   simulator's defaults, "rack-confirm" and "tlp-rto", are not measured there yet).
  */
 void ApplyLinkTimers(ConnectionConfig& cfg, const LinkTimerInputs& in);
 

@@ -100,11 +100,11 @@ struct ConnectionConfig
     double lineRateBps{0}; //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission
-    /// Loss detection by name: "sack-gap" (a SACK gap of the path is loss; the default),
-    /// "rack" (also time-based across paths: see docs/engine.md for why it is not the default),
-    /// "rack-tail" ("rack" at the tail only) or "rack-confirm" ("rack"'s overdue packets are
-    /// suspects, which a probe of their path confirms or clears).
-    std::string lossDetection{"sack-gap"};
+    /// Loss detection by name: "rack-confirm" (the default: "rack"'s overdue packets are
+    /// suspects, which a probe of their path confirms or clears), "sack-gap" (a SACK gap of
+    /// the path is loss), "rack" (also time-based across paths: see docs/engine.md for why it
+    /// is not the default) or "rack-tail" ("rack" at the tail only).
+    std::string lossDetection{"rack-confirm"};
     /// A packet is lost once this many packets sent after it on its path are acknowledged.
     uint32_t reorderThreshold{1};
     /// "rack": the reordering window as a fraction of the connection's minimum RTT ...
@@ -117,7 +117,7 @@ struct ConnectionConfig
     /// tailProbeRtts smoothed RTTs, so a lost tail costs round trips, not an RTO (one probe
     /// until an ACK makes progress); "tlp-rto": "tlp", and a probe is allowed again after
     /// each timeout, so a packet lost again at the tail waits for a probe, not an RTO; "none".
-    std::string tailProbe{"tlp"};
+    std::string tailProbe{"tlp-rto"};
     double tailProbeRtts{2}; //!< the tail probe's delay in smoothed RTTs
     /// "cross-path": a path whose packets are declared lost by time (later-sent packets on
     /// other paths arrived) suspectLosses times without any ACK of its own is suspect at once:
