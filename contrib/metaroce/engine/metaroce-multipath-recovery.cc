@@ -301,11 +301,12 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
 }
 
 bool
-MultipathRequester::RnrHeld(uint32_t slot) const
+MultipathRequester::RnrHeld(uint32_t slot, uint32_t packetIndex) const
 {
     const SendMessage& m = m_messages[slot];
     const Stream& s = GetStream(m.wr.streamId);
-    return s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0;
+    return s.rnrHold && PacketConsumesRecv(m.wr.opcode, packetIndex, m.numPackets) &&
+           int32_t(m.recvSlot - s.rnrSlot) >= 0;
 }
 
 void

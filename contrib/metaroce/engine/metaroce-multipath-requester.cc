@@ -17,20 +17,23 @@ namespace metaroce
 namespace
 {
 
-/// \return the MetaRoCE opcode carrying \p op.
+/// \return the MetaRoCE opcode carrying a packet of \p op; \p last: the message's last
+/// packet. The immediate (and a WRITE's receive slot) travels in the last packet only, as in
+/// IB's WRITE/SEND Last with Immediate: the receiver keeps it until the message is complete,
+/// whichever packet completes it (docs/wire-format.md).
 uint8_t
-OpcodeFor(WrOpcode op)
+OpcodeFor(WrOpcode op, bool last)
 {
     switch (op)
     {
     case WrOpcode::RDMA_WRITE:
         return MR_WRITE;
     case WrOpcode::RDMA_WRITE_WITH_IMM:
-        return MR_WRITE_IMM;
+        return last ? MR_WRITE_IMM : MR_WRITE;
     case WrOpcode::SEND:
         return MR_SEND;
     case WrOpcode::SEND_WITH_IMM:
-        return MR_SEND_IMM;
+        return last ? MR_SEND_IMM : MR_SEND;
     case WrOpcode::RDMA_READ:
         return MR_READ_REQUEST;
     case WrOpcode::ATOMIC_CMP_AND_SWP:
@@ -284,7 +287,7 @@ MultipathRequester::NextNewPacket(uint32_t& slot, uint32_t& packetIndex)
         {
             s.sendCursor = m_messages[s.sendCursor].nextInStream;
         }
-        if (s.sendCursor == NONE || RnrHeld(s.sendCursor))
+        if (s.sendCursor == NONE || RnrHeld(s.sendCursor, m_messages[s.sendCursor].nextPacket))
         {
             s.inSendRing = false; // ReleaseRnr puts a held stream back
             continue;
@@ -609,7 +612,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             m_resends.pop_front();
             continue;
         }
-        if (RnrHeld(r.slot) && !r.rnr)
+        if (RnrHeld(r.slot, r.packetIndex) && !r.rnr)
         {
             m_resends.pop_front();
             m_rnrParked.push_back(r); // would only be NAKed again: wait with the others
@@ -714,7 +717,7 @@ MultipathRequester::TransmitPacket(Time now,
             }
             payload = src;
         }
-        pkt.bth.opcode = OpcodeFor(m.wr.opcode);
+        pkt.bth.opcode = OpcodeFor(m.wr.opcode, packetIndex + 1 >= m.numPackets);
         pkt.bth.solicited =
             (m.wr.opcode == WrOpcode::SEND || m.wr.opcode == WrOpcode::SEND_WITH_IMM);
         pkt.mdh.streamId = m.wr.streamId;
@@ -812,7 +815,8 @@ MultipathRequester::CreditPacket(uint32_t slot, uint32_t generation, uint32_t pa
     SendMessage& m = m_messages[slot];
     m.acked[packetIndex / 64] |= uint64_t(1) << (packetIndex % 64);
     const Stream& s = GetStream(m.wr.streamId);
-    if (s.rnrHold && ConsumesRecv(m.wr.opcode) && int32_t(m.recvSlot - s.rnrSlot) >= 0)
+    if (s.rnrHold && PacketConsumesRecv(m.wr.opcode, packetIndex, m.numPackets) &&
+        int32_t(m.recvSlot - s.rnrSlot) >= 0)
     {
         ReleaseRnr(m.wr.streamId); // the receive it waited for is there now
     }

@@ -38,6 +38,15 @@ ConsumesRecv(WrOpcode op)
            op == WrOpcode::RDMA_WRITE_WITH_IMM;
 }
 
+/// \return true if packet \p packetIndex of \p numPackets of an \p op message names the
+/// receive it consumes: every packet of a SEND, only the last of a WRITE with immediate
+/// (the others are plain WRITE packets, placed without a receive).
+inline bool
+PacketConsumesRecv(WrOpcode op, uint32_t packetIndex, uint32_t numPackets)
+{
+    return op == WrOpcode::RDMA_WRITE_WITH_IMM ? packetIndex + 1 >= numPackets : ConsumesRecv(op);
+}
+
 /**
  * The requester role of a MetaRoCE connection (Linux rxe's requester and completer):
  * work requests are cut into MTU packets that are sprayed over paths with open windows; each
@@ -392,7 +401,7 @@ class MultipathRequester : public MultipathRole
     void NoteProgress(Time now);
     void HandleRetiredAck(Time now, PathState& path, const Mah& ack);
     void RetireEpoch(PathState& path);
-    bool RnrHeld(uint32_t slot) const;
+    bool RnrHeld(uint32_t slot, uint32_t packetIndex) const;
     void ReleaseRnr(uint16_t streamId);
     void AskAfterRnr(Time now);
     /// Arm the RNR timer for the earliest stream in an RNR wait (disarm it if none waits).

@@ -508,7 +508,8 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
             return Mnh::RNR;
         }
         recv = &stream->recvs[index];
-        if (recv->done)
+        if (recv->done ||
+            (rec != nullptr && rec->consumesRecv && rec->recvSlot != pkt.rsh.recvSlot))
         {
             Count(Counter::RX_INVALID);
             return Mnh::INVALID_REQUEST;
@@ -574,6 +575,19 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
         rec->numPackets = std::max<uint32_t>(1, (length + m_cfg.mtu - 1) / m_cfg.mtu);
         rec->received = 0;
         rec->bits.assign((rec->numPackets + 63) / 64, 0);
+        rec->consumesRecv = false;
+        rec->hasImm = false;
+    }
+    if (recv != nullptr)
+    {
+        rec->consumesRecv = true;
+        rec->write = info.write;
+        rec->recvSlot = pkt.rsh.recvSlot;
+    }
+    if (info.immediate)
+    {
+        rec->hasImm = true;
+        rec->immData = pkt.immDt;
     }
     if (dst != nullptr && pkt.payloadLength > 0)
     {
@@ -586,17 +600,29 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
     {
         return 0;
     }
-    // Message complete.
+    // Message complete. The packet that completes it need not be the one that named its
+    // receive and immediate (a WRITE's last packet): those come from the message's record.
     rec->inUse = false;
     Count(Counter::MESSAGES_RECEIVED);
-    if (recv != nullptr)
+    if (rec->consumesRecv)
     {
+        stream = &GetStream(sid);
+        uint32_t index = rec->recvSlot - stream->recvBase;
+        if (index >= stream->recvs.size() || stream->recvs[index].done)
+        {
+            // (Another message naming the same receive failed it meanwhile: a forged or
+            // corrupt request. The receive has completed once; this one completes nothing.)
+            Count(Counter::RX_INVALID);
+            MarkMessageDone(*stream, sid, seq);
+            return 0;
+        }
+        recv = &stream->recvs[index];
         recv->done = true;
         recv->completion.status = WcStatus::SUCCESS;
-        recv->completion.opcode = info.write ? WcOpcode::RECV_RDMA_WITH_IMM : WcOpcode::RECV;
+        recv->completion.opcode = rec->write ? WcOpcode::RECV_RDMA_WITH_IMM : WcOpcode::RECV;
         recv->completion.byteLen = length;
-        recv->completion.hasImm = info.immediate;
-        recv->completion.immData = pkt.immDt;
+        recv->completion.hasImm = rec->hasImm;
+        recv->completion.immData = rec->immData;
         DeliverRecvCompletions(*stream);
     }
     MarkMessageDone(GetStream(sid), sid, seq);

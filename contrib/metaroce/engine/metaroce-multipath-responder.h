@@ -88,6 +88,13 @@ class MultipathResponder : public MultipathRole
         uint32_t numPackets{0};     //!< packets expected
         uint32_t received{0};       //!< packets placed
         std::vector<uint64_t> bits; //!< placed-packet bitmap
+        // What a packet with an RSH / ImmDt told (a WRITE's only in its last packet), kept
+        // for the completion, which any packet may bring.
+        bool consumesRecv{false}; //!< the message consumes a posted receive
+        bool write{false};        //!< ... as a WRITE with immediate (else a SEND)
+        bool hasImm{false};       //!< the message carries immediate data
+        uint32_t recvSlot{0};     //!< the receive it consumes (RSH RecvSlot)
+        uint32_t immData{0};      //!< the immediate data
     };
 
     /// A message the responder rejected for good (later packets are rejected the same way).

@@ -646,9 +646,9 @@ struct OpcodeInfo
 enum MetaRoceOpcode : uint8_t
 {
     MR_WRITE = 0xC0,           //!< RDMA WRITE packet (any position)
-    MR_WRITE_IMM = 0xC1,       //!< RDMA WRITE with immediate packet (any position)
+    MR_WRITE_IMM = 0xC1,       //!< RDMA WRITE with immediate, its last packet (others: MR_WRITE)
     MR_SEND = 0xC2,            //!< SEND packet (any position)
-    MR_SEND_IMM = 0xC3,        //!< SEND with immediate packet (any position)
+    MR_SEND_IMM = 0xC3,        //!< SEND with immediate, its last packet (others: MR_SEND)
     MR_ACK = 0xC4,             //!< per-path ACK with SACK bitmap and rate hint
     MR_NAK = 0xC5,             //!< message-level NAK
     MR_PROBE = 0xC6,           //!< path probe
