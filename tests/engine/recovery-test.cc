@@ -512,6 +512,44 @@ TEST_F(RecoveryTest, FirstFlightIsBoundedPerConnectionNotPerPath)
     }
 }
 
+TEST_F(RecoveryTest, BdpStartGivesFewPathsTheWholeFirstFlight)
+{
+    // "per-connection" caps a path at initialPathWindow (4), so one path starts with 4
+    // packets, an eighth of the first flight; "bdp" gives the paths the scheduler sends on
+    // the whole first flight (32), and 8 paths 4 each as before.
+    NetworkConfig net;
+    net.lineRateBps = 0; // the NIC does not limit the first flight: the windows do
+
+    struct Case
+    {
+        const char* policy;
+        uint32_t paths;
+        const char* scheduler;
+        uint64_t flight;
+    };
+
+    for (const Case& c : {Case{"per-connection", 1, "spray", 4},
+                          Case{"bdp", 1, "spray", 32},
+                          Case{"bdp", 8, "single", 32},
+                          Case{"per-connection", 8, "single", 4},
+                          Case{"bdp", 8, "spray", 32},
+                          Case{"bdp", 64, "spray", 32}})
+    {
+        ConnectionConfig cfg = Classic();
+        cfg.numPaths = c.paths;
+        cfg.pathScheduler = c.scheduler;
+        cfg.initialWindow = c.policy;
+        Build(cfg, 1 << 20, net);
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntil(MicroSeconds(3)); // before the first ACK (2 us links)
+        EXPECT_EQ(CounterA(Counter::TX_DATA), c.flight)
+            << c.policy << " " << c.paths << " " << c.scheduler;
+        m_net->RunUntilIdle(MilliSeconds(50));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u) << c.policy;
+        EXPECT_EQ(m_src, m_dst);
+    }
+}
+
 TEST_F(RecoveryTest, OneHundredTwentyEightPathsCarryATransferUnderLoss)
 {
     ConnectionConfig cfg = InRoundTrips();

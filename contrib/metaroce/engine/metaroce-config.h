@@ -86,7 +86,12 @@ struct ConnectionConfig
     /// "per-path": every path starts with initialPathWindow. "per-connection": the first
     /// flight of the connection is initialConnectionWindow packets (about one BDP), split
     /// over the paths (at least minPathWindow, at most initialPathWindow each), so that it
-    /// does not grow with numPaths; until the first ACK the connection sends no more.
+    /// does not grow with numPaths; until the first ACK the connection sends no more. "bdp"
+    /// [M]: as "per-connection", but split over the paths the scheduler sends on (one for
+    /// "single") and capped at maxPathWindow instead of initialPathWindow, so that a
+    /// connection with fewer than initialConnectionWindow / initialPathWindow paths also
+    /// starts with about one BDP (docs/validation.md, experiment 6 with the defaults of
+    /// 2026-12-06).
     std::string initialWindow{"per-connection"};
     double initialConnectionWindow{32}; //!< "per-connection": the first flight, packets
     double minPathWindow{1};            //!< floor of a path window, packets

@@ -59,15 +59,18 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
       m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
       m_returnShare(conn.Config().returnWindow == "share"),
-      m_perConnectionStart(conn.Config().initialWindow == "per-connection"),
+      m_perConnectionStart(conn.Config().initialWindow != "per-path"),
       m_coalescedAcks(conn.Config().ackPolicy == "coalesced"),
       m_repeatedAcks(m_coalescedAcks && conn.Config().ackRepeat > 0)
 {
     if (m_perConnectionStart)
     {
-        m_initialPathWindow = std::max(
-            m_cfg.minPathWindow,
-            std::min(m_cfg.initialPathWindow, m_cfg.initialConnectionWindow / m_cfg.numPaths));
+        // "bdp": the whole first flight, over the paths the scheduler sends on.
+        const bool bdp = m_cfg.initialWindow == "bdp";
+        const uint32_t sendPaths = bdp && m_cfg.pathScheduler == "single" ? 1 : m_cfg.numPaths;
+        const double cap = bdp ? m_cfg.maxPathWindow : m_cfg.initialPathWindow;
+        m_initialPathWindow =
+            std::max(m_cfg.minPathWindow, std::min(cap, m_cfg.initialConnectionWindow / sendPaths));
     }
     // The ports are drawn now, in connection order, whenever the paths are created.
     m_portBase = m_cfg.sourcePortBase;

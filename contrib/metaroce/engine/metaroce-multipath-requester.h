@@ -476,7 +476,7 @@ class MultipathRequester : public MultipathRole
     bool m_crossPathFailure{false};   //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};        //!< rtoPolicy "adaptive"
     bool m_returnShare{false};        //!< returnWindow "share"
-    bool m_perConnectionStart{false}; //!< initialWindow "per-connection"
+    bool m_perConnectionStart{false}; //!< initialWindow "per-connection" or "bdp"
     bool m_coalescedAcks{false};      //!< ackPolicy "coalesced" (AckReq only when pausing)
     bool m_repeatedAcks{false};       //!< "coalesced" with ackRepeat > 0
     std::vector<AckRecord> m_ackRecords;    //!< scratch: records of one coalesced ACK

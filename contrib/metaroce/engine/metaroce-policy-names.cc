@@ -58,7 +58,7 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> tailProbes{"tlp", "none", "tlp-rto"};
     static const std::vector<std::string> failures{"cross-path", "rto"};
     static const std::vector<std::string> rtos{"adaptive", "fixed"};
-    static const std::vector<std::string> initialWindows{"per-connection", "per-path"};
+    static const std::vector<std::string> initialWindows{"per-connection", "per-path", "bdp"};
     static const std::vector<std::string> rateControls{"dcqcn", "none"};
     static const std::vector<std::string> ackPolicies{"coalesced", "per-path"};
     static const std::vector<std::string> returnWindows{"share", "initial"};

@@ -389,7 +389,7 @@ MetaRoceNic::GetTypeId()
                                                       cc.rtoPolicy,
                                                       METAROCE_CONN(rtoPolicy));
     static const PolicyAttribute<InitialWindow> initialWindow(PolicyKind::INITIAL_WINDOW,
-                                                              INITIAL_WINDOW_PER_PATH + 1,
+                                                              INITIAL_WINDOW_BDP + 1,
                                                               cc.initialWindow,
                                                               METAROCE_CONN(initialWindow));
     static const PolicyAttribute<AckPolicy> ackPolicy(PolicyKind::ACK_POLICY,
@@ -510,7 +510,9 @@ MetaRoceNic::GetTypeId()
                           control.checker)
             .AddAttribute("InitialWindow",
                           "The first flight: \"per-connection\" (InitialConnectionWindow "
-                          "split over the paths) or \"per-path\" (InitialPathWindow each).",
+                          "split over the paths, at most InitialPathWindow each), \"bdp\" "
+                          "(InitialConnectionWindow split over the paths the scheduler sends on, "
+                          "up to MaxPathWindow each) or \"per-path\" (InitialPathWindow each).",
                           initialWindow.initialValue,
                           initialWindow.accessor,
                           initialWindow.checker)

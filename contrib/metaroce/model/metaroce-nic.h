@@ -179,6 +179,7 @@ class MetaRoceNic : public Object, public MetaRocePortOwner
     {
         INITIAL_WINDOW_PER_CONNECTION, //!< "per-connection"
         INITIAL_WINDOW_PER_PATH,       //!< "per-path"
+        INITIAL_WINDOW_BDP,            //!< "bdp"
     };
 
     /// AckPolicy attribute (metaroce::PolicyKind::ACK_POLICY).
