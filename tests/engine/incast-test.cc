@@ -57,6 +57,7 @@ RunIncast(uint32_t senders, bool hint, uint32_t bytesPerSender)
                                                ACCESS_REMOTE_WRITE,
                                                0x10000);
     ConnectionConfig cfg;
+    cfg.initialWindow = "per-connection"; // a first flight of 2 packets on each of 8 paths
     cfg.initialPathWindow = 2;
     std::vector<RateLog> logs(senders);
     std::vector<uint32_t> tx(senders);

@@ -90,10 +90,9 @@ struct ConnectionConfig
     /// [M]: as "per-connection", but split over the paths the scheduler sends on (one for
     /// "single") and capped at maxPathWindow instead of initialPathWindow, so that a
     /// connection with fewer than initialConnectionWindow / initialPathWindow paths also
-    /// starts with about one BDP (docs/validation.md, experiment 6 with the defaults of
-    /// 2026-12-06).
-    std::string initialWindow{"per-connection"};
-    double initialConnectionWindow{32}; //!< "per-connection": the first flight, packets
+    /// starts with about one BDP (the default since 2026-12-06; docs/validation.md).
+    std::string initialWindow{"bdp"};
+    double initialConnectionWindow{32}; //!< "bdp", "per-connection": first flight, packets
     double minPathWindow{1};            //!< floor of a path window, packets
     double maxPathWindow{224};          //!< ceiling of a path window, packets (< SACK window)
     double connectionWindow{512};       //!< cap on packets in flight over all paths

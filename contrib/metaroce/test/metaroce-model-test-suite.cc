@@ -195,6 +195,7 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
                 EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_CONNECTION),
                 "per-connection");
         byValue("InitialWindow", EnumValue(MetaRoceNic::INITIAL_WINDOW_PER_PATH), "per-path");
+        byValue("InitialWindow", EnumValue(MetaRoceNic::INITIAL_WINDOW_BDP), "bdp");
         byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_COALESCED), "coalesced");
         byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_PER_PATH), "per-path");
         byValue("ReturnWindow", EnumValue(MetaRoceNic::RETURN_WINDOW_SHARE), "share");
