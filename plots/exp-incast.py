@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exp_common import read_csv, read_summary  # noqa: E402
 
 MTU = 4096
-VARIANTS = {"": "defaults", "-iw1": "initial path window 1",
+VARIANTS = {"": "defaults", "-iw1": "first flight 8 packets",
             "-rto1ms": "RtoInitial 2 ms, RtoMin 1 ms"}
 
 
