@@ -7,6 +7,7 @@
 // Targeted behaviour tests of the MetaRoCE engine on the fake-clock harness.
 
 #include "engine-network.h"
+#include "metaroce-icrc.h"
 #include "metaroce-multipath-connection.h"
 #include "pair-fixture.h"
 #include "seeded-run.h"
@@ -430,6 +431,125 @@ TEST_F(WriteImmTest, WaitsForItsReceiveWithTheLastPacketOnly)
     EXPECT_EQ(CountSent(*m_net, m_a, MR_WRITE), 9u);
     EXPECT_GE(withImm, 2u);
     EXPECT_EQ(CounterB(Counter::RX_RNR), uint64_t(withImm - 1));
+}
+
+TEST_F(WriteImmTest, ALateRnrNakOfAnAcknowledgedPacketStartsNoWait)
+{
+    // The last packet's first copy is NAKed (no receive yet) and the NAK is held back; its
+    // resend is placed and acknowledged once the receive is posted, while packet 0 is still
+    // lost. The late NAK then arrives: it must not start an RNR wait, as no packet that names
+    // a receive is left to end it (the stream's next WRITE with immediate would wait forever).
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    auto nak = std::make_shared<std::vector<uint8_t>>();
+    auto nakMeta = std::make_shared<DatagramMeta>();
+    m_net->Link(m_b, m_a).dropIf = [nak](const WireInfo& w) {
+        return w.opcode == MR_NAK && nak->empty();
+    };
+    m_net->onTransmit = [this, nak, nakMeta](Time, uint32_t src, const TxDatagram& tx, bool drop) {
+        if (src == m_b && drop && nak->empty())
+        {
+            nak->assign(tx.buffer, tx.buffer + tx.length);
+            *nakMeta = tx.meta;
+        }
+    };
+    EngineNetwork* net = m_net.get();
+    m_net->Link(m_a, m_b).dropIf = [net](const WireInfo& w) {
+        return w.opcode == MR_WRITE && w.pkt->mdh.messageSeq == 0 && w.pkt->mdh.offset == 0 &&
+               net->Now() < MicroSeconds(40);
+    };
+    m_net->At(MicroSeconds(20), [this]() {
+        RecvWr rwr;
+        rwr.wrId = 99;
+        EXPECT_EQ(B().PostRecv(m_net->Now(), m_qb, rwr), PostStatus::OK);
+    });
+    m_net->At(MicroSeconds(30), [this, nak, nakMeta]() {
+        ASSERT_FALSE(nak->empty());
+        EXPECT_EQ(CountSent(*m_net, m_a, MR_WRITE_IMM), 2u); // the NAKed copy and its resend
+        A().HandleDatagram(m_net->Now(), *nakMeta, nak->data(), nak->size());
+        m_net->Kick(m_a);
+    });
+    m_net->At(MicroSeconds(1000), [this]() {
+        RecvWr rwr;
+        rwr.wrId = 100;
+        EXPECT_EQ(B().PostRecv(m_net->Now(), m_qb, rwr), PostStatus::OK);
+        SendWr wr = WriteWithImm(m_srcMr, m_dstMr, 40000, 2);
+        wr.wrId = 8;
+        EXPECT_EQ(A().PostSend(m_net->Now(), m_qa, wr), PostStatus::OK);
+        m_net->Kick(m_a);
+    });
+    m_net->EnableTxLog(true);
+    ASSERT_EQ(A().PostSend(0, m_qa, WriteWithImm(m_srcMr, m_dstMr, 40000, 1)), PostStatus::OK);
+    m_net->Kick(m_a);
+    m_net->RunUntilIdle(MilliSeconds(300));
+    EXPECT_EQ(CounterB(Counter::RX_RNR), 1u);
+    ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_net->Completions(m_a)[1].status, WcStatus::SUCCESS);
+    ASSERT_EQ(m_net->Completions(m_b).size(), 2u);
+    EXPECT_EQ(m_net->Completions(m_b)[1].wrId, 100u);
+    EXPECT_EQ(m_net->Completions(m_b)[1].immData, 2u);
+    EXPECT_LT(m_lastCompletion, MilliSeconds(2));
+}
+
+TEST_F(WriteImmTest, AForgedMessageTakingItsReceiveGetsTheWriteRejectedNotReportedDelivered)
+{
+    // B learns a WRITE with immediate's receive (slot 0) from its last packet; a forged SEND
+    // then names slot 0 and completes it; when the WRITE's other packet completes the WRITE,
+    // its receive is taken: the WRITE is rejected (INVALID_REQUEST), so A cannot report a
+    // delivery that B never surfaced, and B's one receive completes once.
+    ConnectionConfig cfg;
+    Build(cfg, 64 * 1024);
+    RecvWr rwr;
+    rwr.wrId = 99;
+    rwr.sge = {m_dstMr.addr + 32768, 1000, m_dstMr.lkey};
+    ASSERT_EQ(B().PostRecv(0, m_qb, rwr), PostStatus::OK);
+    m_net->EnableTxLog(true);
+    DatagramMeta meta;
+    meta.srcIp = EngineNetwork::AddressOf(m_a);
+    meta.dstIp = EngineNetwork::AddressOf(m_b);
+    meta.srcPort = 50000;
+    std::vector<uint8_t> payload(cfg.mtu, 0x5A);
+    uint32_t psn = 0;
+    auto deliver = [&](uint8_t opcode, uint32_t seq, uint32_t offset, uint32_t length) {
+        ParsedPacket pkt;
+        pkt.bth.opcode = opcode;
+        pkt.info = &LookupOpcode(opcode);
+        pkt.bth.destQp = m_qb;
+        pkt.bth.psn = psn++;
+        pkt.mdh.messageSeq = seq;
+        pkt.mdh.offset = offset;
+        pkt.reth.va = m_dstMr.addr + offset;
+        pkt.reth.rkey = m_dstMr.rkey;
+        pkt.reth.dmaLength = length;
+        pkt.rsh.recvSlot = 0;
+        pkt.rsh.messageLength = length;
+        pkt.immDt = 7;
+        std::vector<uint8_t> buf(Endpoint::MaxDatagramSize(cfg.mtu) + 64);
+        const uint32_t bytes = std::min(cfg.mtu, length - offset);
+        const size_t len = WriteDatagram(buf.data(), buf.size(), pkt, payload.data(), bytes);
+        ASSERT_GT(len, 0u);
+        StoreIcrc(buf.data() + len - ICRC_SIZE,
+                  ComputeDatagramIcrc(meta, buf.data(), len - ICRC_SIZE));
+        B().HandleDatagram(m_net->Now(), meta, buf.data(), len);
+        m_net->Kick(m_b);
+        m_net->RunUntil(m_net->Now() + MicroSeconds(1));
+    };
+    deliver(MR_WRITE_IMM, 0, cfg.mtu, 2 * cfg.mtu); // the WRITE's last packet
+    EXPECT_EQ(m_net->Completions(m_b).size(), 0u);
+    deliver(MR_SEND_IMM, 1, 0, 100); // forged: message 1 names receive 0 too
+    ASSERT_EQ(m_net->Completions(m_b).size(), 1u);
+    EXPECT_EQ(m_net->Completions(m_b)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_net->Completions(m_b)[0].opcode, WcOpcode::RECV);
+    EXPECT_EQ(CountSent(*m_net, m_b, MR_NAK), 0u);
+    const uint64_t invalidBefore = CounterB(Counter::RX_INVALID);
+    deliver(MR_WRITE, 0, 0, 2 * cfg.mtu); // completes the WRITE: its receive is taken
+    EXPECT_EQ(CounterB(Counter::RX_INVALID), invalidBefore + 1);
+    EXPECT_EQ(m_net->Completions(m_b).size(), 1u);
+    EXPECT_EQ(CountSent(*m_net, m_b, MR_NAK), 1u);
+    deliver(MR_WRITE, 0, 0, 2 * cfg.mtu); // a copy gets the same answer
+    EXPECT_EQ(CountSent(*m_net, m_b, MR_NAK), 2u);
+    EXPECT_EQ(m_net->Completions(m_b).size(), 1u);
 }
 
 TEST_F(PairTest, SendBeforeReceiveIsPostedWaitsThenCompletes)

@@ -242,10 +242,17 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
     // RNR: the responder is alive but has no receive yet. IB counts retries of the message,
     // not NAKed packets: the first NAK of a wait and the answer to each asking packet count;
     // the NAKs of packets that were already on their way do not.
+    const uint32_t packetIndex = nak.offset / m_cfg.mtu;
+    if (packetIndex < m.numPackets && ((m.acked[packetIndex / 64] >> (packetIndex % 64)) & 1))
+    {
+        // Stale: another copy of the packet was placed since (the receive is there). A wait
+        // started now would never end: only an acknowledged packet that names a receive ends
+        // one, and this message may have none left in flight.
+        return;
+    }
     m_progressTime = now;
     SyncConnectionTimer();
     Stream& s = m_streams[nak.streamId];
-    const uint32_t packetIndex = nak.offset / m_cfg.mtu;
     bool newWait = !s.rnrHold || int32_t(m.recvSlot - s.rnrSlot) < 0;
     bool answer = s.rnrHold && s.rnrProbeOut && s.rnrProbeSeq == m.messageSeq &&
                   s.rnrProbePacket == packetIndex;

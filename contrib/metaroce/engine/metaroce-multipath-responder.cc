@@ -610,11 +610,11 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
         uint32_t index = rec->recvSlot - stream->recvBase;
         if (index >= stream->recvs.size() || stream->recvs[index].done)
         {
-            // (Another message naming the same receive failed it meanwhile: a forged or
-            // corrupt request. The receive has completed once; this one completes nothing.)
+            // (Another message naming the same receive completed or failed it meanwhile: a
+            // forged or corrupt request. The receive has completed once; this message is
+            // rejected, so its requester does not report a delivery that nothing surfaced.)
             Count(Counter::RX_INVALID);
-            MarkMessageDone(*stream, sid, seq);
-            return 0;
+            return Reject(sid, seq, Mnh::INVALID_REQUEST);
         }
         recv = &stream->recvs[index];
         recv->done = true;
@@ -707,6 +707,12 @@ MultipathResponder::FailRecv(Stream& stream,
     recv.done = true;
     recv.completion.status = status;
     DeliverRecvCompletions(stream);
+    return Reject(sid, seq, syndrome);
+}
+
+uint8_t
+MultipathResponder::Reject(uint16_t sid, uint32_t seq, uint8_t syndrome)
+{
     if (m_rejected.size() >= MAX_REJECTED)
     {
         m_rejected.pop_front();

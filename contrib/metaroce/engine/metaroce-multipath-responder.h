@@ -160,6 +160,9 @@ class MultipathResponder : public MultipathRole
                      uint16_t sid,
                      uint32_t seq,
                      uint8_t syndrome);
+    /// Reject message \p seq of stream \p sid for good. \return \p syndrome, the NAK its
+    /// packets get
+    uint8_t Reject(uint16_t sid, uint32_t seq, uint8_t syndrome);
     void QueueNak(const ParsedPacket& pkt, uint8_t syndrome);
     /// \return the receive state of path \p pathId as an ACK reports it (no flags, no CE).
     Mah ReceiveState(uint8_t pathId) const;
