@@ -681,6 +681,33 @@ TEST_F(PairTest, AllPathsDeadGivesRetryExceeded)
     EXPECT_GE(CounterA(Counter::PATH_FAILED), cfg.numPaths);
 }
 
+TEST_F(PairTest, AConnectionTimeoutReportsOneErrorAcrossStreams)
+{
+    // Work on three streams when the connection times out: one work request completes with
+    // RETRY_EXC_ERR and the others flush, as on a Verbs QP (the heads of all three streams
+    // reported the error before; the Flapping property family found it on seed 7058).
+    ConnectionConfig cfg;
+    cfg.connectionTimeout = MilliSeconds(2);
+    cfg.retryLimit = 255; // the connection's timeout, not a packet's retry budget, ends it
+    Build(cfg, 64 * 1024);
+    m_net->Link(m_a, m_b).blackHole = true;
+    for (uint16_t stream = 0; stream < 3; ++stream)
+    {
+        Write(1 + stream * 2, 0, 20000, stream);
+        Write(2 + stream * 2, 20000, 20000, stream);
+    }
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 6u);
+    size_t errors = 0;
+    for (const Completion& c : m_net->Completions(m_a))
+    {
+        errors += c.status == WcStatus::RETRY_EXC_ERR ? 1 : 0;
+        EXPECT_TRUE(c.status == WcStatus::RETRY_EXC_ERR || c.status == WcStatus::WR_FLUSH_ERR);
+    }
+    EXPECT_EQ(errors, 1u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::RETRY_EXC_ERR);
+}
+
 TEST_F(PairTest, StreamsNeverBlockEachOther)
 {
     ConnectionConfig cfg;

@@ -180,6 +180,12 @@ void
 MultipathConnection::EnterError(Time /*now*/, uint32_t failedSlot, WcStatus status)
 {
     m_error = true;
+    if (failedSlot == MultipathRequester::NONE && status != WcStatus::WR_FLUSH_ERR)
+    {
+        // A connection-wide error (its timeout): one work request reports it, the rest are
+        // flushed; without this, the head of every stream reported it.
+        failedSlot = m_requester.FirstUnfinishedWork();
+    }
     size_t streams = std::max(m_requester.StreamCount(), m_responder.StreamCount());
     for (size_t sid = 0; sid < streams; ++sid)
     {

@@ -891,6 +891,23 @@ MultipathRequester::CompleteStreamHead(uint16_t streamId)
     }
 }
 
+uint32_t
+MultipathRequester::FirstUnfinishedWork() const
+{
+    for (const Stream& s : m_streams)
+    {
+        for (uint32_t slot = s.head; slot != NONE; slot = m_messages[slot].nextInStream)
+        {
+            const SendMessage& m = m_messages[slot];
+            if (!m.finished && !m.response)
+            {
+                return slot;
+            }
+        }
+    }
+    return NONE;
+}
+
 void
 MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus status)
 {

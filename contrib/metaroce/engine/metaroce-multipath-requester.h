@@ -136,6 +136,13 @@ class MultipathRequester : public MultipathRole
      * stream's first unfinished message) with \p status, the others with WR_FLUSH_ERR.
      */
     void FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus status);
+    /**
+     * \return the message a connection-wide error (no message named) completes with its
+     * status: the first unfinished work request of the application, streams in id order, or
+     * NONE if there is none. The connection's other work is flushed, so that it reports one
+     * error, as a Verbs QP does.
+     */
+    uint32_t FirstUnfinishedWork() const;
     /// Stop every timer and queue after the connection entered the error state.
     void ClearAfterError();
 
