@@ -180,10 +180,10 @@ void
 MultipathConnection::EnterError(Time /*now*/, uint32_t failedSlot, WcStatus status)
 {
     m_error = true;
-    if (failedSlot == MultipathRequester::NONE && status != WcStatus::WR_FLUSH_ERR)
+    if (failedSlot == MultipathRequester::NONE)
     {
         // A connection-wide error (its timeout): one work request reports it, the rest are
-        // flushed; without this, the head of every stream reported it.
+        // flushed, as on a Verbs QP.
         failedSlot = m_requester.FirstUnfinishedWork();
     }
     size_t streams = std::max(m_requester.StreamCount(), m_responder.StreamCount());

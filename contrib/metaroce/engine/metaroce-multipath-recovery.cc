@@ -243,11 +243,12 @@ MultipathRequester::HandleNak(Time now, const Mnh& nak)
     // not NAKed packets: the first NAK of a wait and the answer to each asking packet count;
     // the NAKs of packets that were already on their way do not.
     const uint32_t packetIndex = nak.offset / m_cfg.mtu;
-    if (packetIndex < m.numPackets && ((m.acked[packetIndex / 64] >> (packetIndex % 64)) & 1))
+    if (packetIndex >= m.numPackets || !PacketWanted(slot, m.generation, packetIndex))
     {
-        // Stale: another copy of the packet was placed since (the receive is there). A wait
-        // started now would never end: only an acknowledged packet that names a receive ends
-        // one, and this message may have none left in flight.
+        // Stale (another copy of the packet was placed since: the receive is there) or not
+        // one of the message's packets. A wait started now would never end: only an
+        // acknowledged packet that names a receive ends one, and the message may have none
+        // left in flight.
         return;
     }
     m_progressTime = now;

@@ -67,7 +67,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
     {
         // "bdp": the whole first flight, over the paths the scheduler sends on.
         const bool bdp = m_cfg.initialWindow == "bdp";
-        const uint32_t sendPaths = bdp && m_cfg.pathScheduler == "single" ? 1 : m_cfg.numPaths;
+        const uint32_t sendPaths = bdp ? m_scheduler->PathsInUse(m_cfg.numPaths) : m_cfg.numPaths;
         const double cap = bdp ? m_cfg.maxPathWindow : m_cfg.initialPathWindow;
         m_initialPathWindow =
             std::max(m_cfg.minPathWindow, std::min(cap, m_cfg.initialConnectionWindow / sendPaths));
@@ -922,7 +922,6 @@ MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus stat
     // stream holds a receive slot before it (receives complete in slot order). Otherwise it
     // is flushed, so the two ends never disagree.
     Stream& s = m_streams[sid];
-    bool headFailed = false;
     bool receivesBlocked = false;
     for (uint32_t slot = s.head; slot != NONE; slot = m_messages[slot].nextInStream)
     {
@@ -934,15 +933,7 @@ MultipathRequester::FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus stat
         }
         receivesBlocked = receivesBlocked || consumes;
         m.finished = true;
-        if (slot == failedSlot || (failedSlot == NONE && !headFailed))
-        {
-            m.status = status;
-            headFailed = true;
-        }
-        else
-        {
-            m.status = WcStatus::WR_FLUSH_ERR;
-        }
+        m.status = slot == failedSlot ? status : WcStatus::WR_FLUSH_ERR;
     }
     CompleteStreamHead(sid);
     s.sendCursor = NONE;

@@ -132,8 +132,8 @@ class MultipathRequester : public MultipathRole
     /// Process every requester deadline due at \p now.
     void HandleTimeout(Time now);
     /**
-     * Complete every outstanding message of stream \p sid: \p failedSlot (or, with NONE, the
-     * stream's first unfinished message) with \p status, the others with WR_FLUSH_ERR.
+     * Complete every outstanding message of stream \p sid: \p failedSlot with \p status, the
+     * others with WR_FLUSH_ERR.
      */
     void FlushStream(uint16_t sid, uint32_t failedSlot, WcStatus status);
     /**

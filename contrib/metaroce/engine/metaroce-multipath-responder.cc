@@ -581,7 +581,6 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
     if (recv != nullptr)
     {
         rec->consumesRecv = true;
-        rec->write = info.write;
         rec->recvSlot = pkt.rsh.recvSlot;
     }
     if (info.immediate)
@@ -619,7 +618,7 @@ MultipathResponder::PlaceData(Time now, const ParsedPacket& pkt, bool& duplicate
         recv = &stream->recvs[index];
         recv->done = true;
         recv->completion.status = WcStatus::SUCCESS;
-        recv->completion.opcode = rec->write ? WcOpcode::RECV_RDMA_WITH_IMM : WcOpcode::RECV;
+        recv->completion.opcode = info.write ? WcOpcode::RECV_RDMA_WITH_IMM : WcOpcode::RECV;
         recv->completion.byteLen = length;
         recv->completion.hasImm = rec->hasImm;
         recv->completion.immData = rec->immData;

@@ -91,7 +91,6 @@ class MultipathResponder : public MultipathRole
         // What a packet with an RSH / ImmDt told (a WRITE's only in its last packet), kept
         // for the completion, which any packet may bring.
         bool consumesRecv{false}; //!< the message consumes a posted receive
-        bool write{false};        //!< ... as a WRITE with immediate (else a SEND)
         bool hasImm{false};       //!< the message carries immediate data
         uint32_t recvSlot{0};     //!< the receive it consumes (RSH RecvSlot)
         uint32_t immData{0};      //!< the immediate data

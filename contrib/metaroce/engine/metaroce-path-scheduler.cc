@@ -70,6 +70,11 @@ class SingleScheduler : public PathScheduler
         return "single";
     }
 
+    uint32_t PathsInUse(uint32_t) const override
+    {
+        return 1;
+    }
+
     int Select(const std::vector<PathState>& paths, const PathSet&, Time) override
     {
         for (size_t i = 0; i < paths.size(); ++i)

@@ -29,6 +29,12 @@ class PathScheduler
      * need not visit the paths without room.
      */
     virtual int Select(const std::vector<PathState>& paths, const PathSet& withRoom, Time now) = 0;
+
+    /// \return how many of a connection's \p numPaths paths carry its packets at a time.
+    virtual uint32_t PathsInUse(uint32_t numPaths) const
+    {
+        return numPaths;
+    }
 };
 
 /**
