@@ -217,6 +217,52 @@ TEST_P(MetaRoceReadAtomic, AtomicsRunExactlyOnceWhateverIsLost)
     EXPECT_GE(CounterB(Counter::RX_DUPLICATE), 1u) << "and recognised as duplicates";
 }
 
+TEST_P(MetaRoceReadAtomic, AReadAndAnAtomicFinishedBehindAFailedReadKeepSuccess)
+{
+    // A READ whose first answer packet never arrives fails with RETRY_EXC_ERR when the
+    // connection times out. The READ and the fetch-and-add posted after it finished at both
+    // ends (their bytes are placed, the add ran once and its original arrived), so they keep
+    // SUCCESS, as a finished WRITE does (engine.md), and their results are exact. (The
+    // Flapping property family reaches this on seeds 10039, 10202 and 10381; its harness
+    // now checks such results.)
+    ConnectionConfig cfg = MetaConfig();
+    cfg.connectionTimeout = MilliSeconds(2);
+    cfg.retryLimit = 255; // the connection's timeout ends it
+    SetupMeta(ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC, 256 * 1024, cfg);
+    SetRemoteWord(128 * 1024, 40);
+    bool first = true;
+    uint32_t lostMessage = 0;
+    m_net->Link(m_b, m_a).dropIf = [&](const WireInfo& w) {
+        if (w.opcode != MR_READ_RESPONSE)
+        {
+            return false;
+        }
+        if (first)
+        {
+            first = false;
+            lostMessage = w.pkt->mdh.messageSeq;
+        }
+        return w.pkt->mdh.messageSeq == lostMessage && w.pkt->mdh.offset == 0;
+    };
+    ASSERT_EQ(Read(1, 0, 8000), PostStatus::OK);
+    ASSERT_EQ(Read(2, 100000, 5000), PostStatus::OK);
+    ASSERT_EQ(Atomic(3, WrOpcode::ATOMIC_FETCH_AND_ADD, 128 * 1024, 1, 0), PostStatus::OK);
+    m_net->RunUntil(m_net->Now() + MilliSeconds(20));
+    const auto& c = m_net->Completions(m_a);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[0].wrId, 1u);
+    EXPECT_EQ(c[0].status, WcStatus::RETRY_EXC_ERR);
+    EXPECT_EQ(c[1].wrId, 2u);
+    EXPECT_EQ(c[1].status, WcStatus::SUCCESS);
+    EXPECT_EQ(c[1].opcode, WcOpcode::RDMA_READ);
+    EXPECT_EQ(0, std::memcmp(m_src.data() + 100000, m_remote.data() + 100000, 5000));
+    EXPECT_EQ(c[2].wrId, 3u);
+    EXPECT_EQ(c[2].status, WcStatus::SUCCESS);
+    EXPECT_EQ(c[2].opcode, WcOpcode::FETCH_ADD);
+    EXPECT_EQ(m_local[0], 40u) << "the add's original";
+    EXPECT_EQ(RemoteWord(128 * 1024), 41u) << "run exactly once";
+}
+
 TEST_P(MetaRoceReadAtomic, MaxRdAtomicBoundsOutstandingReads)
 {
     ConnectionConfig cfg = MetaConfig();

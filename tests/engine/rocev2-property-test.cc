@@ -383,11 +383,30 @@ RunReadAtomicWorkload(Rng& r,
         }
     }
     n.Kick(a);
-    while (n.Now() < MilliSeconds(200) && n.Completions(a).size() < count)
+    // Liveness: every work request completes (or the connection fails) with no stretch
+    // without a completion longer than twice MetaRoCE's connection timeout or 100 ms (about
+    // 200 of the longest RoCEv2 timeouts drawn here), whichever is longer. Go-back-N
+    // on links black-holed 40 % of the time makes progress over hundreds of timeouts (the
+    // Flapping family, seed 10718: 424 timeouts in 224 ms), so a fixed horizon is no test.
+    const Time quiet = std::max(MilliSeconds(100), 2 * cfg.connectionTimeout);
+    Time lastCompletion = n.Now();
+    size_t completed = 0;
+    while (n.Completions(a).size() < count)
     {
         if (n.RunUntil(n.Now() + MicroSeconds(500)) && n.Completions(a).size() < count)
         {
             return description + ": no events left before completion (stall)";
+        }
+        if (n.Completions(a).size() != completed)
+        {
+            completed = n.Completions(a).size();
+            lastCompletion = n.Now();
+        }
+        if (n.Now() - lastCompletion > quiet || n.Now() > MilliSeconds(5000))
+        {
+            return description + ": " + std::to_string(completed) + "/" + std::to_string(count) +
+                   " completions at " + std::to_string(n.Now() / MicroSeconds(1)) +
+                   " us, the last at " + std::to_string(lastCompletion / MicroSeconds(1)) + " us";
         }
     }
     n.RunUntil(n.Now() + MilliSeconds(2)); // stray duplicates must change nothing
@@ -407,11 +426,11 @@ RunReadAtomicWorkload(Rng& r,
     for (uint32_t i = done; i < count; ++i)
     {
         WcStatus want = i == done ? WcStatus::RETRY_EXC_ERR : WcStatus::WR_FLUSH_ERR;
-        // MetaRoCE completes a later WRITE whose bytes are in place with SUCCESS (its
-        // FlushStream rule: the responder surfaced it), as the engine documents.
-        bool delivered = metaroce && i > done && ops[i].kind == WRITE &&
-                         n.Completions(a)[i].status == WcStatus::SUCCESS;
-        if (!mayFail || (n.Completions(a)[i].status != want && !delivered) ||
+        // MetaRoCE completes later work that finished at both ends with SUCCESS (its
+        // FlushStream rule): a WRITE in place, a READ whose bytes all arrived, an atomic
+        // whose original value arrived. Its result is checked below like the prefix's.
+        bool finished = metaroce && i > done && n.Completions(a)[i].status == WcStatus::SUCCESS;
+        if (!mayFail || (n.Completions(a)[i].status != want && !finished) ||
             n.Completions(a)[i].wrId != i)
         {
             return description + ": completion " + std::to_string(i) + " is wr " +
@@ -423,24 +442,41 @@ RunReadAtomicWorkload(Rng& r,
                                  WcOpcode::FETCH_ADD,
                                  WcOpcode::COMP_SWAP,
                                  WcOpcode::RDMA_WRITE};
+    // Atomics of a connection run one at a time in Verbs order, so a successful atomic saw
+    // every earlier successful one of its kind (at least their count) and at most every
+    // earlier one (its nth); a failed one may have run. In the successful prefix that is
+    // exactly nth. A compare-and-swap that found its nth swapped.
     uint32_t doneAdds = 0;
     uint32_t doneSwaps = 0;
-    for (uint32_t i = 0; i < done; ++i)
+    uint32_t swapped = 0;
+    uint64_t lastAdd = 0;
+    for (uint32_t i = 0; i < count; ++i)
     {
         const Completion& c = n.Completions(a)[i];
         const Op& op = ops[i];
-        doneAdds += op.kind == FETCH_ADD;
-        doneSwaps += op.kind == CMP_SWAP;
+        if (c.status != WcStatus::SUCCESS)
+        {
+            continue;
+        }
         if (c.wrId != i || c.opcode != expected[op.kind])
         {
             return description + ": completion " + std::to_string(i) + " is wr " +
                    std::to_string(c.wrId);
         }
         bool atomic = op.kind == FETCH_ADD || op.kind == CMP_SWAP;
-        if (atomic && originals[i] != op.nth)
+        uint32_t& before = op.kind == FETCH_ADD ? doneAdds : doneSwaps;
+        if (atomic && (originals[i] < before || originals[i] > op.nth ||
+                       (i < done && originals[i] != op.nth) ||
+                       (op.kind == FETCH_ADD && before > 0 && originals[i] <= lastAdd)))
         {
             return description + ": atomic " + std::to_string(i) + " found " +
                    std::to_string(originals[i]) + ", not " + std::to_string(op.nth);
+        }
+        if (atomic)
+        {
+            ++before;
+            swapped += op.kind == CMP_SWAP && originals[i] == op.nth;
+            lastAdd = op.kind == FETCH_ADD ? originals[i] : lastAdd;
         }
         std::vector<uint8_t>& into = op.kind == READ ? readDst : writeDst;
         if (!atomic && (!std::equal(remote.begin() + op.from,
@@ -457,13 +493,13 @@ RunReadAtomicWorkload(Rng& r,
     // Every atomic that completed ran exactly once; one that failed may have run (its answer
     // was lost), but at most once, and the chain of compare-and-swaps stops at the first that
     // did not run.
-    if (words[0] < doneAdds || words[0] > adds || words[1] < doneSwaps || words[1] > swaps ||
+    if (words[0] < doneAdds || words[0] > adds || words[1] < swapped || words[1] > swaps ||
         (done == count && (words[0] != adds || words[1] != swaps)))
     {
         return description + ": counter " + std::to_string(words[0]) + " after " +
                std::to_string(doneAdds) + "/" + std::to_string(adds) +
                " fetch-and-adds, swap word " + std::to_string(words[1]) + " after " +
-               std::to_string(doneSwaps) + "/" + std::to_string(swaps) + " compare-and-swaps";
+               std::to_string(swapped) + "/" + std::to_string(swaps) + " compare-and-swaps";
     }
     stats.duplicateRequests += n.At(b).Counters().Get(Counter::RX_DUPLICATE);
     stats.resentResponses += n.At(b).Counters().Get(Counter::TX_RETRANSMIT);
