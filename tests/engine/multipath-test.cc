@@ -681,6 +681,38 @@ TEST_F(PairTest, AllPathsDeadGivesRetryExceeded)
     EXPECT_GE(CounterA(Counter::PATH_FAILED), cfg.numPaths);
 }
 
+TEST_F(PairTest, EveryRetransmissionTimerWaitsTheHostDelayLonger)
+{
+    // A software endpoint that runs late (Endpoint::SetHostDelay) must not time out on its own
+    // or its peer's stalls: the RTO of both transports waits exactly that much longer, and
+    // nothing else moves (the same seeds, the same probes before it).
+    auto firstRto = [this](const ConnectionConfig& cfg, Time hostDelay) {
+        Build(cfg, 64 * 1024);
+        m_net->Link(m_a, m_b).blackHole = true;
+        A().SetHostDelay(hostDelay);
+        EXPECT_EQ(A().HostDelay(), std::max<Time>(hostDelay, 0));
+        Write(1, 0, 3000);
+        while (CounterA(Counter::RTO) == 0 && m_net->Now() < MilliSeconds(100))
+        {
+            m_net->RunUntil(m_net->Now() + NanoSeconds(100));
+        }
+        return m_net->Now();
+    };
+    ConnectionConfig gbn = RoceConfig();
+    gbn.rocev2.recovery = "gbn";
+    ConnectionConfig irn = RoceConfig();
+    irn.rocev2.recovery = "irn";
+    for (const ConnectionConfig& cfg : {ConnectionConfig(), gbn, irn})
+    {
+        Time plain = firstRto(cfg, 0);
+        Time delayed = firstRto(cfg, MicroSeconds(700));
+        EXPECT_LT(plain, MilliSeconds(50)) << cfg.transport << " " << cfg.rocev2.recovery;
+        EXPECT_NEAR(double(delayed - plain), double(MicroSeconds(700)), double(NanoSeconds(100)))
+            << cfg.transport << " " << cfg.rocev2.recovery;
+        EXPECT_EQ(firstRto(cfg, -5), plain) << "a negative delay counts as 0";
+    }
+}
+
 TEST_F(PairTest, AConnectionTimeoutReportsOneErrorAcrossStreams)
 {
     // Work on three streams when the connection times out: one work request completes with

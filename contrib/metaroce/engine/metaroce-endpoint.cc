@@ -423,6 +423,18 @@ Endpoint::CheckInvariants() const
 }
 
 void
+Endpoint::SetHostDelay(Time delay)
+{
+    m_shared.hostDelay = std::max<Time>(delay, 0);
+}
+
+Time
+Endpoint::HostDelay() const
+{
+    return m_shared.hostDelay;
+}
+
+void
 Endpoint::SetObserver(EngineObserver* observer)
 {
     m_shared.observer = observer;

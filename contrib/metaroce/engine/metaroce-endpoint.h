@@ -137,6 +137,19 @@ class Endpoint
      * state was read. For tests and debugging: a pass over all connection state.
      */
     std::string CheckInvariants() const;
+    /**
+     * Set the host delay: how late, beyond the path's round trip, an acknowledgement may
+     * come because a host did not run (a software endpoint's scheduling delay, its own and
+     * its peers'). Every retransmission timer armed from now on, on every connection of
+     * either transport, waits \p delay longer, as MetaRoCE's timer adds the peer's ACK delay;
+     * timers already armed keep their deadlines. 0 (the default) changes nothing. Negative
+     * values count as 0. The HIL feeds it from the measured scheduling delay (docs/hil.md,
+     * "Timers on real links").
+     */
+    void SetHostDelay(Time delay);
+    /// \return the host delay (SetHostDelay()).
+    Time HostDelay() const;
+
     /// Attach an observer (nullptr to detach); it must outlive the endpoint or be detached.
     void SetObserver(EngineObserver* observer);
 

@@ -102,7 +102,9 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     Time jitter = rto >= 4 ? Time(z % uint64_t(rto / 4)) : 0;
-    m_timers.Set(path.id, RequesterPathTimer::RTO, now + rto + jitter);
+    // A software host may act on a packet late (Endpoint::SetHostDelay): added outside the
+    // drain bound and the jitter, which are about the network.
+    m_timers.Set(path.id, RequesterPathTimer::RTO, now + rto + jitter + m_ep.hostDelay);
 }
 
 void

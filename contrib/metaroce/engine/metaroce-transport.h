@@ -93,6 +93,10 @@ class EndpointShared
     /// Smoothed RTT of the connection sampled last (-1: none): what a new connection of the
     /// endpoint assumes before its own first sample (time-based loss detection, tail probe).
     Time lastSrtt{-1};
+    /// How late this host (and its peers) may act on a packet beyond the path's round trip
+    /// (Endpoint::SetHostDelay): every retransmission timer armed from now on waits this
+    /// much longer. 0 in the simulator.
+    Time hostDelay{0};
 
   private:
     EndpointConfig m_cfg;                //!< configuration
