@@ -202,7 +202,16 @@ ControlChannel::OnReadBody(const boost::system::error_code& error)
                          suppressed);
         }
     }
-    else if (msg.body_case() != proto::ControlMessage::kHeartbeat && m_onMessage)
+    else if (msg.body_case() == proto::ControlMessage::kHeartbeat)
+    {
+        uint64_t ns = msg.heartbeat().host_delay_ns();
+        if (ns > 0 && m_onPeerDelay)
+        {
+            m_onPeerDelay(Time(std::min<uint64_t>(ns, uint64_t(MAX_PEER_HOST_DELAY / 1000))) *
+                          1000);
+        }
+    }
+    else if (m_onMessage)
     {
         MessageHandler handler = m_onMessage; // may close the channel
         handler(msg);
@@ -211,6 +220,13 @@ ControlChannel::OnReadBody(const boost::system::error_code& error)
     {
         DoReadHeader();
     }
+}
+
+void
+ControlChannel::SetHostDelayExchange(std::function<Time()> own, std::function<void(Time)> onPeer)
+{
+    m_ownHostDelay = std::move(own);
+    m_onPeerDelay = std::move(onPeer);
 }
 
 void
@@ -241,6 +257,11 @@ ControlChannel::OnHeartbeat(const boost::system::error_code& error)
     }
     proto::ControlMessage hb;
     hb.mutable_heartbeat()->set_sequence(++m_heartbeatSeq);
+    if (m_ownHostDelay)
+    {
+        hb.mutable_heartbeat()->set_host_delay_ns(uint64_t(std::max<Time>(m_ownHostDelay(), 0)) /
+                                                  1000);
+    }
     Send(hb);
     DoHeartbeat();
 }
@@ -274,6 +295,8 @@ ControlChannel::Close()
     m_socket.close(ignored);
     m_onMessage = nullptr;
     m_onError = nullptr;
+    m_ownHostDelay = nullptr;
+    m_onPeerDelay = nullptr;
 }
 
 proto::ConnectionSettings

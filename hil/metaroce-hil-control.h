@@ -81,6 +81,16 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
         return m_peerName;
     }
 
+    /// A peer's host delay above this is taken as this (a bad value must not stop timers).
+    static constexpr Time MAX_PEER_HOST_DELAY = MilliSeconds(1000);
+
+    /**
+     * Exchange host delays in the heartbeats: each one sent carries \p own() (0: none), and
+     * each one received with a delay hands it, at most MAX_PEER_HOST_DELAY, to \p onPeer.
+     * Empty functions stop the exchange.
+     */
+    void SetHostDelayExchange(std::function<Time()> own, std::function<void(Time)> onPeer);
+
     /// \return the kernel's smoothed round-trip time of the connection (0 if unknown).
     Time SmoothedRtt() const;
 
@@ -101,25 +111,27 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
     void OnHeartbeat(const boost::system::error_code& error);
     void Fail(const std::string& reason);
 
-    boost::asio::ip::tcp::socket m_socket;  //!< connection
-    const HostClock& m_clock;               //!< time
-    Time m_timeout;                         //!< silence limit
-    boost::asio::steady_timer m_heartbeat;  //!< heartbeat and watchdog tick
-    MessageHandler m_onMessage;             //!< message handler
-    ErrorHandler m_onError;                 //!< error handler
-    uint8_t m_header[4]{};                  //!< length prefix being read
-    std::vector<uint8_t> m_body;            //!< message being read
-    std::deque<std::vector<uint8_t>> m_out; //!< framed messages to send
-    bool m_writing{false};                  //!< a write is in progress
-    bool m_closed{false};                   //!< Close() or Fail() happened
-    bool m_closeAfterFlush{false};          //!< CloseAfterFlush() was called
-    Time m_lastHeard{0};                    //!< last byte received
-    uint64_t m_heartbeatSeq{0};             //!< heartbeat counter
-    uint64_t m_malformed{0};                //!< unparsable messages
-    uint32_t m_localIp{0};                  //!< local address
-    uint32_t m_peerIp{0};                   //!< peer address
-    std::string m_peerName;                 //!< "ip:port"
-    RateLimiter m_malformedLog;             //!< malformed-message lines
+    boost::asio::ip::tcp::socket m_socket;   //!< connection
+    const HostClock& m_clock;                //!< time
+    Time m_timeout;                          //!< silence limit
+    boost::asio::steady_timer m_heartbeat;   //!< heartbeat and watchdog tick
+    MessageHandler m_onMessage;              //!< message handler
+    ErrorHandler m_onError;                  //!< error handler
+    uint8_t m_header[4]{};                   //!< length prefix being read
+    std::vector<uint8_t> m_body;             //!< message being read
+    std::deque<std::vector<uint8_t>> m_out;  //!< framed messages to send
+    bool m_writing{false};                   //!< a write is in progress
+    bool m_closed{false};                    //!< Close() or Fail() happened
+    bool m_closeAfterFlush{false};           //!< CloseAfterFlush() was called
+    Time m_lastHeard{0};                     //!< last byte received
+    uint64_t m_heartbeatSeq{0};              //!< heartbeat counter
+    std::function<Time()> m_ownHostDelay;    //!< SetHostDelayExchange()
+    std::function<void(Time)> m_onPeerDelay; //!< SetHostDelayExchange()
+    uint64_t m_malformed{0};                 //!< unparsable messages
+    uint32_t m_localIp{0};                   //!< local address
+    uint32_t m_peerIp{0};                    //!< peer address
+    std::string m_peerName;                  //!< "ip:port"
+    RateLimiter m_malformedLog;              //!< malformed-message lines
 };
 
 /// \return the settings of \p cfg as the control plane carries them.

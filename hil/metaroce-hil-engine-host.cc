@@ -27,7 +27,8 @@ EngineHost::EngineHost(boost::asio::io_context& io,
       m_endpoint(cfg),
       m_port(std::move(port)),
       m_pump(m_endpoint, *this, Endpoint::MaxDatagramSize(maxMtu)),
-      m_timer(io)
+      m_timer(io),
+      m_probeTimer(io)
 {
 }
 
@@ -54,6 +55,7 @@ EngineHost::Close()
     }
     m_closed = true;
     m_timer.cancel();
+    m_probeTimer.cancel();
     m_port->Close();
 }
 
@@ -255,6 +257,7 @@ EngineHost::OnTimer(const boost::system::error_code& error, uint64_t generation,
             m_timerStats.lateSum += late;
             m_timerStats.lateMax = std::max(m_timerStats.lateMax, late);
         }
+        AddHostDelaySample(late);
     }
     if (m_endpoint.NextTimeout() <= m_clock.Now())
     {
@@ -280,6 +283,59 @@ EngineHost::OnTimer(const boost::system::error_code& error, uint64_t generation,
     m_again = false;
     m_running = false;
     AfterRun(FlushPort(state));
+}
+
+void
+EngineHost::StartHostDelayProbe(Time period, Time window)
+{
+    if (m_hostDelay || m_closed)
+    {
+        return;
+    }
+    m_hostDelay = std::make_unique<HostDelayEstimator>(window);
+    m_probePeriod = std::max<Time>(period, MicroSeconds(100));
+    DoWaitProbe();
+}
+
+void
+EngineHost::DoWaitProbe()
+{
+    m_probeDeadline = m_clock.Now() + m_probePeriod;
+    m_probeTimer.expires_at(m_clock.ToSteady(m_probeDeadline));
+    m_probeTimer.async_wait([this](const boost::system::error_code& error) {
+        if (error || m_closed)
+        {
+            return;
+        }
+        AddHostDelaySample(m_clock.Now() - m_probeDeadline);
+        DoWaitProbe();
+    });
+}
+
+void
+EngineHost::AddHostDelaySample(Time late)
+{
+    if (!m_hostDelay)
+    {
+        return;
+    }
+    Time now = m_clock.Now();
+    m_hostDelay->AddSample(now, late);
+    m_endpoint.SetHostDelay(std::max(m_hostDelay->Estimate(now), m_peerDelay.Estimate(now)));
+}
+
+Time
+EngineHost::OwnHostDelay() const
+{
+    return m_hostDelay ? m_hostDelay->Estimate(m_clock.Now()) : 0;
+}
+
+void
+EngineHost::AddPeerHostDelay(Time delay)
+{
+    Time now = m_clock.Now();
+    m_peerDelay.AddSample(now, delay);
+    m_endpoint.SetHostDelay(std::max(OwnHostDelay(), m_peerDelay.Estimate(now)));
 }
 
 void

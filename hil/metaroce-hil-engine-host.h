@@ -12,6 +12,7 @@
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-pump.h"
+#include "metaroce-hil-timers.h"
 
 #include <array>
 #include <boost/asio/io_context.hpp>
@@ -128,6 +129,39 @@ class EngineHost : private PumpSink
         return m_rx;
     }
 
+    /**
+     * Measure how late this host runs the I/O thread, during the whole run, and keep the
+     * engine's host delay (Endpoint::SetHostDelay) at the largest lateness of the last
+     * \p window (HostDelayEstimator): a wake-up every \p period, and every kernel-timer
+     * expiry of the engine's own timer. Call once, after Start().
+     */
+    void StartHostDelayProbe(Time period = MilliSeconds(1), Time window = MilliSeconds(1000));
+
+    /// \return this host's own delay now (0 without StartHostDelayProbe()).
+    Time OwnHostDelay() const;
+
+    /**
+     * A peer reported its host delay \p delay (ControlChannel::SetHostDelayExchange): the
+     * engine's host delay is the larger of this host's and the peers' reports of the last
+     * few seconds (PEER_HOST_DELAY_WINDOW), as ACKs from a stalling peer come late.
+     */
+    void AddPeerHostDelay(Time delay);
+
+    /// How long a peer's report counts (several heartbeats, which come at least once a second).
+    static constexpr Time PEER_HOST_DELAY_WINDOW = MilliSeconds(4000);
+
+    /// \return the peers' reports (AddPeerHostDelay()).
+    const HostDelayEstimator& PeerHostDelay() const
+    {
+        return m_peerDelay;
+    }
+
+    /// \return the host delay estimator (nullptr without StartHostDelayProbe()).
+    const HostDelayEstimator* HostDelay() const
+    {
+        return m_hostDelay.get();
+    }
+
     /// \return how the kernel timer behaved so far.
     const TimerStats& GetTimerStats() const
     {
@@ -153,28 +187,37 @@ class EngineHost : private PumpSink
     void DoWaitTimer(Time deadline);
     void OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon);
     void DoWaitWritable();
+    /// Wait for the next host-delay probe.
+    void DoWaitProbe();
+    /// Add a wake-up \p late past its deadline to the host delay and update the engine.
+    void AddHostDelaySample(Time late);
     void OnWritable(const boost::system::error_code& error);
     /// Flush the port after a pump run. \return BLOCKED if it kept datagrams, else \p state.
     EnginePump::State FlushPort(EnginePump::State state);
     void AfterRun(EnginePump::State state);
 
-    boost::asio::io_context& m_io;     //!< the daemon's context
-    const HostClock& m_clock;          //!< engine time
-    Endpoint m_endpoint;               //!< the engine
-    std::unique_ptr<FramePort> m_port; //!< frames
-    EnginePump m_pump;                 //!< the pump
-    boost::asio::steady_timer m_timer; //!< the one engine timer
-    Time m_timerAt{TIME_INFINITE};     //!< deadline m_timer waits for
-    Time m_timerDeadline{0};           //!< deadline of the last kernel-timer wait
-    TimerStats m_timerStats;           //!< lateness of the kernel timer
-    uint64_t m_rxDatagrams{0};         //!< datagrams handed to the engine
-    uint64_t m_timerGeneration{0};     //!< invalidates superseded waits
-    bool m_waitingWritable{false};     //!< a writable wait is pending
-    bool m_pumpPosted{false};          //!< a Pump() is queued on the context
-    bool m_soonPosted{false};          //!< a near deadline is queued on the context
-    bool m_running{false};             //!< inside Pump()
-    bool m_again{false};               //!< Pump() was requested while running
-    bool m_closed{false};              //!< Close() was called
+    boost::asio::io_context& m_io;                   //!< the daemon's context
+    const HostClock& m_clock;                        //!< engine time
+    Endpoint m_endpoint;                             //!< the engine
+    std::unique_ptr<FramePort> m_port;               //!< frames
+    EnginePump m_pump;                               //!< the pump
+    boost::asio::steady_timer m_timer;               //!< the one engine timer
+    Time m_timerAt{TIME_INFINITE};                   //!< deadline m_timer waits for
+    Time m_timerDeadline{0};                         //!< deadline of the last kernel-timer wait
+    TimerStats m_timerStats;                         //!< lateness of the kernel timer
+    boost::asio::steady_timer m_probeTimer;          //!< host-delay probe wake-ups
+    Time m_probePeriod{0};                           //!< between probe wake-ups
+    Time m_probeDeadline{0};                         //!< of the pending probe wake-up
+    std::unique_ptr<HostDelayEstimator> m_hostDelay; //!< StartHostDelayProbe()
+    HostDelayEstimator m_peerDelay{PEER_HOST_DELAY_WINDOW}; //!< peers' reports
+    uint64_t m_rxDatagrams{0};                              //!< datagrams handed to the engine
+    uint64_t m_timerGeneration{0};                          //!< invalidates superseded waits
+    bool m_waitingWritable{false};                          //!< a writable wait is pending
+    bool m_pumpPosted{false};                               //!< a Pump() is queued on the context
+    bool m_soonPosted{false}; //!< a near deadline is queued on the context
+    bool m_running{false};    //!< inside Pump()
+    bool m_again{false};      //!< Pump() was requested while running
+    bool m_closed{false};     //!< Close() was called
     std::unordered_map<uint32_t, CompletionHandler> m_handlers; //!< by connection
     RxCounts m_rx;                                              //!< HandleDatagram results
     std::unordered_set<uint32_t> m_destroyed; //!< QPNs destroyed and not handed out again

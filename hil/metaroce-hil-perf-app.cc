@@ -338,6 +338,10 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
     spdlog::info("engine at {} on {}", Ipv4ToString(localIp), port->Describe());
     m_host = std::make_unique<EngineHost>(m_io, m_clock, ecfg, std::move(port), m_opts.mtu);
     m_host->Start();
+    if (m_opts.hostDelay)
+    {
+        m_host->StartHostDelayProbe();
+    }
     return m_host.get();
 }
 

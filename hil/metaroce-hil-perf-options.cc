@@ -260,6 +260,12 @@ PerfCommandLine::AddFrameOptions()
           "measure how late this host wakes the program at start (16 sleeps of 1 ms) and keep "
           "the RTO floor above twice that (default on)",
           OnOff(p.schedProbe));
+    o.Add("host-delay",
+          "on|off",
+          "measure how late this host wakes the program during the run (a 1 ms probe and the "
+          "engine timer) and let every retransmission timer wait the largest lateness of the "
+          "last second longer (default on; docs/hil.md)",
+          OnOff(p.hostDelay));
     o.Add("udp-gso",
           "on|off",
           "udp mode: send equal-sized datagrams as one GSO train and receive GRO trains "

@@ -353,6 +353,16 @@ Session::PrintFinal(Time now)
                 ts.expiries ? double(ts.lateSum) / double(ts.expiries) / 1e6 : 0.0,
                 double(ts.lateMax) / 1e6,
                 ts.drained);
+    if (const HostDelayEstimator* hd = m_host.HostDelay())
+    {
+        std::printf("host delay: %.3f ms now; largest %.3f ms here (%" PRIu64
+                    " wake-ups measured), %.3f ms reported by peers (%" PRIu64 " reports)\n",
+                    double(m_host.GetEndpoint().HostDelay()) / 1e9,
+                    double(hd->Largest()) / 1e9,
+                    hd->Samples(),
+                    double(m_host.PeerHostDelay().Largest()) / 1e9,
+                    m_host.PeerHostDelay().Samples());
+    }
     if (m_client)
     {
         std::printf("receiver verified %s messages, %" PRIu64 " bytes, %" PRIu64 " errors%s%s\n",

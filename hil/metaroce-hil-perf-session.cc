@@ -69,6 +69,7 @@ Session::Teardown()
     }
     m_torn = true;
     m_finishTimer.cancel();
+    m_channel->SetHostDelayExchange(nullptr, nullptr);
     Endpoint& ep = m_host.GetEndpoint();
     for (uint32_t qpn : m_qpns)
     {
@@ -211,6 +212,7 @@ Session::StartClient()
                 self->OnChannelError(reason);
             }
         });
+    ExchangeHostDelays();
     proto::ControlMessage msg;
     proto::Hello* hello = msg.mutable_hello();
     hello->set_protocol_version(proto::VERSION_CURRENT);
@@ -232,6 +234,18 @@ Session::StartClient()
 }
 
 void
+Session::ExchangeHostDelays()
+{
+    if (!m_host.HostDelay())
+    {
+        return; // --host-delay off
+    }
+    EngineHost* host = &m_host; // outlives the session, which stops the exchange in Teardown()
+    m_channel->SetHostDelayExchange([host]() { return host->OwnHostDelay(); },
+                                    [host](Time delay) { host->AddPeerHostDelay(delay); });
+}
+
+void
 Session::StartServer()
 {
     std::weak_ptr<Session> weak = shared_from_this();
@@ -248,6 +262,7 @@ Session::StartServer()
                 self->OnChannelError(reason);
             }
         });
+    ExchangeHostDelays();
 }
 
 void

@@ -65,6 +65,7 @@ struct PerfOptions
     /// -1: auto, AutoBacklogEcn() of the session's transport)
     int64_t backlogEcn{-1};
     bool schedProbe{true};        //!< measure the scheduling delay for the RTO floor
+    bool hostDelay{true};         //!< RTOs wait the scheduling delay measured during the run
     uint32_t busyPollUs{0};       //!< poll the context; SO_BUSY_POLL microseconds (0: off)
     int cpu{-1};                  //!< CPU to pin the I/O thread to (-1: none)
     std::string portMode{"udp"};  //!< "udp", "raw" or "tap"

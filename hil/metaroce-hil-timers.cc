@@ -86,6 +86,38 @@ MeasureSchedulingDelay(int samples, Time sleep)
                                                            : excess.size() - 1];
 }
 
+HostDelayEstimator::HostDelayEstimator(Time window)
+    : m_half(std::max<Time>(window / 2, 1))
+{
+}
+
+void
+HostDelayEstimator::AddSample(Time now, Time late)
+{
+    late = std::max<Time>(late, 0);
+    int64_t bucket = now / m_half;
+    if (bucket != m_bucket)
+    {
+        m_previous = bucket == m_bucket + 1 ? m_current : 0;
+        m_current = 0;
+        m_bucket = bucket;
+    }
+    m_current = std::max(m_current, late);
+    m_largest = std::max(m_largest, late);
+    ++m_samples;
+}
+
+Time
+HostDelayEstimator::Estimate(Time now) const
+{
+    int64_t bucket = now / m_half;
+    if (m_bucket < 0 || bucket > m_bucket + 1)
+    {
+        return 0;
+    }
+    return bucket == m_bucket ? std::max(m_current, m_previous) : m_current;
+}
+
 Time
 TcpSmoothedRtt(int fd)
 {

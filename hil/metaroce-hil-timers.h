@@ -73,6 +73,47 @@ std::string DescribeLinkTimers(const ConnectionConfig& cfg);
  */
 Time MeasureSchedulingDelay(int samples = 16, Time sleep = MicroSeconds(1000));
 
+/**
+ * The host delay of a software endpoint during a run: the largest lateness of the I/O
+ * thread's wake-ups over the last half to whole window (two buckets of half a window each).
+ * A peer on a host that stalled this long acknowledges that much later, and this host reads
+ * the acknowledgements that much later, so its retransmission timers wait that much longer
+ * (Endpoint::SetHostDelay; docs/hil.md, "Timers on real links"). A stall is forgotten one
+ * window after it ended.
+ */
+class HostDelayEstimator
+{
+  public:
+    /// \param window how long a stall is remembered (at least two nanoseconds)
+    explicit HostDelayEstimator(Time window);
+
+    /// Add a wake-up at \p now that came \p late after its deadline (negative counts as 0).
+    /// Times must not go backwards.
+    void AddSample(Time now, Time late);
+    /// \return the largest lateness of the samples of the last half to whole window at \p now.
+    Time Estimate(Time now) const;
+
+    /// \return the largest lateness ever added.
+    Time Largest() const
+    {
+        return m_largest;
+    }
+
+    /// \return how many samples were added.
+    uint64_t Samples() const
+    {
+        return m_samples;
+    }
+
+  private:
+    Time m_half;          //!< bucket length
+    int64_t m_bucket{-1}; //!< index of the current bucket (-1: none yet)
+    Time m_current{0};    //!< the largest lateness in the current bucket
+    Time m_previous{0};   //!< the largest lateness in the bucket before it
+    Time m_largest{0};    //!< over the whole run
+    uint64_t m_samples{0};
+};
+
 /// \return the kernel's smoothed round-trip time of TCP socket \p fd (TCP_INFO), 0 if unknown.
 Time TcpSmoothedRtt(int fd);
 

@@ -20,6 +20,7 @@
 #include "metaroce-hil-pcap.h"
 #include "metaroce-hil-perf.h"
 #include "metaroce-hil-raw-port.h"
+#include "metaroce-hil-timers.h"
 
 #include <cstdio>
 #include <fstream>
@@ -325,6 +326,59 @@ TEST(HilLagMonitor, SaysWhenAndHowFarTheRunFellBehind)
     EXPECT_NE(full.Verdict(1).find("the TAP device dropped frames"), std::string::npos);
 }
 
+TEST(HilHostDelay, RemembersAStallForHalfToOneWindow)
+{
+    HostDelayEstimator e(MilliSeconds(1000)); // buckets of 500 ms
+    EXPECT_EQ(e.Estimate(0), 0);
+    e.AddSample(MilliSeconds(100), MicroSeconds(50));
+    e.AddSample(MilliSeconds(200), MicroSeconds(3000)); // a 3 ms stall
+    e.AddSample(MilliSeconds(300), -7);                 // early counts as 0
+    EXPECT_EQ(e.Estimate(MilliSeconds(300)), MicroSeconds(3000));
+    e.AddSample(MilliSeconds(600), MicroSeconds(40)); // the next bucket still sees it
+    EXPECT_EQ(e.Estimate(MilliSeconds(900)), MicroSeconds(3000));
+    EXPECT_EQ(e.Estimate(MilliSeconds(1100)), MicroSeconds(40)) << "the stall's bucket is gone";
+    e.AddSample(MilliSeconds(1200), MicroSeconds(20));
+    EXPECT_EQ(e.Estimate(MilliSeconds(1200)), MicroSeconds(40));
+    EXPECT_EQ(e.Estimate(MilliSeconds(2600)), 0) << "nothing measured for over a window";
+    e.AddSample(MilliSeconds(5000), MicroSeconds(10)); // after a gap, nothing older counts
+    EXPECT_EQ(e.Estimate(MilliSeconds(5000)), MicroSeconds(10));
+    EXPECT_EQ(e.Largest(), MicroSeconds(3000));
+    EXPECT_EQ(e.Samples(), 6u);
+}
+
+TEST(HilHostDelay, HeartbeatsCarryEachSidesDelayToTheOther)
+{
+    // Two control channels over loopback TCP with a 0.4 s timeout (a heartbeat every 0.1 s):
+    // A reports 2 ms, B learns it; a report above the limit arrives clamped; a channel that
+    // does not exchange reports nothing.
+    boost::asio::io_context io;
+    HostClock clock;
+    using boost::asio::ip::tcp;
+    tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
+    tcp::socket client(io);
+    client.connect(acceptor.local_endpoint());
+    tcp::socket server = acceptor.accept();
+    auto a = std::make_shared<ControlChannel>(std::move(client), clock, MilliSeconds(400));
+    auto b = std::make_shared<ControlChannel>(std::move(server), clock, MilliSeconds(400));
+    std::vector<Time> atA;
+    std::vector<Time> atB;
+    Time aReports = MicroSeconds(2000);
+    a->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
+    b->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
+    a->SetHostDelayExchange([&aReports]() { return aReports; },
+                            [&atA](Time d) { atA.push_back(d); });
+    b->SetHostDelayExchange(nullptr, [&atB](Time d) { atB.push_back(d); });
+    io.run_for(std::chrono::milliseconds(350));
+    ASSERT_FALSE(atB.empty());
+    EXPECT_EQ(atB.back(), MicroSeconds(2000));
+    EXPECT_TRUE(atA.empty()) << "B reports nothing";
+    aReports = MilliSeconds(60000);
+    io.run_for(std::chrono::milliseconds(250));
+    EXPECT_EQ(atB.back(), ControlChannel::MAX_PEER_HOST_DELAY);
+    a->Close();
+    b->Close();
+}
+
 TEST(HilLoopback, UdpModeNeedsNoPrivileges)
 {
     std::string control = std::to_string(20000 + getpid() % 20000);
@@ -358,6 +412,9 @@ TEST(HilLoopback, UdpModeNeedsNoPrivileges)
     auto cr = ParseResult(client.Output());
     EXPECT_EQ(cr["status"], "PASS") << client.Output();
     EXPECT_EQ(cr["verified"], "200") << client.Output();
+    // The host delay is measured during the run (--host-delay, default on).
+    EXPECT_NE(client.Output().find("host delay: "), std::string::npos) << client.Output();
+    EXPECT_EQ(client.Output().find(" 0 wake-ups measured"), std::string::npos) << client.Output();
 }
 
 } // namespace
