@@ -27,8 +27,7 @@ EngineHost::EngineHost(boost::asio::io_context& io,
       m_endpoint(cfg),
       m_port(std::move(port)),
       m_pump(m_endpoint, *this, Endpoint::MaxDatagramSize(maxMtu)),
-      m_timer(io),
-      m_probeTimer(io)
+      m_timer(io)
 {
 }
 
@@ -55,7 +54,10 @@ EngineHost::Close()
     }
     m_closed = true;
     m_timer.cancel();
-    m_probeTimer.cancel();
+    if (m_hostDelay)
+    {
+        m_hostDelay->Stop();
+    }
     m_port->Close();
 }
 
@@ -257,7 +259,10 @@ EngineHost::OnTimer(const boost::system::error_code& error, uint64_t generation,
             m_timerStats.lateSum += late;
             m_timerStats.lateMax = std::max(m_timerStats.lateMax, late);
         }
-        AddHostDelaySample(late);
+        if (m_hostDelay)
+        {
+            m_hostDelay->AddSample(late);
+        }
     }
     if (m_endpoint.NextTimeout() <= m_clock.Now())
     {
@@ -292,50 +297,32 @@ EngineHost::StartHostDelayProbe(Time period, Time window)
     {
         return;
     }
-    m_hostDelay = std::make_unique<HostDelayEstimator>(window);
-    m_probePeriod = std::max<Time>(period, MicroSeconds(100));
-    DoWaitProbe();
+    m_hostDelay = std::make_unique<HostDelayProbe>(
+        m_io,
+        m_clock,
+        [this](Time) { UpdateHostDelay(); },
+        period,
+        window);
+    m_hostDelay->Start();
 }
 
 void
-EngineHost::DoWaitProbe()
+EngineHost::UpdateHostDelay()
 {
-    m_probeDeadline = m_clock.Now() + m_probePeriod;
-    m_probeTimer.expires_at(m_clock.ToSteady(m_probeDeadline));
-    m_probeTimer.async_wait([this](const boost::system::error_code& error) {
-        if (error || m_closed)
-        {
-            return;
-        }
-        AddHostDelaySample(m_clock.Now() - m_probeDeadline);
-        DoWaitProbe();
-    });
-}
-
-void
-EngineHost::AddHostDelaySample(Time late)
-{
-    if (!m_hostDelay)
-    {
-        return;
-    }
-    Time now = m_clock.Now();
-    m_hostDelay->AddSample(now, late);
-    m_endpoint.SetHostDelay(std::max(m_hostDelay->Estimate(now), m_peerDelay.Estimate(now)));
+    m_endpoint.SetHostDelay(std::max(OwnHostDelay(), m_peerDelay.Estimate(m_clock.Now())));
 }
 
 Time
 EngineHost::OwnHostDelay() const
 {
-    return m_hostDelay ? m_hostDelay->Estimate(m_clock.Now()) : 0;
+    return m_hostDelay ? m_hostDelay->Own() : 0;
 }
 
 void
 EngineHost::AddPeerHostDelay(Time delay)
 {
-    Time now = m_clock.Now();
-    m_peerDelay.AddSample(now, delay);
-    m_endpoint.SetHostDelay(std::max(OwnHostDelay(), m_peerDelay.Estimate(now)));
+    m_peerDelay.AddSample(m_clock.Now(), delay);
+    UpdateHostDelay();
 }
 
 void

@@ -159,7 +159,7 @@ class EngineHost : private PumpSink
     /// \return the host delay estimator (nullptr without StartHostDelayProbe()).
     const HostDelayEstimator* HostDelay() const
     {
-        return m_hostDelay.get();
+        return m_hostDelay ? &m_hostDelay->Estimator() : nullptr;
     }
 
     /// \return how the kernel timer behaved so far.
@@ -187,28 +187,23 @@ class EngineHost : private PumpSink
     void DoWaitTimer(Time deadline);
     void OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon);
     void DoWaitWritable();
-    /// Wait for the next host-delay probe.
-    void DoWaitProbe();
-    /// Add a wake-up \p late past its deadline to the host delay and update the engine.
-    void AddHostDelaySample(Time late);
+    /// Set the engine's host delay: the larger of this host's and the peers'.
+    void UpdateHostDelay();
     void OnWritable(const boost::system::error_code& error);
     /// Flush the port after a pump run. \return BLOCKED if it kept datagrams, else \p state.
     EnginePump::State FlushPort(EnginePump::State state);
     void AfterRun(EnginePump::State state);
 
-    boost::asio::io_context& m_io;                   //!< the daemon's context
-    const HostClock& m_clock;                        //!< engine time
-    Endpoint m_endpoint;                             //!< the engine
-    std::unique_ptr<FramePort> m_port;               //!< frames
-    EnginePump m_pump;                               //!< the pump
-    boost::asio::steady_timer m_timer;               //!< the one engine timer
-    Time m_timerAt{TIME_INFINITE};                   //!< deadline m_timer waits for
-    Time m_timerDeadline{0};                         //!< deadline of the last kernel-timer wait
-    TimerStats m_timerStats;                         //!< lateness of the kernel timer
-    boost::asio::steady_timer m_probeTimer;          //!< host-delay probe wake-ups
-    Time m_probePeriod{0};                           //!< between probe wake-ups
-    Time m_probeDeadline{0};                         //!< of the pending probe wake-up
-    std::unique_ptr<HostDelayEstimator> m_hostDelay; //!< StartHostDelayProbe()
+    boost::asio::io_context& m_io;               //!< the daemon's context
+    const HostClock& m_clock;                    //!< engine time
+    Endpoint m_endpoint;                         //!< the engine
+    std::unique_ptr<FramePort> m_port;           //!< frames
+    EnginePump m_pump;                           //!< the pump
+    boost::asio::steady_timer m_timer;           //!< the one engine timer
+    Time m_timerAt{TIME_INFINITE};               //!< deadline m_timer waits for
+    Time m_timerDeadline{0};                     //!< deadline of the last kernel-timer wait
+    TimerStats m_timerStats;                     //!< lateness of the kernel timer
+    std::unique_ptr<HostDelayProbe> m_hostDelay; //!< StartHostDelayProbe()
     HostDelayEstimator m_peerDelay{PEER_HOST_DELAY_WINDOW}; //!< peers' reports
     uint64_t m_rxDatagrams{0};                              //!< datagrams handed to the engine
     uint64_t m_timerGeneration{0};                          //!< invalidates superseded waits

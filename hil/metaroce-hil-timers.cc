@@ -118,6 +118,73 @@ HostDelayEstimator::Estimate(Time now) const
     return bucket == m_bucket ? std::max(m_current, m_previous) : m_current;
 }
 
+HostDelayProbe::HostDelayProbe(boost::asio::io_context& io,
+                               const HostClock& clock,
+                               Update update,
+                               Time period,
+                               Time window)
+    : m_clock(clock),
+      m_timer(io),
+      m_update(std::move(update)),
+      m_period(std::max<Time>(period, MicroSeconds(100))),
+      m_estimator(window)
+{
+}
+
+void
+HostDelayProbe::Start()
+{
+    if (m_started || m_stopped)
+    {
+        return;
+    }
+    m_started = true;
+    DoWait();
+}
+
+void
+HostDelayProbe::Stop()
+{
+    m_stopped = true;
+    m_timer.cancel();
+}
+
+void
+HostDelayProbe::DoWait()
+{
+    m_deadline = m_clock.Now() + m_period;
+    m_timer.expires_at(m_clock.ToSteady(m_deadline));
+    m_timer.async_wait([this](const boost::system::error_code& error) {
+        if (error || m_stopped)
+        {
+            return;
+        }
+        AddSample(m_clock.Now() - m_deadline);
+        DoWait();
+    });
+}
+
+void
+HostDelayProbe::AddSample(Time late)
+{
+    if (m_stopped)
+    {
+        return;
+    }
+    Time now = m_clock.Now();
+    m_estimator.AddSample(now, late);
+    if (m_update)
+    {
+        m_update(m_estimator.Estimate(now));
+    }
+}
+
+Time
+HostDelayProbe::Own() const
+{
+    return m_estimator.Estimate(m_clock.Now());
+}
+
 Time
 TcpSmoothedRtt(int fd)
 {

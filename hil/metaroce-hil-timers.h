@@ -8,8 +8,12 @@
 #define METAROCE_HIL_TIMERS_H
 
 #include "metaroce-config.h"
+#include "metaroce-hil-clock.h"
 #include "metaroce-time.h"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <string>
 
 /**
@@ -112,6 +116,54 @@ class HostDelayEstimator
     Time m_previous{0};   //!< the largest lateness in the bucket before it
     Time m_largest{0};    //!< over the whole run
     uint64_t m_samples{0};
+};
+
+/**
+ * Measures the host delay of the thread that runs \p io: a timer of \p period set again and
+ * again on it, and any other wake-up the owner reports (AddSample()), go into a
+ * HostDelayEstimator of \p window; after each sample \p update gets the estimate. Used by
+ * EngineHost (metaroce-perf, metaroce-hild) and the drop-in libibverbs.
+ */
+class HostDelayProbe
+{
+  public:
+    /// Receives this host's delay after every sample (on the io_context's thread).
+    using Update = std::function<void(Time own)>;
+
+    HostDelayProbe(boost::asio::io_context& io,
+                   const HostClock& clock,
+                   Update update,
+                   Time period = MilliSeconds(1),
+                   Time window = MilliSeconds(1000));
+    HostDelayProbe(const HostDelayProbe&) = delete;
+    HostDelayProbe& operator=(const HostDelayProbe&) = delete;
+
+    /// Start the probe timer (at most once; not after Stop()).
+    void Start();
+    /// Stop the probe timer; no update is made afterwards.
+    void Stop();
+    /// Add a wake-up that came \p late after its deadline, and update.
+    void AddSample(Time late);
+    /// \return this host's delay now.
+    Time Own() const;
+
+    /// \return the estimator.
+    const HostDelayEstimator& Estimator() const
+    {
+        return m_estimator;
+    }
+
+  private:
+    void DoWait();
+
+    const HostClock& m_clock;          //!< engine time
+    boost::asio::steady_timer m_timer; //!< the probe's wake-ups
+    Update m_update;                   //!< gets the estimate
+    Time m_period;                     //!< between wake-ups
+    Time m_deadline{0};                //!< of the pending wake-up
+    HostDelayEstimator m_estimator;    //!< the lateness
+    bool m_started{false};             //!< Start() was called
+    bool m_stopped{false};             //!< Stop() was called
 };
 
 /// \return the kernel's smoothed round-trip time of TCP socket \p fd (TCP_INFO), 0 if unknown.

@@ -216,6 +216,17 @@ LoadConfig(VerbsConfig& cfg, std::string& why)
         }
         cfg.loss = loss;
     }
+    if (const char* text = std::getenv("METAROCE_VERBS_HOST_DELAY");
+        text != nullptr && *text != '\0')
+    {
+        std::string value = text;
+        if (value != "on" && value != "off")
+        {
+            why = "METAROCE_VERBS_HOST_DELAY=" + value + ": use on or off";
+            return false;
+        }
+        cfg.hostDelay = value == "on";
+    }
     if (const char* text = std::getenv("METAROCE_VERBS_LOG"); text != nullptr && *text != '\0')
     {
         std::string level = text;

@@ -38,6 +38,7 @@ struct VerbsConfig
     uint32_t rtoMinUs{1000};           //!< METAROCE_VERBS_RTO_MIN_US: RTO floor (docs/hil.md)
     std::string portMode{"udp"};       //!< METAROCE_VERBS_PORT: "udp" sockets or "raw" AF_PACKET
     uint32_t connTimeoutMs{2000};      //!< METAROCE_VERBS_CONN_TIMEOUT_MS: give up on a silent peer
+    bool hostDelay{true};              //!< METAROCE_VERBS_HOST_DELAY: RTOs wait the measured stalls
 };
 
 /**

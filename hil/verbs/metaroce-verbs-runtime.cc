@@ -138,6 +138,19 @@ Runtime::Start(std::string& why)
                          const uint8_t* data,
                          size_t len) { OnDatagram(meta, data, len); },
                   [this]() { OnBatch(); });
+    if (m_cfg.hostDelay)
+    {
+        // On the progress thread, which the engine's timers wake (docs/hil.md, "The host
+        // delay during a run"); set up before that thread runs.
+        m_hostDelay = std::make_unique<hil::HostDelayProbe>(m_io, m_clock, [this](Time own) {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            if (!m_closed)
+            {
+                m_endpoint->SetHostDelay(own);
+            }
+        });
+        m_hostDelay->Start();
+    }
     m_thread = std::thread([this]() { m_io.run(); });
     spdlog::info("metaroce0 on {} ({}), {} transport, {} paths, MTU {}, {}",
                  m_iface.name,
@@ -165,7 +178,8 @@ Runtime::Stop()
             hil::PortCounters pc = m_port->Counters();
             const CounterSet& ec = m_endpoint->Counters();
             spdlog::info("metaroce0 closed: {} datagrams sent, {} received, {} kernel drops, "
-                         "{} fault drops; data {} new, {} retransmitted, {} RTOs, {} received",
+                         "{} fault drops; data {} new, {} retransmitted, {} RTOs, {} received; "
+                         "largest host delay {:.3f} ms",
                          pc.txFrames,
                          pc.rxFrames,
                          pc.rxKernelDrops,
@@ -173,7 +187,8 @@ Runtime::Stop()
                          ec.Get(Counter::TX_DATA),
                          ec.Get(Counter::TX_RETRANSMIT),
                          ec.Get(Counter::RTO),
-                         ec.Get(Counter::RX_DATA));
+                         ec.Get(Counter::RX_DATA),
+                         m_hostDelay ? double(m_hostDelay->Estimator().Largest()) / 1e9 : 0.0);
             m_port->Close();
         }
         boost::system::error_code ignored;

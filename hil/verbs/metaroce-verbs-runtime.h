@@ -11,6 +11,7 @@
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-pump.h"
+#include "metaroce-hil-timers.h"
 #include "metaroce-verbs-config.h"
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -130,17 +131,18 @@ class Runtime : private hil::PumpSink
     uint32_t m_mtu;               //!< engine MTU
     boost::asio::io_context m_io; //!< progress context
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> m_work; //!< keep
-    hil::HostClock m_clock;                  //!< engine time
-    std::mutex m_mutex;                      //!< guards everything below
-    std::unique_ptr<Endpoint> m_endpoint;    //!< the engine
-    std::unique_ptr<hil::FramePort> m_port;  //!< frames
-    std::unique_ptr<hil::EnginePump> m_pump; //!< the pump
-    boost::asio::steady_timer m_timer;       //!< the engine's one timer
-    Time m_timerAt{TIME_INFINITE};           //!< deadline m_timer waits for
-    uint64_t m_timerGeneration{0};           //!< invalidates superseded waits
-    bool m_waitingWritable{false};           //!< a writable wait is pending
-    bool m_kickPosted{false};                //!< a Kick() is queued on the progress thread
-    bool m_closed{false};                    //!< Stop() was called
+    hil::HostClock m_clock;                           //!< engine time
+    std::mutex m_mutex;                               //!< guards everything below
+    std::unique_ptr<Endpoint> m_endpoint;             //!< the engine
+    std::unique_ptr<hil::FramePort> m_port;           //!< frames
+    std::unique_ptr<hil::EnginePump> m_pump;          //!< the pump
+    boost::asio::steady_timer m_timer;                //!< the engine's one timer
+    std::unique_ptr<hil::HostDelayProbe> m_hostDelay; //!< METAROCE_VERBS_HOST_DELAY on
+    Time m_timerAt{TIME_INFINITE};                    //!< deadline m_timer waits for
+    uint64_t m_timerGeneration{0};                    //!< invalidates superseded waits
+    bool m_waitingWritable{false};                    //!< a writable wait is pending
+    bool m_kickPosted{false};                         //!< a Kick() is queued on the progress thread
+    bool m_closed{false};                             //!< Stop() was called
     std::unordered_map<uint32_t, CompletionSink*> m_sinks; //!< by engine QPN
     std::thread m_thread;                                  //!< the progress thread
 };

@@ -500,6 +500,10 @@ TEST(VerbsConfigTest, BadTransportSettingsNameTheVariableAndGetTheMappingsMessag
         std::string::npos);
     EXPECT_NE(RefusalOf("METAROCE_VERBS_MTU", "8192").find("METAROCE_VERBS_MTU=8192"),
               std::string::npos);
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_HOST_DELAY", "yes")
+                  .find("METAROCE_VERBS_HOST_DELAY=yes: use on or off"),
+              std::string::npos);
+    EXPECT_EQ(RefusalOf("METAROCE_VERBS_HOST_DELAY", "off"), "") << "a valid value is taken";
     unsetenv("METAROCE_VERBS_IFACE");
 }
 
