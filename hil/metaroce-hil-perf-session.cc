@@ -198,21 +198,7 @@ Session::StartClient()
         Abort(why, 1);
         return;
     }
-    std::weak_ptr<Session> weak = shared_from_this();
-    m_channel->Start(
-        [weak](const proto::ControlMessage& msg) {
-            if (auto self = weak.lock())
-            {
-                self->OnMessage(msg);
-            }
-        },
-        [weak](const std::string& reason) {
-            if (auto self = weak.lock())
-            {
-                self->OnChannelError(reason);
-            }
-        });
-    ExchangeHostDelays();
+    StartChannel();
     proto::ControlMessage msg;
     proto::Hello* hello = msg.mutable_hello();
     hello->set_protocol_version(proto::VERSION_CURRENT);
@@ -234,19 +220,7 @@ Session::StartClient()
 }
 
 void
-Session::ExchangeHostDelays()
-{
-    if (!m_host.HostDelay())
-    {
-        return; // --host-delay off
-    }
-    EngineHost* host = &m_host; // outlives the session, which stops the exchange in Teardown()
-    m_channel->SetHostDelayExchange([host]() { return host->OwnHostDelay(); },
-                                    [host](Time delay) { host->AddPeerHostDelay(delay); });
-}
-
-void
-Session::StartServer()
+Session::StartChannel()
 {
     std::weak_ptr<Session> weak = shared_from_this();
     m_channel->Start(
@@ -262,7 +236,20 @@ Session::StartServer()
                 self->OnChannelError(reason);
             }
         });
-    ExchangeHostDelays();
+    if (!m_host.HostDelay())
+    {
+        return; // --host-delay off
+    }
+    // With --host-delay on, report this host's delay to the peer and take the peer's.
+    EngineHost* host = &m_host; // outlives the session, which stops the exchange in Teardown()
+    m_channel->SetHostDelayExchange([host]() { return host->OwnHostDelay(); },
+                                    [host](Time delay) { host->AddPeerHostDelay(delay); });
+}
+
+void
+Session::StartServer()
+{
+    StartChannel();
 }
 
 void

@@ -199,8 +199,9 @@ class Session : public std::enable_shared_from_this<Session>
     uint8_t* Slot(size_t streamIndex, uint64_t slot);
     void VerifyFailed(const std::string& what);
     void Finish(int code);
-    /// With --host-delay on, report this host's delay to the peer and take the peer's.
-    void ExchangeHostDelays();
+    /// Start the control channel's handlers; with --host-delay on, report this host's delay
+    /// to the peer in the heartbeats and take the peer's.
+    void StartChannel();
     void Teardown();
     uint64_t Retransmissions() const;
     void PrintFinal(Time now);
