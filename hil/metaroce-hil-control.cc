@@ -26,7 +26,8 @@ ControlChannel::ControlChannel(boost::asio::ip::tcp::socket socket,
     : m_socket(std::move(socket)),
       m_clock(clock),
       m_timeout(timeout),
-      m_heartbeat(m_socket.get_executor())
+      m_heartbeat(m_socket.get_executor()),
+      m_delayCheck(m_socket.get_executor())
 {
     boost::system::error_code ec;
     auto local = m_socket.local_endpoint(ec);
@@ -227,6 +228,11 @@ ControlChannel::SetHostDelayExchange(std::function<Time()> own, std::function<vo
 {
     m_ownHostDelay = std::move(own);
     m_onPeerDelay = std::move(onPeer);
+    if (m_ownHostDelay && !m_delayChecking && !m_closed)
+    {
+        m_delayChecking = true;
+        DoHostDelayCheck();
+    }
 }
 
 void
@@ -255,15 +261,41 @@ ControlChannel::OnHeartbeat(const boost::system::error_code& error)
         Fail("peer " + m_peerName + " vanished: no control message for " + text + " s (timeout)");
         return;
     }
+    SendHeartbeat();
+    DoHeartbeat();
+}
+
+void
+ControlChannel::SendHeartbeat()
+{
     proto::ControlMessage hb;
     hb.mutable_heartbeat()->set_sequence(++m_heartbeatSeq);
     if (m_ownHostDelay)
     {
-        hb.mutable_heartbeat()->set_host_delay_ns(uint64_t(std::max<Time>(m_ownHostDelay(), 0)) /
-                                                  1000);
+        m_delayReported = std::max<Time>(m_ownHostDelay(), 0);
+        hb.mutable_heartbeat()->set_host_delay_ns(uint64_t(m_delayReported) / 1000);
     }
     Send(hb);
-    DoHeartbeat();
+}
+
+void
+ControlChannel::DoHostDelayCheck()
+{
+    m_delayCheck.expires_after(std::chrono::nanoseconds(HOST_DELAY_CHECK / 1000));
+    m_delayCheck.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+        if (error || self->m_closed || !self->m_ownHostDelay)
+        {
+            self->m_delayChecking = false;
+            return;
+        }
+        Time own = std::max<Time>(self->m_ownHostDelay(), 0);
+        Time last = self->m_delayReported;
+        if (own > last + std::max<Time>(last / 4, MicroSeconds(100)) || own < last / 2)
+        {
+            self->SendHeartbeat();
+        }
+        self->DoHostDelayCheck();
+    });
 }
 
 void
@@ -291,6 +323,7 @@ ControlChannel::Close()
     m_closed = true;
     boost::system::error_code ignored;
     m_heartbeat.cancel();
+    m_delayCheck.cancel();
     m_socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
     m_socket.close(ignored);
     m_onMessage = nullptr;

@@ -84,10 +84,16 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
     /// A peer's host delay above this is taken as this (a bad value must not stop timers).
     static constexpr Time MAX_PEER_HOST_DELAY = MilliSeconds(1000);
 
+    /// How often \p own() of SetHostDelayExchange() is checked for a change worth a report.
+    static constexpr Time HOST_DELAY_CHECK = MilliSeconds(50);
+
     /**
      * Exchange host delays in the heartbeats: each one sent carries \p own() (0: none), and
      * each one received with a delay hands it, at most MAX_PEER_HOST_DELAY, to \p onPeer.
-     * Empty functions stop the exchange.
+     * Between heartbeats, own() is read every HOST_DELAY_CHECK, and a delay that rose by a
+     * quarter (and at least 100 us) or fell by half since the last report is sent at once in a
+     * heartbeat of its own, so that a peer hears of a stall in tens of milliseconds, not at
+     * the next heartbeat. Empty functions stop the exchange.
      */
     void SetHostDelayExchange(std::function<Time()> own, std::function<void(Time)> onPeer);
 
@@ -110,6 +116,9 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
     void DoHeartbeat();
     void OnHeartbeat(const boost::system::error_code& error);
     void Fail(const std::string& reason);
+    /// Send a heartbeat (with the host delay, if exchanged).
+    void SendHeartbeat();
+    void DoHostDelayCheck();
 
     boost::asio::ip::tcp::socket m_socket;   //!< connection
     const HostClock& m_clock;                //!< time
@@ -127,6 +136,9 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel>
     uint64_t m_heartbeatSeq{0};              //!< heartbeat counter
     std::function<Time()> m_ownHostDelay;    //!< SetHostDelayExchange()
     std::function<void(Time)> m_onPeerDelay; //!< SetHostDelayExchange()
+    boost::asio::steady_timer m_delayCheck;  //!< HOST_DELAY_CHECK tick
+    bool m_delayChecking{false};             //!< the tick is running
+    Time m_delayReported{0};                 //!< the last own delay sent
     uint64_t m_malformed{0};                 //!< unparsable messages
     uint32_t m_localIp{0};                   //!< local address
     uint32_t m_peerIp{0};                    //!< peer address

@@ -346,25 +346,50 @@ TEST(HilHostDelay, RemembersAStallForHalfToOneWindow)
     EXPECT_EQ(e.Samples(), 6u);
 }
 
-TEST(HilHostDelay, HeartbeatsCarryEachSidesDelayToTheOther)
+/// Two started control channels a and b, connected over loopback TCP.
+class HilChannelPair : public ::testing::Test
+{
+  protected:
+    /// Connect a and b with silence limit \p timeout and start them.
+    void Connect(Time timeout)
+    {
+        using boost::asio::ip::tcp;
+        tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
+        tcp::socket client(io);
+        client.connect(acceptor.local_endpoint());
+        tcp::socket server = acceptor.accept();
+        a = std::make_shared<ControlChannel>(std::move(client), clock, timeout);
+        b = std::make_shared<ControlChannel>(std::move(server), clock, timeout);
+        a->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
+        b->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
+    }
+
+    void TearDown() override
+    {
+        for (auto& c : {a, b})
+        {
+            if (c)
+            {
+                c->Close();
+            }
+        }
+    }
+
+    boost::asio::io_context io;
+    HostClock clock;
+    std::shared_ptr<ControlChannel> a;
+    std::shared_ptr<ControlChannel> b;
+};
+
+TEST_F(HilChannelPair, HeartbeatsCarryEachSidesHostDelayToTheOther)
 {
     // Two control channels over loopback TCP with a 0.4 s timeout (a heartbeat every 0.1 s):
     // A reports 2 ms, B learns it; a report above the limit arrives clamped; a channel that
     // does not exchange reports nothing.
-    boost::asio::io_context io;
-    HostClock clock;
-    using boost::asio::ip::tcp;
-    tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
-    tcp::socket client(io);
-    client.connect(acceptor.local_endpoint());
-    tcp::socket server = acceptor.accept();
-    auto a = std::make_shared<ControlChannel>(std::move(client), clock, MilliSeconds(400));
-    auto b = std::make_shared<ControlChannel>(std::move(server), clock, MilliSeconds(400));
+    Connect(MilliSeconds(400));
     std::vector<Time> atA;
     std::vector<Time> atB;
     Time aReports = MicroSeconds(2000);
-    a->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
-    b->Start([](const proto::ControlMessage&) {}, [](const std::string&) {});
     a->SetHostDelayExchange([&aReports]() { return aReports; },
                             [&atA](Time d) { atA.push_back(d); });
     b->SetHostDelayExchange(nullptr, [&atB](Time d) { atB.push_back(d); });
@@ -375,8 +400,29 @@ TEST(HilHostDelay, HeartbeatsCarryEachSidesDelayToTheOther)
     aReports = MilliSeconds(60000);
     io.run_for(std::chrono::milliseconds(250));
     EXPECT_EQ(atB.back(), ControlChannel::MAX_PEER_HOST_DELAY);
-    a->Close();
-    b->Close();
+}
+
+TEST_F(HilChannelPair, AHostDelayStallIsReportedBeforeTheNextHeartbeat)
+{
+    // Heartbeats come once a second: a delay that rises 150 ms after the start is reported
+    // by a check (every 50 ms) long before the heartbeat at 1 s. (Loose bounds: the test
+    // waits up to 700 ms, so that a loaded machine does not fail it.)
+    Connect(MilliSeconds(10000));
+    Time aDelay = 0;
+    std::vector<std::pair<Time, Time>> atB; // (when, delay)
+    const Time start = clock.Now();
+    a->SetHostDelayExchange([&aDelay]() { return aDelay; }, nullptr);
+    b->SetHostDelayExchange(nullptr, [&](Time d) { atB.emplace_back(clock.Now(), d); });
+    io.run_for(std::chrono::milliseconds(150));
+    EXPECT_TRUE(atB.empty()) << "no change, no report before the first heartbeat";
+    aDelay = MicroSeconds(3000);
+    while (atB.empty() && clock.Now() - start < MilliSeconds(850))
+    {
+        io.run_one_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_EQ(atB.size(), 1u);
+    EXPECT_EQ(atB[0].second, MicroSeconds(3000));
+    EXPECT_LT(atB[0].first - start, MilliSeconds(1000)) << "before the first heartbeat";
 }
 
 TEST(HilLoopback, UdpModeNeedsNoPrivileges)
