@@ -205,8 +205,9 @@ ControlChannel::OnReadBody(const boost::system::error_code& error)
     }
     else if (msg.body_case() == proto::ControlMessage::kHeartbeat)
     {
+        // 0 is a report too: the peer's delay fell, or it measures none.
         uint64_t ns = msg.heartbeat().host_delay_ns();
-        if (ns > 0 && m_onPeerDelay)
+        if (m_onPeerDelay)
         {
             m_onPeerDelay(Time(std::min<uint64_t>(ns, uint64_t(MAX_PEER_HOST_DELAY / 1000))) *
                           1000);

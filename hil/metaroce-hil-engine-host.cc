@@ -319,9 +319,16 @@ EngineHost::OwnHostDelay() const
 }
 
 void
-EngineHost::AddPeerHostDelay(Time delay)
+EngineHost::SetPeerHostDelay(const void* peer, Time delay)
 {
-    m_peerDelay.AddSample(m_clock.Now(), delay);
+    m_peerDelay.Set(peer, m_clock.Now(), delay);
+    UpdateHostDelay();
+}
+
+void
+EngineHost::ForgetPeerHostDelay(const void* peer)
+{
+    m_peerDelay.Forget(peer);
     UpdateHostDelay();
 }
 

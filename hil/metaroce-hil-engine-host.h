@@ -141,17 +141,21 @@ class EngineHost : private PumpSink
     Time OwnHostDelay() const;
 
     /**
-     * A peer reported its host delay \p delay (ControlChannel::SetHostDelayExchange): the
-     * engine's host delay is the larger of this host's and the peers' reports of the last
-     * few seconds (PEER_HOST_DELAY_WINDOW), as ACKs from a stalling peer come late.
+     * Peer \p peer (a session) reported its host delay \p delay (ControlChannel::
+     * SetHostDelayExchange): the engine's host delay is the larger of this host's and every
+     * peer's latest report of the last PEER_HOST_DELAY_WINDOW, as ACKs from a stalling peer
+     * come late. (The engine's host delay is endpoint-wide: one slow peer lengthens the
+     * timers of every connection of this host.)
      */
-    void AddPeerHostDelay(Time delay);
+    void SetPeerHostDelay(const void* peer, Time delay);
+    /// Forget peer \p peer's reports (its session ended).
+    void ForgetPeerHostDelay(const void* peer);
 
     /// How long a peer's report counts (several heartbeats, which come at least once a second).
     static constexpr Time PEER_HOST_DELAY_WINDOW = MilliSeconds(4000);
 
-    /// \return the peers' reports (AddPeerHostDelay()).
-    const HostDelayEstimator& PeerHostDelay() const
+    /// \return the peers' reports (SetPeerHostDelay()).
+    const PeerHostDelays& PeerHostDelay() const
     {
         return m_peerDelay;
     }
@@ -194,21 +198,21 @@ class EngineHost : private PumpSink
     EnginePump::State FlushPort(EnginePump::State state);
     void AfterRun(EnginePump::State state);
 
-    boost::asio::io_context& m_io;               //!< the daemon's context
-    const HostClock& m_clock;                    //!< engine time
-    Endpoint m_endpoint;                         //!< the engine
-    std::unique_ptr<FramePort> m_port;           //!< frames
-    EnginePump m_pump;                           //!< the pump
-    boost::asio::steady_timer m_timer;           //!< the one engine timer
-    Time m_timerAt{TIME_INFINITE};               //!< deadline m_timer waits for
-    Time m_timerDeadline{0};                     //!< deadline of the last kernel-timer wait
-    TimerStats m_timerStats;                     //!< lateness of the kernel timer
-    std::unique_ptr<HostDelayProbe> m_hostDelay; //!< StartHostDelayProbe()
-    HostDelayEstimator m_peerDelay{PEER_HOST_DELAY_WINDOW}; //!< peers' reports
-    uint64_t m_rxDatagrams{0};                              //!< datagrams handed to the engine
-    uint64_t m_timerGeneration{0};                          //!< invalidates superseded waits
-    bool m_waitingWritable{false};                          //!< a writable wait is pending
-    bool m_pumpPosted{false};                               //!< a Pump() is queued on the context
+    boost::asio::io_context& m_io;                      //!< the daemon's context
+    const HostClock& m_clock;                           //!< engine time
+    Endpoint m_endpoint;                                //!< the engine
+    std::unique_ptr<FramePort> m_port;                  //!< frames
+    EnginePump m_pump;                                  //!< the pump
+    boost::asio::steady_timer m_timer;                  //!< the one engine timer
+    Time m_timerAt{TIME_INFINITE};                      //!< deadline m_timer waits for
+    Time m_timerDeadline{0};                            //!< deadline of the last kernel-timer wait
+    TimerStats m_timerStats;                            //!< lateness of the kernel timer
+    std::unique_ptr<HostDelayProbe> m_hostDelay;        //!< StartHostDelayProbe()
+    PeerHostDelays m_peerDelay{PEER_HOST_DELAY_WINDOW}; //!< peers' reports
+    uint64_t m_rxDatagrams{0};                          //!< datagrams handed to the engine
+    uint64_t m_timerGeneration{0};                      //!< invalidates superseded waits
+    bool m_waitingWritable{false};                      //!< a writable wait is pending
+    bool m_pumpPosted{false};                           //!< a Pump() is queued on the context
     bool m_soonPosted{false}; //!< a near deadline is queued on the context
     bool m_running{false};    //!< inside Pump()
     bool m_again{false};      //!< Pump() was requested while running

@@ -361,7 +361,7 @@ Session::PrintFinal(Time now)
                     double(hd->Largest()) / 1e9,
                     hd->Samples(),
                     double(m_host.PeerHostDelay().Largest()) / 1e9,
-                    m_host.PeerHostDelay().Samples());
+                    m_host.PeerHostDelay().Reports());
     }
     if (m_client)
     {

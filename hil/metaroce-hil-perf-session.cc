@@ -69,7 +69,13 @@ Session::Teardown()
     }
     m_torn = true;
     m_finishTimer.cancel();
-    m_channel->SetHostDelayExchange(nullptr, nullptr);
+    if (m_exchangingDelays)
+    {
+        // (Only a session that exchanged delays touches the host here: one torn down before
+        // it was accepted may outlive the host, as it has no connections in it.)
+        m_channel->SetHostDelayExchange(nullptr, nullptr);
+        m_host.ForgetPeerHostDelay(this);
+    }
     Endpoint& ep = m_host.GetEndpoint();
     for (uint32_t qpn : m_qpns)
     {
@@ -199,6 +205,7 @@ Session::StartClient()
         return;
     }
     StartChannel();
+    StartHostDelayExchange(); // the server takes it only once it accepted us
     proto::ControlMessage msg;
     proto::Hello* hello = msg.mutable_hello();
     hello->set_protocol_version(proto::VERSION_CURRENT);
@@ -236,14 +243,22 @@ Session::StartChannel()
                 self->OnChannelError(reason);
             }
         });
+}
+
+void
+Session::StartHostDelayExchange()
+{
     if (!m_host.HostDelay())
     {
         return; // --host-delay off
     }
-    // With --host-delay on, report this host's delay to the peer and take the peer's.
+    // Report this host's delay to the peer and take the peer's, for this session's peer only.
+    m_exchangingDelays = true;
     EngineHost* host = &m_host; // outlives the session, which stops the exchange in Teardown()
-    m_channel->SetHostDelayExchange([host]() { return host->OwnHostDelay(); },
-                                    [host](Time delay) { host->AddPeerHostDelay(delay); });
+    const void* peer = this;
+    m_channel->SetHostDelayExchange(
+        [host]() { return host->OwnHostDelay(); },
+        [host, peer](Time delay) { host->SetPeerHostDelay(peer, delay); });
 }
 
 void
@@ -365,6 +380,7 @@ Session::OnHello(const proto::Hello& hello)
         AcceptMessage(SOFTWARE, OurDataAddress(), m_qpns, base, m_write ? &m_mr : nullptr));
     m_state = State::RUNNING;
     m_start = m_lastReport = m_app.Clock().Now();
+    StartHostDelayExchange(); // only an accepted client's reports count
     spdlog::info("accepted client {} ({}): {} {} x {} bytes, {} connection(s), {} stream(s), "
                  "depth {}",
                  m_name,

@@ -199,9 +199,11 @@ class Session : public std::enable_shared_from_this<Session>
     uint8_t* Slot(size_t streamIndex, uint64_t slot);
     void VerifyFailed(const std::string& what);
     void Finish(int code);
-    /// Start the control channel's handlers; with --host-delay on, report this host's delay
-    /// to the peer in the heartbeats and take the peer's.
+    /// Start the control channel's handlers.
     void StartChannel();
+    /// With --host-delay on, report this host's delay to the peer in the heartbeats and take
+    /// the peer's (the server once it accepted the client).
+    void StartHostDelayExchange();
     void Teardown();
     uint64_t Retransmissions() const;
     void PrintFinal(Time now);
@@ -250,6 +252,7 @@ class Session : public std::enable_shared_from_this<Session>
     proto::Verdict m_verdict;                  //!< client: the receiver's verdict
     boost::asio::steady_timer m_finishTimer;   //!< server: waits for stragglers
     bool m_interrupted{false};                 //!< stopped by a signal
+    bool m_exchangingDelays{false};            //!< StartHostDelayExchange() ran
     bool m_torn{false};                        //!< Teardown() ran
     bool m_scenarioWritten{false};             //!< results: the Scenario record went out
     // The engine host outlives sessions (a daemon serves many): what it had counted before

@@ -118,6 +118,52 @@ HostDelayEstimator::Estimate(Time now) const
     return bucket == m_bucket ? std::max(m_current, m_previous) : m_current;
 }
 
+PeerHostDelays::PeerHostDelays(Time expiry)
+    : m_expiry(expiry)
+{
+}
+
+void
+PeerHostDelays::Set(const void* peer, Time now, Time delay)
+{
+    delay = std::max<Time>(delay, 0);
+    ++m_reports;
+    m_largest = std::max(m_largest, delay);
+    for (Report& r : m_latest)
+    {
+        if (r.peer == peer)
+        {
+            r.at = now;
+            r.delay = delay;
+            return;
+        }
+    }
+    m_latest.push_back(Report{peer, now, delay});
+}
+
+void
+PeerHostDelays::Forget(const void* peer)
+{
+    m_latest.erase(std::remove_if(m_latest.begin(),
+                                  m_latest.end(),
+                                  [peer](const Report& r) { return r.peer == peer; }),
+                   m_latest.end());
+}
+
+Time
+PeerHostDelays::Estimate(Time now) const
+{
+    Time largest = 0;
+    for (const Report& r : m_latest)
+    {
+        if (now - r.at < m_expiry)
+        {
+            largest = std::max(largest, r.delay);
+        }
+    }
+    return largest;
+}
+
 HostDelayProbe::HostDelayProbe(boost::asio::io_context& io,
                                const HostClock& clock,
                                Update update,

@@ -15,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 /**
  * \file
@@ -88,7 +89,7 @@ Time MeasureSchedulingDelay(int samples = 16, Time sleep = MicroSeconds(1000));
 class HostDelayEstimator
 {
   public:
-    /// \param window how long a stall is remembered (at least two nanoseconds)
+    /// \param window how long a stall is remembered (at least two picoseconds)
     explicit HostDelayEstimator(Time window);
 
     /// Add a wake-up at \p now that came \p late after its deadline (negative counts as 0).
@@ -116,6 +117,52 @@ class HostDelayEstimator
     Time m_previous{0};   //!< the largest lateness in the bucket before it
     Time m_largest{0};    //!< over the whole run
     uint64_t m_samples{0};
+};
+
+/**
+ * The host delays peers report (ControlChannel::SetHostDelayExchange), one per peer: each
+ * peer's latest report counts until \p expiry after it, so that a peer whose delay fell is
+ * believed at once (its report is already the largest of its own last second), and a peer
+ * gone silent or forgotten counts no more.
+ */
+class PeerHostDelays
+{
+  public:
+    /// \param expiry how long a report counts
+    explicit PeerHostDelays(Time expiry);
+
+    /// Peer \p peer reported \p delay at \p now (negative counts as 0).
+    void Set(const void* peer, Time now, Time delay);
+    /// Forget peer \p peer (its session ended).
+    void Forget(const void* peer);
+    /// \return the largest report that still counts at \p now (0: none).
+    Time Estimate(Time now) const;
+
+    /// \return the largest report ever received.
+    Time Largest() const
+    {
+        return m_largest;
+    }
+
+    /// \return how many reports were received.
+    uint64_t Reports() const
+    {
+        return m_reports;
+    }
+
+  private:
+    /// One peer's latest report.
+    struct Report
+    {
+        const void* peer; //!< whose
+        Time at;          //!< when
+        Time delay;       //!< what
+    };
+
+    Time m_expiry;                //!< how long a report counts
+    std::vector<Report> m_latest; //!< by peer (a few)
+    Time m_largest{0};            //!< over the run
+    uint64_t m_reports{0};        //!< received
 };
 
 /**

@@ -178,8 +178,7 @@ Runtime::Stop()
             hil::PortCounters pc = m_port->Counters();
             const CounterSet& ec = m_endpoint->Counters();
             spdlog::info("metaroce0 closed: {} datagrams sent, {} received, {} kernel drops, "
-                         "{} fault drops; data {} new, {} retransmitted, {} RTOs, {} received; "
-                         "largest host delay {:.3f} ms",
+                         "{} fault drops; data {} new, {} retransmitted, {} RTOs, {} received",
                          pc.txFrames,
                          pc.rxFrames,
                          pc.rxKernelDrops,
@@ -187,8 +186,7 @@ Runtime::Stop()
                          ec.Get(Counter::TX_DATA),
                          ec.Get(Counter::TX_RETRANSMIT),
                          ec.Get(Counter::RTO),
-                         ec.Get(Counter::RX_DATA),
-                         m_hostDelay ? double(m_hostDelay->Estimator().Largest()) / 1e9 : 0.0);
+                         ec.Get(Counter::RX_DATA));
             m_port->Close();
         }
         boost::system::error_code ignored;
@@ -199,6 +197,12 @@ Runtime::Stop()
     if (m_thread.joinable())
     {
         m_thread.join();
+    }
+    if (m_hostDelay)
+    {
+        // Read after the join: the progress thread wrote it.
+        spdlog::info("metaroce0: largest host delay {:.3f} ms",
+                     double(m_hostDelay->Estimator().Largest()) / 1e9);
     }
 }
 

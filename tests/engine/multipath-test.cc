@@ -711,6 +711,16 @@ TEST_F(PairTest, EveryRetransmissionTimerWaitsTheHostDelayLonger)
             << cfg.transport << " " << cfg.rocev2.recovery;
         EXPECT_EQ(firstRto(cfg, -5), plain) << "a negative delay counts as 0";
     }
+    // MetaRoCE waits at most a quarter of the connection timeout more, so that a host delay
+    // (a long stall, a hostile peer's report) never takes the retransmissions it allows.
+    ConnectionConfig shortTimeout;
+    shortTimeout.connectionTimeout = MilliSeconds(4);
+    Time plain = firstRto(shortTimeout, 0);
+    EXPECT_EQ(firstRto(shortTimeout, MilliSeconds(1000)) - plain, MilliSeconds(1));
+    EXPECT_EQ(firstRto(shortTimeout, MilliSeconds(1000)), firstRto(shortTimeout, MilliSeconds(5)));
+    Build(ConnectionConfig(), 64 * 1024);
+    A().SetHostDelay(TIME_INFINITE);
+    EXPECT_EQ(A().HostDelay(), Endpoint::MAX_HOST_DELAY) << "no overflow of a deadline";
 }
 
 TEST_F(PairTest, AConnectionTimeoutReportsOneErrorAcrossStreams)

@@ -346,6 +346,27 @@ TEST(HilHostDelay, RemembersAStallForHalfToOneWindow)
     EXPECT_EQ(e.Samples(), 6u);
 }
 
+TEST(HilHostDelay, EachPeersLatestReportCountsUntilItExpires)
+{
+    PeerHostDelays d(MilliSeconds(4000));
+    int p1 = 0;
+    int p2 = 0;
+    EXPECT_EQ(d.Estimate(0), 0);
+    d.Set(&p1, MilliSeconds(100), MicroSeconds(3000));
+    d.Set(&p2, MilliSeconds(200), MicroSeconds(500));
+    EXPECT_EQ(d.Estimate(MilliSeconds(300)), MicroSeconds(3000)) << "the largest peer";
+    d.Set(&p1, MilliSeconds(400), MicroSeconds(200)); // p1's delay fell: believed at once
+    EXPECT_EQ(d.Estimate(MilliSeconds(500)), MicroSeconds(500));
+    d.Set(&p2, MilliSeconds(600), -1); // negative counts as 0
+    EXPECT_EQ(d.Estimate(MilliSeconds(700)), MicroSeconds(200));
+    EXPECT_EQ(d.Estimate(MilliSeconds(4400)), 0) << "p1's report expired, p2's is 0";
+    d.Set(&p1, MilliSeconds(5000), MicroSeconds(800));
+    d.Forget(&p1);
+    EXPECT_EQ(d.Estimate(MilliSeconds(5000)), 0) << "a forgotten peer counts no more";
+    EXPECT_EQ(d.Largest(), MicroSeconds(3000));
+    EXPECT_EQ(d.Reports(), 5u);
+}
+
 /// Two started control channels a and b, connected over loopback TCP.
 class HilChannelPair : public ::testing::Test
 {
@@ -385,7 +406,7 @@ TEST_F(HilChannelPair, HeartbeatsCarryEachSidesHostDelayToTheOther)
 {
     // Two control channels over loopback TCP with a 0.4 s timeout (a heartbeat every 0.1 s):
     // A reports 2 ms, B learns it; a report above the limit arrives clamped; a channel that
-    // does not exchange reports nothing.
+    // measures nothing reports 0.
     Connect(MilliSeconds(400));
     std::vector<Time> atA;
     std::vector<Time> atB;
@@ -396,7 +417,10 @@ TEST_F(HilChannelPair, HeartbeatsCarryEachSidesHostDelayToTheOther)
     io.run_for(std::chrono::milliseconds(350));
     ASSERT_FALSE(atB.empty());
     EXPECT_EQ(atB.back(), MicroSeconds(2000));
-    EXPECT_TRUE(atA.empty()) << "B reports nothing";
+    for (Time d : atA)
+    {
+        EXPECT_EQ(d, 0) << "B measures nothing, so its heartbeats say 0";
+    }
     aReports = MilliSeconds(60000);
     io.run_for(std::chrono::milliseconds(250));
     EXPECT_EQ(atB.back(), ControlChannel::MAX_PEER_HOST_DELAY);

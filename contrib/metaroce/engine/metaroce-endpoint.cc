@@ -425,7 +425,7 @@ Endpoint::CheckInvariants() const
 void
 Endpoint::SetHostDelay(Time delay)
 {
-    m_shared.hostDelay = std::max<Time>(delay, 0);
+    m_shared.hostDelay = std::min(std::max<Time>(delay, 0), MAX_HOST_DELAY);
 }
 
 Time

@@ -143,10 +143,15 @@ class Endpoint
      * its peers'). Every retransmission timer armed from now on, on every connection of
      * either transport, waits \p delay longer, as MetaRoCE's timer adds the peer's ACK delay;
      * timers already armed keep their deadlines. 0 (the default) changes nothing. Negative
-     * values count as 0. The HIL feeds it from the measured scheduling delay (docs/hil.md,
-     * "Timers on real links").
+     * values count as 0, values above MAX_HOST_DELAY as that. A MetaRoCE connection waits
+     * at most a quarter of its connectionTimeout more, so that a host delay never takes the
+     * retransmissions the connection timeout leaves room for. The HIL feeds it from the
+     * measured scheduling delay (docs/hil.md, "Timers on real links").
      */
     void SetHostDelay(Time delay);
+
+    /// The largest host delay SetHostDelay() takes.
+    static constexpr Time MAX_HOST_DELAY = MilliSeconds(10000);
     /// \return the host delay (SetHostDelay()).
     Time HostDelay() const;
 

@@ -103,8 +103,10 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     z ^= z >> 31;
     Time jitter = rto >= 4 ? Time(z % uint64_t(rto / 4)) : 0;
     // A software host may act on a packet late (Endpoint::SetHostDelay): added outside the
-    // drain bound and the jitter, which are about the network.
-    m_timers.Set(path.id, RequesterPathTimer::RTO, now + rto + jitter + m_ep.hostDelay);
+    // drain bound and the jitter, which are about the network, and at most a quarter of the
+    // connection timeout, which must still leave room for retransmissions.
+    Time hostDelay = std::min(m_ep.hostDelay, m_cfg.connectionTimeout / 4);
+    m_timers.Set(path.id, RequesterPathTimer::RTO, now + rto + jitter + hostDelay);
 }
 
 void
