@@ -127,6 +127,14 @@ PerfApp::Run()
             // In TAP mode --local-ip is the engine's address behind the TAP, not the kernel's.
             ParseIpv4(m_opts.localIp, bindIp);
         }
+        else
+        {
+            // Loopback unless told otherwise: the control plane has no authentication
+            // (docs/hil.md, "Trust model").
+            bindIp = 0x7F000001;
+            spdlog::info("control listener on loopback only: give --listen A.B.C.D (or "
+                         "--local-ip in udp and raw mode) for clients on other hosts");
+        }
         tcp::endpoint ep(boost::asio::ip::address_v4(bindIp), m_opts.controlPort);
         m_acceptor.open(ep.protocol(), ec);
         if (!ec)

@@ -376,8 +376,8 @@ PerfCommandLine::AddControlOptions()
     o.Add("listen",
           "A.B.C.D",
           "server: address of the control listener (default: --local-ip in udp and raw mode, "
-          "else all interfaces). Anyone who reaches it can start a session: there is no "
-          "authentication (docs/hil.md, \"Trust model\")",
+          "else 127.0.0.1; 0.0.0.0: every interface). Anyone who reaches it can start a "
+          "session: there is no authentication (docs/hil.md, \"Trust model\")",
           Ipv4(p.listenIp));
     o.Add("max-pending",
           "N",

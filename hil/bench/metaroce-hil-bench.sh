@@ -93,8 +93,8 @@ perf_run() {
     if [[ -n $io ]]; then
         mode=raw; extra_a=(--dev va --raw-io $io); extra_b=(--dev vb --raw-io $io)
     fi
-    ip netns exec "$NS_A" "$BIN/metaroce-perf" --transport "$1" --mtu $MTU --port-mode "$mode" \
-        "${extra_a[@]}" "${PERF_EXTRA[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
+    ip netns exec "$NS_A" "$BIN/metaroce-perf" --listen 10.250.1.1 --transport "$1" --mtu $MTU \
+        --port-mode "$mode" "${extra_a[@]}" "${PERF_EXTRA[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
     local server=$!
     ip netns exec "$NS_B" "$BIN/metaroce-perf" 10.250.1.1 --transport "$1" --mtu $MTU \
         --port-mode "$mode" "${extra_b[@]}" "${PERF_EXTRA[@]}" --size $SIZE \
@@ -116,7 +116,8 @@ forwarded_run() {
         --delay-us "$FWD_DELAY_US" --seed 19 >/tmp/bench-fwd.$$ 2>&1 &
     local fwd=$!
     sleep 0.3
-    ip netns exec "$NS_FA" "$BIN/metaroce-perf" --transport "$1" --roce-recovery "$2" --mtu $MTU \
+    ip netns exec "$NS_FA" "$BIN/metaroce-perf" --listen 10.250.2.1 --transport "$1" \
+        --roce-recovery "$2" --mtu $MTU \
         --log warn >/tmp/bench-server.$$ 2>&1 &
     local server=$!
     local start=$(date +%s.%N)

@@ -80,7 +80,7 @@ TEST(HilBacklogEcnVeth, LossFreeMetaRoceStaysBelowTheRetransmissionBound)
     ASSERT_TRUE(net.Ok()) << net.Why();
     const std::vector<std::string> common =
         {"--transport", "metaroce", "--mtu", "4096", "--cpu", "0"};
-    std::vector<std::string> s = {METAROCE_PERF_BIN};
+    std::vector<std::string> s = {METAROCE_PERF_BIN, "--listen", "10.250.1.1"};
     s.insert(s.end(), common.begin(), common.end());
     std::vector<std::string> c = {METAROCE_PERF_BIN, "10.250.1.1"};
     c.insert(c.end(), common.begin(), common.end());

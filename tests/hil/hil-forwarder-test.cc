@@ -87,7 +87,7 @@ class HilForwarderTest : public ::testing::Test
         Process forwarder(InNetns(m_net->M(), f));
         EXPECT_TRUE(WaitForOutput(forwarder, "forwarder ready", milliseconds(5000)))
             << forwarder.Output();
-        std::vector<std::string> s = {METAROCE_PERF_BIN};
+        std::vector<std::string> s = {METAROCE_PERF_BIN, "--listen", "10.250.1.1"};
         s.insert(s.end(), common.begin(), common.end());
         std::vector<std::string> c = {METAROCE_PERF_BIN, "10.250.1.1"};
         c.insert(c.end(), common.begin(), common.end());

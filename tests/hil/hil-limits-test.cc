@@ -93,7 +93,7 @@ class HilLimitsTest : public ::testing::Test
     /// Start metaroce-hild in namespace A under a descriptor limit of \p nofile (0: none).
     std::unique_ptr<Process> Daemon(int nofile, std::vector<std::string> args)
     {
-        args.insert(args.begin(), METAROCE_HILD_BIN);
+        args.insert(args.begin(), {METAROCE_HILD_BIN, "--listen", "10.250.1.1"});
         if (nofile > 0)
         {
             std::string limit = std::to_string(nofile);

@@ -101,6 +101,8 @@ TEST_P(HilTapPortTest, RoutedTapToUdp)
                                        "--iters",
                                        "300"};
     std::vector<std::string> s = {METAROCE_PERF_BIN,
+                                  "--listen",
+                                  "10.250.1.1",
                                   "--port-mode",
                                   "tap",
                                   "--dev",
@@ -165,7 +167,11 @@ RunMixed(const NetnsPair& net,
         run.fabricOut = fabric.Output();
         return run;
     }
-    std::vector<std::string> s = {METAROCE_PERF_BIN, "--port-mode", portMode};
+    std::vector<std::string> s = {METAROCE_PERF_BIN,
+                                  "--listen",
+                                  "10.0.0.1",
+                                  "--port-mode",
+                                  portMode};
     std::vector<std::string> c = {METAROCE_PERF_BIN, "10.0.0.1", "--port-mode", portMode};
     if (portMode == "raw")
     {

@@ -50,7 +50,7 @@ class HilVethTest : public ::testing::Test
     std::unique_ptr<Process> Server(std::vector<std::string> args,
                                     const std::string& bin = METAROCE_PERF_BIN)
     {
-        args.insert(args.begin(), bin);
+        args.insert(args.begin(), {bin, "--listen", "10.250.1.1"});
         return std::make_unique<Process>(InNetns(m_net->A(), args));
     }
 
@@ -403,6 +403,24 @@ TEST_F(HilVethTest, MismatchedRoceRecoveryIsRejectedOnBothSides)
     std::string expected = "rocev2 recovery: server irn, client gbn";
     EXPECT_NE(client->Output().find(expected), std::string::npos) << client->Output();
     EXPECT_NE(server->Output().find(expected), std::string::npos) << server->Output();
+}
+
+// The control plane has no authentication, so the daemon listens on loopback unless told
+// otherwise (issue 19): a client in another namespace cannot reach it, and the daemon says why.
+
+TEST_F(HilVethTest, TheControlListenerIsLoopbackByDefault)
+{
+    auto daemon = std::make_unique<Process>(InNetns(m_net->A(), {METAROCE_HILD_BIN}));
+    ASSERT_TRUE(WaitForOutput(*daemon, "listening", milliseconds(10000))) << daemon->Output();
+    EXPECT_NE(daemon->Output().find("listening on TCP 127.0.0.1:18515"), std::string::npos)
+        << daemon->Output();
+    EXPECT_NE(daemon->Output().find("loopback only: give --listen"), std::string::npos)
+        << daemon->Output();
+    auto client = Client({"--timeout", "1", "--iters", "10"});
+    EXPECT_EQ(client->Wait(milliseconds(15000)), 1) << client->Output();
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(milliseconds(5000)), 0) << daemon->Output();
+    EXPECT_EQ(daemon->Output().find("accepted client"), std::string::npos) << daemon->Output();
 }
 
 // A peer that accepts the control connection and then says nothing times out clearly.
