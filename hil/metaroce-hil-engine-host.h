@@ -135,7 +135,8 @@ class EngineHost : private PumpSink
      * \p window (HostDelayEstimator): a wake-up every \p period, and every kernel-timer
      * expiry of the engine's own timer. Call once, after Start().
      */
-    void StartHostDelayProbe(Time period = MilliSeconds(1), Time window = MilliSeconds(1000));
+    void StartHostDelayProbe(Time period = MilliSeconds(1),
+                             Time window = DEFAULT_HOST_DELAY_WINDOW);
 
     /// \return this host's own delay now (0 without StartHostDelayProbe()).
     Time OwnHostDelay() const;

@@ -348,7 +348,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
     m_host->Start();
     if (m_opts.hostDelay)
     {
-        m_host->StartHostDelayProbe();
+        m_host->StartHostDelayProbe(MilliSeconds(1), Time(m_opts.hostDelayWindowMs * 1e9));
     }
     return m_host.get();
 }

@@ -264,8 +264,13 @@ PerfCommandLine::AddFrameOptions()
           "on|off",
           "measure how late this host wakes the program during the run (a 1 ms probe and the "
           "engine timer) and let every retransmission timer wait the largest lateness of the "
-          "last second longer (default on; docs/hil.md)",
+          "last few seconds longer (default on; docs/hil.md)",
           OnOff(p.hostDelay));
+    o.Add("host-delay-window-ms",
+          "MS",
+          "how long a stall counts in the host delay: the largest lateness of the last half to "
+          "whole window (100..60000, default 4000)",
+          Real(p.hostDelayWindowMs, 100, 60000));
     o.Add("udp-gso",
           "on|off",
           "udp mode: send equal-sized datagrams as one GSO train and receive GRO trains "
