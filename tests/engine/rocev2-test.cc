@@ -267,6 +267,29 @@ class RoceV2Pair : public PairTest
         ASSERT_NE(m_qa, 0u);
     }
 
+    /// Write the whole source buffer as one WRITE (wr 1) and run until idle (at most 50 ms).
+    /// \return success if it completed with SUCCESS and every byte arrived
+    ::testing::AssertionResult WriteAllAndComplete()
+    {
+        Write(1, 0, uint32_t(m_src.size()));
+        m_net->RunUntilIdle(MilliSeconds(50));
+        if (m_net->Completions(m_a).size() != 1)
+        {
+            return ::testing::AssertionFailure()
+                   << m_net->Completions(m_a).size() << " completions, not 1";
+        }
+        if (m_net->Completions(m_a)[0].status != WcStatus::SUCCESS)
+        {
+            return ::testing::AssertionFailure()
+                   << "status " << WcStatusName(m_net->Completions(m_a)[0].status);
+        }
+        if (m_src != m_dst)
+        {
+            return ::testing::AssertionFailure() << "the bytes differ";
+        }
+        return ::testing::AssertionSuccess();
+    }
+
     const RoceV2Connection& ConnA()
     {
         return *static_cast<const RoceV2Connection*>(A().GetConnection(m_qa));
@@ -361,11 +384,7 @@ TEST_F(RoceV2Pair, OneLostPacketCostsExactlyOneGoBackNRound)
         }
         return false;
     };
-    Write(1, 0, uint32_t(m_src.size()));
-    m_net->RunUntilIdle(MilliSeconds(50));
-    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
-    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
-    EXPECT_EQ(m_src, m_dst);
+    ASSERT_TRUE(WriteAllAndComplete());
     // What was in flight beyond the lost PSN when the go-back started: every PSN >= LOST
     // sent before LOST was sent again.
     uint32_t inFlight = 0;
@@ -873,11 +892,7 @@ TEST_F(RoceV2Pair, IrnOneLostPacketCostsExactlyOneRetransmission)
         }
         return false;
     };
-    Write(1, 0, uint32_t(m_src.size()));
-    m_net->RunUntilIdle(MilliSeconds(50));
-    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
-    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
-    EXPECT_EQ(m_src, m_dst);
+    ASSERT_TRUE(WriteAllAndComplete());
     EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 1u) << "only the hole";
     EXPECT_EQ(SendsOf(*m_net, m_a, LOST), 2u);
     EXPECT_EQ(CounterA(Counter::GO_BACK_N), 0u);
@@ -933,11 +948,7 @@ TEST_F(RoceV2Pair, IrnALostNackMakesThePacketItSackedLookLost)
         }
         return false;
     };
-    Write(1, 0, uint32_t(m_src.size()));
-    m_net->RunUntilIdle(MilliSeconds(50));
-    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
-    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
-    EXPECT_EQ(m_src, m_dst);
+    ASSERT_TRUE(WriteAllAndComplete());
     ASSERT_EQ(nackedLost, LOST + 3);
     EXPECT_EQ(SendsOf(*m_net, m_a, LOST), 2u) << "the hole";
     EXPECT_EQ(SendsOf(*m_net, m_a, LOST + 3), 2u) << "arrived, but its SACK was lost";
@@ -1047,11 +1058,7 @@ TEST_F(RoceV2Pair, IrnLostRetransmissionWaitsForRtoHighAndResendsOnlyTheHole)
     m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
         return LookupOpcode(w.opcode).kind == PacketKind::DATA && w.psn == LOST && drops-- > 0;
     };
-    Write(1, 0, uint32_t(m_src.size()));
-    m_net->RunUntilIdle(MilliSeconds(50));
-    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
-    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
-    EXPECT_EQ(m_src, m_dst);
+    ASSERT_TRUE(WriteAllAndComplete());
     EXPECT_EQ(CounterA(Counter::RTO), 1u);
     EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 2u)
         << "the hole on SACK evidence, then once more on the timeout; SACKed PSNs never";
