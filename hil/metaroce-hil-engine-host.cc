@@ -300,16 +300,16 @@ EngineHost::StartHostDelayProbe(Time period, Time window)
     m_hostDelay = std::make_unique<HostDelayProbe>(
         m_io,
         m_clock,
-        [this](Time) { UpdateHostDelay(); },
+        [this](Time own) { UpdateHostDelay(own); },
         period,
         window);
     m_hostDelay->Start();
 }
 
 void
-EngineHost::UpdateHostDelay()
+EngineHost::UpdateHostDelay(Time own)
 {
-    m_endpoint.SetHostDelay(std::max(OwnHostDelay(), m_peerDelay.Estimate(m_clock.Now())));
+    m_endpoint.SetHostDelay(std::max(own, m_peerDelay.Estimate(m_clock.Now())));
 }
 
 Time
@@ -322,14 +322,14 @@ void
 EngineHost::SetPeerHostDelay(const void* peer, Time delay)
 {
     m_peerDelay.Set(peer, m_clock.Now(), delay);
-    UpdateHostDelay();
+    UpdateHostDelay(OwnHostDelay());
 }
 
 void
 EngineHost::ForgetPeerHostDelay(const void* peer)
 {
     m_peerDelay.Forget(peer);
-    UpdateHostDelay();
+    UpdateHostDelay(OwnHostDelay());
 }
 
 void

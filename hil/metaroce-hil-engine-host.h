@@ -192,8 +192,8 @@ class EngineHost : private PumpSink
     void DoWaitTimer(Time deadline);
     void OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon);
     void DoWaitWritable();
-    /// Set the engine's host delay: the larger of this host's and the peers'.
-    void UpdateHostDelay();
+    /// Set the engine's host delay: the larger of this host's, \p own, and the peers'.
+    void UpdateHostDelay(Time own);
     void OnWritable(const boost::system::error_code& error);
     /// Flush the port after a pump run. \return BLOCKED if it kept datagrams, else \p state.
     EnginePump::State FlushPort(EnginePump::State state);

@@ -88,7 +88,7 @@ struct PerfOptions
     bool icrc{true};                //!< ICRC on
     std::string logLevel{"info"};   //!< spdlog level
     /// Server: address the control listener binds ("": --local-ip in UDP and raw mode, else
-    /// every interface).
+    /// 127.0.0.1; "0.0.0.0": every interface).
     std::string listenIp;
     /// Server: control connections that may wait for their Hello at once; beyond it the oldest
     /// is closed. 0: 16, fewer when RLIMIT_NOFILE leaves less than twice that many descriptors
