@@ -23,6 +23,15 @@ namespace metaroce
 namespace hil
 {
 
+/**
+ * The pacer's slack on a real host (EndpointConfig::pacingSlack, --pacing-slack-us,
+ * METAROCE_VERBS_PACING_SLACK_US), microseconds. A software host wakes tens of microseconds
+ * late, so without a slack a paced connection sends one packet per wake-up: on loopback
+ * MetaRoCE, paced at its 100 Gb/s rate hint, reached 2.8 Gb/s with none and 7.4-7.6 Gb/s with
+ * 10-100 us (docs/benchmarks.md, "The pacer's slack on a real host").
+ */
+constexpr uint32_t DEFAULT_PACING_SLACK_US = 50;
+
 /// Converts between std::chrono clocks and engine Time.
 class HostClock
 {

@@ -342,6 +342,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
     ecfg.localIp = localIp;
     ecfg.seed = m_opts.seed * 1000003 + (m_opts.server ? 1 : 2);
     ecfg.icrc = m_opts.icrc;
+    ecfg.pacingSlack = Time(m_opts.pacingSlackUs * 1e6); // us to ps
     m_localIp = localIp;
     spdlog::info("engine at {} on {}", Ipv4ToString(localIp), port->Describe());
     m_host = std::make_unique<EngineHost>(m_io, m_clock, ecfg, std::move(port), m_opts.mtu);

@@ -245,6 +245,12 @@ PerfCommandLine::AddFrameOptions()
           "US",
           "MetaRoCE RTO floor (default 1000; initial RTO at least twice it)",
           Real(p.rtoMinUs, 1, UNBOUNDED));
+    o.Add("pacing-slack-us",
+          "US",
+          "paced connections (rate hint, --rate, DCQCN): a packet may leave up to US early "
+          "and a late wake-up is made up for up to US, so bursts of US leave back to back "
+          "(0..10000, default 50; 0: one packet per wake-up; docs/hil.md)",
+          Real(p.pacingSlackUs, 0, 10000));
     o.Add("rt-priority",
           "N",
           "run under SCHED_FIFO priority N (1..99; needs CAP_SYS_NICE): avoids spurious "

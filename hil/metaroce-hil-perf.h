@@ -9,6 +9,7 @@
 
 #include "metaroce-config.h"
 #include "metaroce-hil-backlog-ecn.h"
+#include "metaroce-hil-clock.h"
 #include "metaroce-hil-fault-port.h"
 
 #include <cstdint>
@@ -67,26 +68,29 @@ struct PerfOptions
     bool schedProbe{true};          //!< measure the scheduling delay for the RTO floor
     bool hostDelay{true};           //!< RTOs wait the scheduling delay measured during the run
     double hostDelayWindowMs{4000}; //!< how long a measured stall counts (host delay)
-    uint32_t busyPollUs{0};         //!< poll the context; SO_BUSY_POLL microseconds (0: off)
-    int cpu{-1};                    //!< CPU to pin the I/O thread to (-1: none)
-    std::string portMode{"udp"};    //!< "udp", "raw" or "tap"
-    std::string device;             //!< raw mode: interface; tap mode: TAP device
-    std::string tapAddress;         //!< tap mode: kernel-side address "A.B.C.D/N" ("": none)
-    std::string localIp;            //!< engine address (default: from the control connection)
-    std::string peerMac;            //!< raw mode: static destination MAC
-    std::string rawIo{"auto"};      //!< raw mode: "auto", "ring", "ring-v3" or "socket"
-    uint32_t ringRetireMs{1};       //!< raw mode, ring-v3: receive block retire timeout, ms
-    uint16_t dataPort{4791};        //!< UDP port datagrams are received on
-    FaultConfig faults;             //!< egress faults
-    std::string pcap;               //!< capture file ("" = none)
-    std::string telemetry;          //!< telemetry JSON-lines file ("" = none; deprecated)
-    std::string results;            //!< folder for results.pb and goodput.csv ("" = none)
-    std::string commandLine;        //!< the arguments, for RunSummary.command_line
-    double timeout{5};              //!< control-plane timeout, seconds
-    double report{1};               //!< report interval, seconds
-    uint64_t seed{1};               //!< engine, pattern and fault seed
-    bool icrc{true};                //!< ICRC on
-    std::string logLevel{"info"};   //!< spdlog level
+    /// How early a paced packet may leave and how much lateness the pacer makes up (Pacer's
+    /// slack), microseconds: a real host wakes tens of microseconds late.
+    double pacingSlackUs{DEFAULT_PACING_SLACK_US};
+    uint32_t busyPollUs{0};       //!< poll the context; SO_BUSY_POLL microseconds (0: off)
+    int cpu{-1};                  //!< CPU to pin the I/O thread to (-1: none)
+    std::string portMode{"udp"};  //!< "udp", "raw" or "tap"
+    std::string device;           //!< raw mode: interface; tap mode: TAP device
+    std::string tapAddress;       //!< tap mode: kernel-side address "A.B.C.D/N" ("": none)
+    std::string localIp;          //!< engine address (default: from the control connection)
+    std::string peerMac;          //!< raw mode: static destination MAC
+    std::string rawIo{"auto"};    //!< raw mode: "auto", "ring", "ring-v3" or "socket"
+    uint32_t ringRetireMs{1};     //!< raw mode, ring-v3: receive block retire timeout, ms
+    uint16_t dataPort{4791};      //!< UDP port datagrams are received on
+    FaultConfig faults;           //!< egress faults
+    std::string pcap;             //!< capture file ("" = none)
+    std::string telemetry;        //!< telemetry JSON-lines file ("" = none; deprecated)
+    std::string results;          //!< folder for results.pb and goodput.csv ("" = none)
+    std::string commandLine;      //!< the arguments, for RunSummary.command_line
+    double timeout{5};            //!< control-plane timeout, seconds
+    double report{1};             //!< report interval, seconds
+    uint64_t seed{1};             //!< engine, pattern and fault seed
+    bool icrc{true};              //!< ICRC on
+    std::string logLevel{"info"}; //!< spdlog level
     /// Server: address the control listener binds ("": --local-ip in UDP and raw mode, else
     /// 127.0.0.1; "0.0.0.0": every interface).
     std::string listenIp;

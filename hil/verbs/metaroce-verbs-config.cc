@@ -193,6 +193,12 @@ LoadConfig(VerbsConfig& cfg, std::string& why)
         return false;
     }
     cfg.rtoMinUs = uint32_t(v);
+    v = cfg.pacingSlackUs;
+    if (!ReadUnsigned("METAROCE_VERBS_PACING_SLACK_US", 0, 10000, v, why))
+    {
+        return false;
+    }
+    cfg.pacingSlackUs = uint32_t(v);
     v = cfg.connTimeoutMs;
     if (!ReadUnsigned("METAROCE_VERBS_CONN_TIMEOUT_MS", 1, 3600000, v, why))
     {

@@ -8,6 +8,7 @@
 #define METAROCE_VERBS_CONFIG_H
 
 #include "metaroce-encap.h"
+#include "metaroce-hil-clock.h"
 
 #include <cstdint>
 #include <string>
@@ -39,6 +40,8 @@ struct VerbsConfig
     std::string portMode{"udp"};       //!< METAROCE_VERBS_PORT: "udp" sockets or "raw" AF_PACKET
     uint32_t connTimeoutMs{2000};      //!< METAROCE_VERBS_CONN_TIMEOUT_MS: give up on a silent peer
     bool hostDelay{true};              //!< METAROCE_VERBS_HOST_DELAY: RTOs wait the measured stalls
+    /// METAROCE_VERBS_PACING_SLACK_US: the pacer's slack (metaroce-perf --pacing-slack-us)
+    uint32_t pacingSlackUs{hil::DEFAULT_PACING_SLACK_US};
 };
 
 /**

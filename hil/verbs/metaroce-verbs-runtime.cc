@@ -94,6 +94,7 @@ Runtime::Start(std::string& why)
     EndpointConfig ecfg;
     ecfg.localIp = m_iface.ip;
     ecfg.seed = m_cfg.seed;
+    ecfg.pacingSlack = MicroSeconds(m_cfg.pacingSlackUs);
     m_endpoint = std::make_unique<Endpoint>(ecfg);
     std::unique_ptr<hil::FramePort> port;
     if (m_cfg.portMode == "raw")

@@ -504,6 +504,10 @@ TEST(VerbsConfigTest, BadTransportSettingsNameTheVariableAndGetTheMappingsMessag
                   .find("METAROCE_VERBS_HOST_DELAY=yes: use on or off"),
               std::string::npos);
     EXPECT_EQ(RefusalOf("METAROCE_VERBS_HOST_DELAY", "off"), "") << "a valid value is taken";
+    EXPECT_NE(RefusalOf("METAROCE_VERBS_PACING_SLACK_US", "10001")
+                  .find("METAROCE_VERBS_PACING_SLACK_US=10001"),
+              std::string::npos);
+    EXPECT_EQ(RefusalOf("METAROCE_VERBS_PACING_SLACK_US", "0"), "") << "a valid value is taken";
     unsetenv("METAROCE_VERBS_IFACE");
 }
 

@@ -40,6 +40,9 @@ struct EndpointConfig
     /// How often the active-sender count behind the hint is recomputed (the "rate-hint period").
     Time rateHintPeriod{MicroSeconds(1)};
     uint32_t maxConnections{1u << 20}; //!< largest number of connections (QPNs 1..max)
+    /// How early a paced packet may leave, and how much of a late wake-up the pacer makes up
+    /// (Pacer): 0 in the simulator, the timer granularity of a real host in the HIL.
+    Time pacingSlack{0};
     /// For tests: connections check their derived state (indexes, running totals) against its
     /// source wherever it is read, and Endpoint::CheckInvariants reports the first
     /// disagreement. Costs a pass over a connection's paths per read.

@@ -776,7 +776,7 @@ MultipathRequester::NextDeadline(Time lastNow) const
     // Every armed timer is in the table, which keeps the earliest: no pass over the paths.
     Time t = m_timers.Earliest();
     bool dataPending = HasNewData() || HasResendReady();
-    if (PacingRate() > 0 && dataPending && m_pacer.NextRelease() > lastNow)
+    if (PacingRate() > 0 && dataPending && !m_pacer.MayTransmit(lastNow))
     {
         t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
     }

@@ -63,6 +63,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_coalescedAcks(conn.Config().ackPolicy == "coalesced"),
       m_repeatedAcks(m_coalescedAcks && conn.Config().ackRepeat > 0)
 {
+    m_pacer.SetSlack(m_ep.Config().pacingSlack);
     if (m_perConnectionStart)
     {
         // "bdp": the whole first flight, over the paths the scheduler sends on.

@@ -56,6 +56,7 @@ RoceRequester::RoceRequester(RoceV2Connection& conn)
       m_retriesLeft(m_cfg.rocev2.retryCount),
       m_rnrRetriesLeft(m_cfg.rocev2.rnrRetry)
 {
+    m_pacer.SetSlack(m_ep.Config().pacingSlack);
 }
 
 size_t

@@ -64,7 +64,7 @@ class RoceRequester : public RoceV2Role
         }
         bool dataPending =
             m_state == RoceRequesterState::SENDING || m_state == RoceRequesterState::RETRANSMITTING;
-        if (dataPending && m_pacer.NextRelease() > lastNow)
+        if (dataPending && !m_pacer.MayTransmit(lastNow))
         {
             t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead
         }
