@@ -11,6 +11,11 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define METAROCE_CRC_CLMUL 1
+#include <immintrin.h>
+#endif
+
 namespace metaroce
 {
 
@@ -62,13 +67,11 @@ MakeCrcTables()
 /// The tables: immutable, built by the compiler.
 constexpr CrcTables CRC_TABLES = MakeCrcTables();
 
-} // namespace
-
-void
-Crc32::Update(const uint8_t* data, size_t len)
+/// \return \p crc (the register) after \p len bytes at \p data, slicing by 8.
+uint32_t
+UpdateBySlicing(uint32_t crc, const uint8_t* data, size_t len)
 {
     const auto& t = CRC_TABLES;
-    uint32_t crc = m_state;
     // Bytes are assembled explicitly so the result does not depend on host byte order or
     // alignment; compilers turn this into a single load on little-endian targets.
     while (len >= SLICE_WIDTH)
@@ -84,7 +87,144 @@ Crc32::Update(const uint8_t* data, size_t len)
     {
         crc = (crc >> 8) ^ t[0][(crc ^ data[i]) & 0xff];
     }
-    m_state = crc;
+    return crc;
+}
+
+#ifdef METAROCE_CRC_CLMUL
+
+/*
+ * Folding with carry-less multiplication (x86 PCLMULQDQ), for long inputs. The input is read
+ * 16 bytes at a time as 128-bit blocks. In a block, bit i (bit i % 8 of byte i / 8) is the
+ * i-th bit the reflected CRC consumes, the coefficient of x^(127 - i) of the block read as a
+ * polynomial B(x), whose low quadword Q0 holds x^127..x^64 and high quadword Q1 x^63..x^0.
+ * A block A that starts D bits before a block B contributes A(x) x^D to B's place; modulo P,
+ * that is Q0(x) x^(D + 64) + Q1(x) x^D, and each power can be replaced by its remainder
+ * modulo P (degree < 32). Multiplying two reflected quadwords carry-lessly yields the reflected
+ * product one bit short (bit k is the coefficient of x^(126 - k) instead of x^(127 - k)), so
+ * the constants are the remainders of x^(D + 63) and x^(D - 1), each placed as a reflected
+ * quadword (coefficient of x^d at bit 63 - d). The folded result is congruent modulo P to
+ * the input with the register added to its first 32 bits, so the register's CRC of those
+ * last 16 bytes, from a zero register, is the CRC of the whole input.
+ */
+
+/// \return x^n modulo the CRC-32 polynomial, as a 32-bit polynomial (not reflected).
+constexpr uint32_t
+XPowModP(uint32_t n)
+{
+    uint64_t r = 1;
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        r <<= 1;
+        if (r & (uint64_t(1) << 32))
+        {
+            r ^= 0x104c11db7;
+        }
+    }
+    return uint32_t(r);
+}
+
+/// \return the fold constant for x^n: x^n mod P as a reflected quadword.
+constexpr uint64_t
+FoldConstant(uint32_t n)
+{
+    const uint32_t p = XPowModP(n);
+    uint64_t k = 0;
+    for (int d = 0; d < 32; ++d)
+    {
+        if ((p >> d) & 1)
+        {
+            k |= uint64_t(1) << (63 - d);
+        }
+    }
+    return k;
+}
+
+/// Fold constants over 512 bits (four blocks in parallel) and 128 bits (one block).
+constexpr uint64_t FOLD512_Q0 = FoldConstant(512 + 63);
+constexpr uint64_t FOLD512_Q1 = FoldConstant(512 - 1);
+constexpr uint64_t FOLD128_Q0 = FoldConstant(128 + 63);
+constexpr uint64_t FOLD128_Q1 = FoldConstant(128 - 1);
+
+/// Inputs shorter than this take the tables (the folding's set-up does not pay).
+constexpr size_t CLMUL_MIN_BYTES = 128;
+
+/// \return \p x (a block D bits before the next) moved D bits on, with \p k D's constants.
+__attribute__((target("pclmul,sse2"))) inline __m128i
+Fold(__m128i x, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+/**
+ * Fold \p len (>= 64) bytes at \p data, with the register \p crc added to the first 32 bits,
+ * into one block. \return the bytes consumed (a multiple of 16); \p out gets the block.
+ */
+__attribute__((target("pclmul,sse2"))) size_t
+FoldBlocks(uint32_t crc, const uint8_t* data, size_t len, uint8_t out[16])
+{
+    const uint8_t* p = data;
+    const auto load = [](const uint8_t* at) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    };
+    __m128i x0 = _mm_xor_si128(load(p), _mm_cvtsi32_si128(int(crc)));
+    __m128i x1 = load(p + 16);
+    __m128i x2 = load(p + 32);
+    __m128i x3 = load(p + 48);
+    p += 64;
+    len -= 64;
+    const __m128i k512 = _mm_set_epi64x(int64_t(FOLD512_Q1), int64_t(FOLD512_Q0));
+    while (len >= 64)
+    {
+        x0 = _mm_xor_si128(Fold(x0, k512), load(p));
+        x1 = _mm_xor_si128(Fold(x1, k512), load(p + 16));
+        x2 = _mm_xor_si128(Fold(x2, k512), load(p + 32));
+        x3 = _mm_xor_si128(Fold(x3, k512), load(p + 48));
+        p += 64;
+        len -= 64;
+    }
+    const __m128i k128 = _mm_set_epi64x(int64_t(FOLD128_Q1), int64_t(FOLD128_Q0));
+    __m128i x = _mm_xor_si128(Fold(x0, k128), x1);
+    x = _mm_xor_si128(Fold(x, k128), x2);
+    x = _mm_xor_si128(Fold(x, k128), x3);
+    while (len >= 16)
+    {
+        x = _mm_xor_si128(Fold(x, k128), load(p));
+        p += 16;
+        len -= 16;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), x);
+    return size_t(p - data);
+}
+
+/// \return true if this CPU has PCLMULQDQ (asked once).
+bool
+HaveClmul()
+{
+    static const bool have = []() {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("pclmul") != 0;
+    }();
+    return have;
+}
+
+#endif // METAROCE_CRC_CLMUL
+
+} // namespace
+
+void
+Crc32::Update(const uint8_t* data, size_t len)
+{
+#ifdef METAROCE_CRC_CLMUL
+    if (len >= CLMUL_MIN_BYTES && HaveClmul())
+    {
+        uint8_t folded[16];
+        const size_t used = FoldBlocks(m_state, data, len, folded);
+        m_state =
+            UpdateBySlicing(UpdateBySlicing(0, folded, sizeof(folded)), data + used, len - used);
+        return;
+    }
+#endif
+    m_state = UpdateBySlicing(m_state, data, len);
 }
 
 uint32_t
