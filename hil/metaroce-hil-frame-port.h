@@ -113,6 +113,13 @@ class FramePort
     {
     }
 
+    /// \return true if received frames reach the program a block at a time, held back until
+    /// the block fills or a timer retires it (TPACKET_V3): see AutoBacklogEcn.
+    virtual bool DeliversInBlocks() const
+    {
+        return false;
+    }
+
     /// Call \p handler once the port may accept sends again.
     virtual void AsyncWaitWritable(WritableHandler handler) = 0;
     /// Stop receiving and release the sockets (pending handlers get operation_aborted).

@@ -112,8 +112,9 @@ bool
 Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
 {
     m_ccfg.transport = transport;
-    m_host.Port().SetBacklogEcn(m_opts.backlogEcn < 0 ? AutoBacklogEcn(transport)
-                                                      : uint32_t(m_opts.backlogEcn));
+    m_host.Port().SetBacklogEcn(m_opts.backlogEcn < 0
+                                    ? AutoBacklogEcn(transport, m_host.Port().DeliversInBlocks())
+                                    : uint32_t(m_opts.backlogEcn));
     // The control connection runs over the same path as the data (except through a simulated
     // fabric, whose control traffic bypasses it): its round trip sizes the first RTO.
     Time rtt = m_channel->SmoothedRtt();

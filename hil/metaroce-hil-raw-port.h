@@ -128,6 +128,11 @@ class RawFramePort : public FramePort
         return m_ring != nullptr;
     }
 
+    bool DeliversInBlocks() const override
+    {
+        return m_ring != nullptr && m_cfg.io == RawIoMode::RING_V3;
+    }
+
   private:
     RawFramePort(boost::asio::io_context& io,
                  const HostClock& clock,

@@ -60,6 +60,8 @@ TEST(HilBacklogEcn, ZeroIsOffAndAutoFollowsTheTransport)
     EXPECT_EQ(off.Marked(), 1u);
     EXPECT_EQ(AutoBacklogEcn("metaroce"), BACKLOG_ECN_DEFAULT);
     EXPECT_EQ(AutoBacklogEcn("rocev2"), 0u);
+    EXPECT_EQ(AutoBacklogEcn("metaroce", true), 0u) << "TPACKET_V3 holds frames back by design";
+    EXPECT_EQ(AutoBacklogEcn("metaroce", false), BACKLOG_ECN_DEFAULT);
 }
 
 /**
