@@ -318,6 +318,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         uc.txBatch = m_opts.txBatch;
         uc.busyPollUs = m_opts.busyPollUs;
         uc.gso = m_opts.udpGso;
+        uc.receiveBufferBytes = int(m_opts.rxBufferBytes);
         uc.backlogEcn = m_opts.backlogEcn < 0 ? BACKLOG_ECN_DEFAULT : uint32_t(m_opts.backlogEcn);
         port = UdpFramePort::Open(m_io, m_clock, uc, why);
         if (!port)

@@ -282,6 +282,12 @@ PerfCommandLine::AddFrameOptions()
           "udp mode: send equal-sized datagrams as one GSO train and receive GRO trains "
           "(default on; off where the kernel refuses it)",
           OnOff(p.udpGso));
+    o.Add("rx-buffer",
+          "BYTES",
+          "udp mode: the receive socket's buffer, K/M suffixes, 64K..1G (default 16M; beyond "
+          "net.core.rmem_max only with CAP_NET_ADMIN): it should hold what the peer may have in "
+          "flight",
+          Size(p.rxBufferBytes, 64 << 10, 1ULL << 30));
     o.Add("backlog-ecn",
           "N",
           "udp and raw mode, auto|N: mark CE on datagrams read while the kernel receive queue "

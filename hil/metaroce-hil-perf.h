@@ -11,6 +11,7 @@
 #include "metaroce-hil-backlog-ecn.h"
 #include "metaroce-hil-clock.h"
 #include "metaroce-hil-fault-port.h"
+#include "metaroce-hil-udp-port.h"
 
 #include <cstdint>
 #include <string>
@@ -71,6 +72,8 @@ struct PerfOptions
     /// How early a paced packet may leave and how much lateness the pacer makes up (Pacer's
     /// slack), microseconds: a real host wakes tens of microseconds late.
     double pacingSlackUs{DEFAULT_PACING_SLACK_US};
+    /// udp: receive socket buffer, bytes (UDP_RECEIVE_BUFFER_DEFAULT)
+    uint64_t rxBufferBytes{uint64_t(UDP_RECEIVE_BUFFER_DEFAULT)};
     uint32_t busyPollUs{0};       //!< poll the context; SO_BUSY_POLL microseconds (0: off)
     int cpu{-1};                  //!< CPU to pin the I/O thread to (-1: none)
     std::string portMode{"udp"};  //!< "udp", "raw" or "tap"

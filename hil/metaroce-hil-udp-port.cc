@@ -44,11 +44,31 @@ OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::st
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (!receive)
+    {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
+    }
     int pmtu = IP_PMTUDISC_DO; // never fragment: a datagram is one frame, as on a RoCE NIC
     setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-    setsockopt(fd, SOL_SOCKET, receive ? SO_RCVBUF : SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
     if (receive)
     {
+        // Past net.core.rmem_max only with CAP_NET_ADMIN; without it, as much as it allows.
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bufferBytes, sizeof(bufferBytes)) != 0)
+        {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufferBytes, sizeof(bufferBytes));
+        }
+        int granted = 0;
+        socklen_t grantedLen = sizeof(granted);
+        // (The kernel reports twice the request: its accounting of buffer overhead.)
+        if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &grantedLen) == 0 &&
+            granted / 2 < bufferBytes)
+        {
+            spdlog::info("udp port: receive buffer {} KiB of the {} KiB asked (raise "
+                         "net.core.rmem_max, or run with CAP_NET_ADMIN): a burst larger than it "
+                         "is dropped by the kernel and counted as rx_kernel_drops",
+                         granted / 2 / 1024,
+                         bufferBytes / 1024);
+        }
         setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
         setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
         // The kernel's count of datagrams dropped on this socket (a full buffer) comes with
@@ -84,7 +104,7 @@ UdpFramePort::Open(boost::asio::io_context& io,
     }
     // Receive on any address so that datagrams to other local addresses are seen (and
     // counted as not ours) instead of drawing ICMP errors.
-    int fd = OpenUdpSocket(0, cfg.dataPort, cfg.socketBufferBytes, true, error);
+    int fd = OpenUdpSocket(0, cfg.dataPort, cfg.receiveBufferBytes, true, error);
     if (fd < 0)
     {
         return nullptr;

@@ -48,13 +48,24 @@ namespace metaroce
 namespace hil
 {
 
+/**
+ * The receive socket's buffer by default (--rx-buffer): RoCEv2 keeps up to 2,048 packets of
+ * 4 KiB in flight by default (128 messages of 64 KiB), 8.6 MB, which overflowed the 8 MB a
+ * 4 MiB request gives (34-82 kernel drops per 3 s on the veth pair, each answered with a
+ * go-back-N resend of 2,000-3,000 packets); 16 MiB (32 MiB of kernel accounting) left none.
+ */
+constexpr int UDP_RECEIVE_BUFFER_DEFAULT = 16 << 20;
+
 /// Settings of a UdpFramePort.
 struct UdpPortConfig
 {
     uint32_t localIp{0};              //!< address to bind and to send from (required)
     uint16_t dataPort{ROCE_UDP_PORT}; //!< port to receive datagrams on
-    int socketBufferBytes{4 << 20};   //!< SO_RCVBUF / SO_SNDBUF request
-    bool icrc{true};                  //!< the engine computes ICRCs (see Send())
+    int socketBufferBytes{4 << 20};   //!< SO_SNDBUF request of the send sockets
+    /// SO_RCVBUF request of the receive socket: SO_RCVBUFFORCE where allowed (CAP_NET_ADMIN),
+    /// else up to net.core.rmem_max. It should hold what the peers may have in flight.
+    int receiveBufferBytes{UDP_RECEIVE_BUFFER_DEFAULT};
+    bool icrc{true}; //!< the engine computes ICRCs (see Send())
     /// Datagrams queued by Send() before a Flush() (1: every Send() is one sendmsg()).
     uint32_t txBatch{64};
     /// SO_BUSY_POLL on the receive socket, microseconds (0: off; see docs/hil.md).
