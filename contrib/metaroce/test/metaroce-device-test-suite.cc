@@ -14,6 +14,7 @@
  * (ctest -R ns3-suite.metaroce-device).
  */
 
+#include "metaroce-seeded-test-case.h"
 #include "metaroce-test-traffic.h"
 
 #include "ns3/boolean.h"
@@ -170,41 +171,14 @@ Record(Ptr<MetaRoceNetDevice> device, std::vector<Arrival>& log)
 
 /**
  * \ingroup metaroce-tests
- * A device test: seeded random streams, and the simulator destroyed after it (also after a
- * failed assertion).
- */
-class MetaRoceDeviceTestCase : public TestCase
-{
-  public:
-    /// \param name the test's name
-    explicit MetaRoceDeviceTestCase(const std::string& name)
-        : TestCase(name)
-    {
-    }
-
-  private:
-    void DoSetup() override
-    {
-        RngSeedManager::SetSeed(1);
-        RngSeedManager::SetRun(1);
-    }
-
-    void DoTeardown() override
-    {
-        Simulator::Destroy();
-    }
-};
-
-/**
- * \ingroup metaroce-tests
  * A PUSH owner gets the frames its port receives and the dequeues of what it enqueued, but not
  * the MAC control frames (PFC pauses), and is never pulled.
  */
-class MetaRocePushOwnerTestCase : public MetaRoceDeviceTestCase
+class MetaRocePushOwnerTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePushOwnerTestCase()
-        : MetaRoceDeviceTestCase("a push owner gets receives and dequeues, not MAC control")
+        : metaroce_test::SeededTestCase("a push owner gets receives and dequeues, not MAC control")
     {
     }
 
@@ -245,11 +219,11 @@ class MetaRocePushOwnerTestCase : public MetaRoceDeviceTestCase
  * \ingroup metaroce-tests
  * A PULL owner feeds its idle transmitter: one pull per frame, then one that finds nothing.
  */
-class MetaRocePullOwnerTestCase : public MetaRoceDeviceTestCase
+class MetaRocePullOwnerTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePullOwnerTestCase()
-        : MetaRoceDeviceTestCase("a pull owner feeds the idle transmitter")
+        : metaroce_test::SeededTestCase("a pull owner feeds the idle transmitter")
     {
     }
 
@@ -281,11 +255,11 @@ class MetaRocePullOwnerTestCase : public MetaRoceDeviceTestCase
  * callback for a PUSH owner, a pull callback for a PULL owner, the frame receive callback for
  * both; a pull callback leaves a PUSH owner (never pulled) its shortcut.
  */
-class MetaRocePortOwnerCallbacksTestCase : public MetaRoceDeviceTestCase
+class MetaRocePortOwnerCallbacksTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePortOwnerCallbacksTestCase()
-        : MetaRoceDeviceTestCase("callbacks set afterwards turn the owner shortcut off")
+        : metaroce_test::SeededTestCase("callbacks set afterwards turn the owner shortcut off")
     {
     }
 
@@ -351,11 +325,11 @@ class MetaRocePortOwnerCallbacksTestCase : public MetaRoceDeviceTestCase
  * A frame takes its serialisation time (with preamble, FCS and gap; runts padded to 60 bytes)
  * plus the channel's delay.
  */
-class MetaRoceSerializationTestCase : public MetaRoceDeviceTestCase
+class MetaRoceSerializationTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRoceSerializationTestCase()
-        : MetaRoceDeviceTestCase("serialisation and propagation delay")
+        : metaroce_test::SeededTestCase("serialisation and propagation delay")
     {
     }
 
@@ -389,11 +363,11 @@ class MetaRoceSerializationTestCase : public MetaRoceDeviceTestCase
  * \ingroup metaroce-tests
  * Strict priority: the highest non-empty priority goes first; queue bytes per priority.
  */
-class MetaRoceStrictPriorityTestCase : public MetaRoceDeviceTestCase
+class MetaRoceStrictPriorityTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRoceStrictPriorityTestCase()
-        : MetaRoceDeviceTestCase("strict priority, highest first")
+        : metaroce_test::SeededTestCase("strict priority, highest first")
     {
     }
 
@@ -432,11 +406,11 @@ class MetaRoceStrictPriorityTestCase : public MetaRoceDeviceTestCase
  * \ingroup metaroce-tests
  * A PFC pause stops one priority for its quanta, the others go on; an XON ends it early.
  */
-class MetaRocePfcTestCase : public MetaRoceDeviceTestCase
+class MetaRocePfcTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePfcTestCase()
-        : MetaRoceDeviceTestCase("PFC pauses one priority and XON resumes it")
+        : metaroce_test::SeededTestCase("PFC pauses one priority and XON resumes it")
     {
     }
 
@@ -515,11 +489,11 @@ class MetaRocePfcTestCase : public MetaRoceDeviceTestCase
  * A pause frame goes ahead of the data queued before it (after the frame on the wire), and the
  * receiving MAC consumes it.
  */
-class MetaRocePauseFirstTestCase : public MetaRoceDeviceTestCase
+class MetaRocePauseFirstTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePauseFirstTestCase()
-        : MetaRoceDeviceTestCase("a pause frame goes ahead of queued data")
+        : metaroce_test::SeededTestCase("a pause frame goes ahead of queued data")
     {
     }
 
@@ -558,11 +532,11 @@ class MetaRocePauseFirstTestCase : public MetaRoceDeviceTestCase
  * A link that goes down drops what is queued and in flight, refuses new frames, and sends
  * again once it is up; each frame is counted once.
  */
-class MetaRoceLinkDownTestCase : public MetaRoceDeviceTestCase
+class MetaRoceLinkDownTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRoceLinkDownTestCase()
-        : MetaRoceDeviceTestCase("a link down drops everything and sends nothing")
+        : metaroce_test::SeededTestCase("a link down drops everything and sends nothing")
     {
     }
 
@@ -609,11 +583,11 @@ class MetaRoceLinkDownTestCase : public MetaRoceDeviceTestCase
  * \ingroup metaroce-tests
  * A pull-mode port feeds back to back at line rate, carrying sub-nanosecond remainders.
  */
-class MetaRocePullModeTestCase : public MetaRoceDeviceTestCase
+class MetaRocePullModeTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePullModeTestCase()
-        : MetaRoceDeviceTestCase("pull mode feeds at line rate")
+        : metaroce_test::SeededTestCase("pull mode feeds at line rate")
     {
     }
 
@@ -647,11 +621,11 @@ class MetaRocePullModeTestCase : public MetaRoceDeviceTestCase
  * Bad frames (runt, EtherType 0, bad IPv4 checksum, truncated IPv4, TTL expiring, no route,
  * longer than the MTU) are counted by reason and dropped; the good one arrives.
  */
-class MetaRoceBadFramesTestCase : public MetaRoceDeviceTestCase
+class MetaRoceBadFramesTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRoceBadFramesTestCase()
-        : MetaRoceDeviceTestCase("bad frames are counted and dropped")
+        : metaroce_test::SeededTestCase("bad frames are counted and dropped")
     {
     }
 
@@ -718,11 +692,11 @@ class MetaRoceBadFramesTestCase : public MetaRoceDeviceTestCase
  * The pcap file holds real Ethernet frames (nanosecond magic, link type 1) that parse, and
  * tshark, where installed, decodes them.
  */
-class MetaRocePcapTestCase : public MetaRoceDeviceTestCase
+class MetaRocePcapTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRocePcapTestCase()
-        : MetaRoceDeviceTestCase("the pcap file holds real Ethernet frames")
+        : metaroce_test::SeededTestCase("the pcap file holds real Ethernet frames")
     {
     }
 
@@ -793,11 +767,11 @@ class MetaRocePcapTestCase : public MetaRoceDeviceTestCase
  * \ingroup metaroce-tests
  * A degraded link runs at its fraction of the rate and is restored when the degradation ends.
  */
-class MetaRoceDegradedLinkTestCase : public MetaRoceDeviceTestCase
+class MetaRoceDegradedLinkTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRoceDegradedLinkTestCase()
-        : MetaRoceDeviceTestCase("a degraded link runs at its fraction")
+        : metaroce_test::SeededTestCase("a degraded link runs at its fraction")
     {
     }
 
@@ -832,11 +806,11 @@ class MetaRoceDegradedLinkTestCase : public MetaRoceDeviceTestCase
  * the same bytes as Packet(bytes, size); a payload with real bytes is copied as is; a
  * switch-style header rewrite keeps the rest of the frame intact.
  */
-class MetaRoceZeroPayloadFrameTestCase : public MetaRoceDeviceTestCase
+class MetaRoceZeroPayloadFrameTestCase : public metaroce_test::SeededTestCase
 {
   public:
     MetaRoceZeroPayloadFrameTestCase()
-        : MetaRoceDeviceTestCase("a zero-payload frame has the same bytes as a copy")
+        : metaroce_test::SeededTestCase("a zero-payload frame has the same bytes as a copy")
     {
     }
 

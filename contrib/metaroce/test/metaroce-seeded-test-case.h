@@ -1,0 +1,48 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_SEEDED_TEST_CASE_H
+#define METAROCE_SEEDED_TEST_CASE_H
+
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/test.h"
+
+#include <string>
+
+namespace metaroce_test
+{
+
+/**
+ * \ingroup metaroce-tests
+ * A test case of the module's suites: random streams seeded (seed 1, run 1) before it, and the
+ * simulator destroyed after it, also after a failed assertion returned from DoRun early.
+ */
+class SeededTestCase : public ns3::TestCase
+{
+  public:
+    /// \param name the test's name
+    explicit SeededTestCase(const std::string& name)
+        : ns3::TestCase(name)
+    {
+    }
+
+  private:
+    void DoSetup() override
+    {
+        ns3::RngSeedManager::SetSeed(1);
+        ns3::RngSeedManager::SetRun(1);
+    }
+
+    void DoTeardown() override
+    {
+        ns3::Simulator::Destroy();
+    }
+};
+
+} // namespace metaroce_test
+
+#endif // METAROCE_SEEDED_TEST_CASE_H
