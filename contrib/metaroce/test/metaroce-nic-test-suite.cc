@@ -37,6 +37,7 @@
 #include <vector>
 
 using namespace ns3;
+using metaroce_test::Join;
 using metaroce_test::SeededTestCase;
 
 namespace
@@ -243,18 +244,6 @@ PermutationFcts(const std::string& transport,
     }
     Simulator::Destroy();
     return fcts;
-}
-
-/// \return the FCTs as "a b c"
-std::string
-Join(const std::vector<int64_t>& fcts)
-{
-    std::string out;
-    for (int64_t f : fcts)
-    {
-        out += std::to_string(f) + ' ';
-    }
-    return out;
 }
 
 } // namespace

@@ -12,6 +12,8 @@
  * standalone build (ctest -R ns3-suite.metaroce-scheduler).
  */
 
+#include "metaroce-seeded-test-case.h"
+
 #include "ns3/enum.h"
 #include "ns3/event-impl.h"
 #include "ns3/make-event.h"
@@ -31,6 +33,7 @@
 #include <vector>
 
 using namespace ns3;
+using metaroce_test::Join;
 
 namespace
 {
@@ -87,22 +90,6 @@ MakeScheduler(MetaRoceScheduler::TieBreak tieBreak, int64_t bucketSteps = 0, uin
     s->SetAttribute("BucketWidth", TimeValue(TimeStep(bucketSteps)));
     s->SetAttribute("Buckets", UintegerValue(buckets));
     return s;
-}
-
-/**
- * \param values the values
- * \return them as "a b c"
- */
-template <typename T>
-std::string
-Join(const std::vector<T>& values)
-{
-    std::ostringstream out;
-    for (const T& v : values)
-    {
-        out << v << ' ';
-    }
-    return out.str();
 }
 
 /**

@@ -11,7 +11,9 @@
 #include "ns3/simulator.h"
 #include "ns3/test.h"
 
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace metaroce_test
 {
@@ -42,6 +44,22 @@ class SeededTestCase : public ns3::TestCase
         ns3::Simulator::Destroy();
     }
 };
+
+/**
+ * \param values the values
+ * \return them as "a b c " (for comparing sequences in NS_TEST_* messages)
+ */
+template <typename T>
+std::string
+Join(const std::vector<T>& values)
+{
+    std::ostringstream out;
+    for (const T& v : values)
+    {
+        out << v << ' ';
+    }
+    return out.str();
+}
 
 } // namespace metaroce_test
 
