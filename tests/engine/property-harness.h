@@ -31,7 +31,10 @@
  * - METAROCE_PROPERTY_SEEDS=first:count runs seeds first .. first+count-1 instead of the
  *   test's CI range (`./metaroce soak` runs chunks of seeds this way);
  * - METAROCE_PROPERTY_MAX_FAILURES=n stops a test after n failing schedules (default 5;
- *   0 = run every seed).
+ *   0 = run every seed);
+ * - METAROCE_TEST_PACING_SLACK_US=us gives every endpoint of the testbed that pacer slack
+ *   (EndpointConfig::pacingSlack; 0 in CI, 50 on HIL hosts), so that paced senders send in
+ *   bursts (tests/support/engine-network.cc).
  */
 
 namespace metaroce

@@ -9,6 +9,7 @@
 #include "metaroce-wire.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace metaroce
 {
@@ -28,6 +29,12 @@ EngineNetwork::AddEndpoint(EndpointConfig cfg)
     uint32_t index = uint32_t(m_nodes.size());
     cfg.localIp = AddressOf(index);
     cfg.checkInvariants = cfg.checkInvariants || m_cfg.checkInvariants;
+    // A test knob: every endpoint's pacer takes this slack (as on a HIL host), so that the
+    // property tests also run the pacer's burst path (docs/engine.md).
+    if (const char* slack = std::getenv("METAROCE_TEST_PACING_SLACK_US"); slack && *slack)
+    {
+        cfg.pacingSlack = MicroSeconds(std::strtoll(slack, nullptr, 10));
+    }
     if (cfg.seed == 1)
     {
         cfg.seed = m_cfg.seed * 1000003 + index;
