@@ -108,6 +108,22 @@ Session::OurDataAddress() const
     return addr;
 }
 
+std::string
+Session::SharedDataPort(const proto::DataAddress& peer) const
+{
+    // Two programs on one host both bound to one UDP address take each other's datagrams
+    // (SO_REUSEADDR), and the test fails without saying why.
+    if (m_opts.portMode != "udp" || peer.ipv4() != m_app.LocalIp() ||
+        peer.data_port() != m_opts.dataPort)
+    {
+        return "";
+    }
+    return "the peer's data address is this program's own (udp " + Ipv4ToString(peer.ipv4()) + ":" +
+           std::to_string(peer.data_port()) +
+           "): on one host give the two sides different --data-port and --sport-base "
+           "(docs/hil.md, Run a test)";
+}
+
 bool
 Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
 {
@@ -335,6 +351,10 @@ Session::OnHello(const proto::Hello& hello)
         return diff.empty() ? diff : "connection settings differ: " + diff;
     };
     std::string why = CheckHello(hello, sameAsOurs, m_ccfg);
+    if (why.empty())
+    {
+        why = SharedDataPort(hello.address());
+    }
     if (!why.empty())
     {
         Reject(why);
@@ -418,6 +438,11 @@ Session::OnAccept(const proto::Accept& accept)
         Abort("server's memory region is too small: " + std::to_string(accept.region().length()) +
                   " bytes, need " + std::to_string(needed),
               1);
+        return;
+    }
+    if (const std::string why = SharedDataPort(accept.address()); !why.empty())
+    {
+        Abort(why, 1);
         return;
     }
     m_remote = accept.region();

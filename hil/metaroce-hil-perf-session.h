@@ -189,6 +189,9 @@ class Session : public std::enable_shared_from_this<Session>
     /// \return our data address for the peer: the same in the client's Hello and the
     /// server's Accept.
     proto::DataAddress OurDataAddress() const;
+    /// \return why \p peer, the peer's data address, cannot work ("" if it can): in UDP mode,
+    /// the same address and port as ours (both programs on one host with the same ports).
+    std::string SharedDataPort(const proto::DataAddress& peer) const;
     bool AllocateBuffer(uint32_t access, std::string& why);
     void PostMore();
     bool MayPost(Time now) const;

@@ -487,6 +487,24 @@ TEST(HilLoopback, UdpModeNeedsNoPrivileges)
     EXPECT_EQ(client.Output().find(" 0 wake-ups measured"), std::string::npos) << client.Output();
 }
 
+// Both sides on one host with the same UDP data port would take each other's datagrams and
+// fail without saying why: the server rejects the client with the reason, both exit 1.
+TEST(HilLoopback, TheSameDataPortOnBothSidesIsRefusedWithTheReason)
+{
+    std::string control = std::to_string(20000 + (getpid() + 7) % 20000);
+    Process server({METAROCE_PERF_BIN, "--port", control, "--data-port", "4895"});
+    Process client(
+        {METAROCE_PERF_BIN, "127.0.0.1", "--port", control, "--data-port", "4895", "--iters", "1"});
+    const int clientStatus = client.Wait(std::chrono::milliseconds(20000));
+    const int serverStatus = server.Wait(std::chrono::milliseconds(5000));
+    EXPECT_EQ(clientStatus, 1) << client.Output() << server.Output();
+    EXPECT_EQ(serverStatus, 1) << server.Output();
+    const std::string reason = "the peer's data address is this program's own (udp 127.0.0.1:4895)";
+    EXPECT_NE(client.Output().find(reason), std::string::npos) << client.Output();
+    EXPECT_NE(server.Output().find(reason), std::string::npos) << server.Output();
+    EXPECT_EQ(ParseResult(client.Output())["status"], "FAIL") << client.Output();
+}
+
 } // namespace
 } // namespace test
 } // namespace hil
