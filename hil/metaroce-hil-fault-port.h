@@ -121,9 +121,9 @@ class FaultFramePort : public FramePort
         return m_inner->LocalMac();
     }
 
-    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override
+    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort, bool takesTrains) override
     {
-        m_inner->LearnPeer(ip, mac, dataPort);
+        m_inner->LearnPeer(ip, mac, dataPort, takesTrains);
     }
 
   private:

@@ -137,10 +137,15 @@ class FramePort
 
     /**
      * Learn what the control plane says about the peer \p ip: its MAC address (raw ports use
-     * it when the neighbour table has no entry) and the UDP port it receives datagrams on
-     * (UDP ports send there instead of 4791).
+     * it when the neighbour table has no entry), the UDP port it receives datagrams on (UDP
+     * ports send there instead of 4791), and whether it takes UDP GSO trains: a raw peer on
+     * the far end of a veth receives a train unsegmented, as one oversized frame whose ICRC
+     * fails, so UDP ports send such a peer datagram by datagram.
      */
-    virtual void LearnPeer(uint32_t /*ip*/, const MacAddress& /*mac*/, uint16_t /*dataPort*/)
+    virtual void LearnPeer(uint32_t /*ip*/,
+                           const MacAddress& /*mac*/,
+                           uint16_t /*dataPort*/,
+                           bool /*takesTrains*/)
     {
     }
 };

@@ -128,10 +128,10 @@ PcapFramePort::MacOf(uint32_t ip, bool local) const
 }
 
 void
-PcapFramePort::LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort)
+PcapFramePort::LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort, bool takesTrains)
 {
     m_peers.emplace_back(ip, mac);
-    m_inner->LearnPeer(ip, mac, dataPort);
+    m_inner->LearnPeer(ip, mac, dataPort, takesTrains);
 }
 
 void

@@ -117,7 +117,10 @@ class PcapFramePort : public FramePort
         return m_inner->LocalMac();
     }
 
-    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
+    void LearnPeer(uint32_t ip,
+                   const MacAddress& mac,
+                   uint16_t dataPort,
+                   bool takesTrains) override;
 
   private:
     /// \return the MAC to show for \p ip.

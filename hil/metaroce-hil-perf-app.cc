@@ -397,9 +397,9 @@ PerfApp::OnAccept(const boost::system::error_code& error, tcp::socket socket)
         Stop(1);
         return;
     }
-    auto session = std::make_shared<Session>(*this, *host, channel, false);
+    auto session = std::make_shared<ServerSession>(*this, *host, channel);
     m_sessions.push_back(session);
-    session->StartServer();
+    session->Start();
     DoAccept();
 }
 
@@ -571,9 +571,9 @@ PerfApp::OnConnect(const boost::system::error_code& error)
         Stop(1);
         return;
     }
-    auto session = std::make_shared<Session>(*this, *host, channel, true);
+    auto session = std::make_shared<ClientSession>(*this, *host, channel);
     m_sessions.push_back(session);
-    session->StartClient();
+    session->Start();
 }
 
 void

@@ -105,10 +105,7 @@ Session::OnReport(Time now, bool final)
     {
         return;
     }
-    if (m_client)
-    {
-        CheckClientDone(now);
-    }
+    BeforeReport(now);
     Time interval = now - m_lastReport;
     if (interval <= 0)
     {

@@ -6,8 +6,8 @@
 
 /**
  * \file
- * metaroce-perf / metaroce-hild: the session (handshake, connections, posting, verification,
- * finish).
+ * metaroce-perf / metaroce-hild: what a session's two roles share (connections, buffer,
+ * control channel, the end). The roles: metaroce-hil-perf-client.cc, metaroce-hil-perf-server.cc.
  */
 
 #include "metaroce-hil-perf-session.h"
@@ -33,7 +33,6 @@ Session::Session(PerfApp& app,
       m_channel(std::move(channel)),
       m_client(client),
       m_name(m_channel->PeerName()),
-      m_finishTimer(app.Io()),
       m_portAtStart(host.Port().Counters()),
       m_rxAtStart(host.GetRxCounts())
 {
@@ -68,7 +67,7 @@ Session::Teardown()
         return;
     }
     m_torn = true;
-    m_finishTimer.cancel();
+    StopRoleTimers();
     if (m_exchangingDelays)
     {
         // (Only a session that exchanged delays touches the host here: one torn down before
@@ -122,6 +121,31 @@ Session::SharedDataPort(const proto::DataAddress& peer) const
            std::to_string(peer.data_port()) +
            "): on one host give the two sides different --data-port and --sport-base "
            "(docs/hil.md, Run a test)";
+}
+
+std::string
+Session::ConnectTo(const proto::DataAddress& peer,
+                   const google::protobuf::RepeatedPtrField<proto::QueuePair>& qpns)
+{
+    const uint32_t peerIp = peer.ipv4();
+    Endpoint& ep = m_host.GetEndpoint();
+    for (size_t i = 0; i < m_qpns.size(); ++i)
+    {
+        PostStatus st = ep.Connect(m_qpns[i], peerIp, qpns.Get(int(i)).qpn());
+        if (st != PostStatus::OK)
+        {
+            return std::string("cannot connect: ") + PostStatusName(st);
+        }
+    }
+    MacAddress mac;
+    if (peer.mac().size() == MAC_ADDRESS_SIZE)
+    {
+        std::memcpy(mac.bytes, peer.mac().data(), MAC_ADDRESS_SIZE);
+    }
+    // A raw peer may sit at the far end of a veth, which hands it a GSO train unsegmented.
+    const bool takesTrains = peer.port_mode() != "raw";
+    m_host.Port().LearnPeer(peerIp, mac, uint16_t(peer.data_port()), takesTrains);
+    return "";
 }
 
 bool
@@ -202,48 +226,6 @@ Session::Slot(size_t streamIndex, uint64_t slot)
 }
 
 void
-Session::StartClient()
-{
-    m_workload.set_op(m_opts.op);
-    m_workload.set_message_size(m_opts.size);
-    m_workload.set_connections(m_opts.qps);
-    m_workload.set_streams(m_opts.streams);
-    m_workload.set_depth(m_opts.depth);
-    m_workload.set_pattern_seed(m_opts.seed);
-    m_size = m_opts.size;
-    m_depth = m_opts.depth;
-    m_write = m_opts.op == "write";
-    m_pattern = std::make_unique<DataPattern>(m_opts.seed, m_size);
-    std::string why;
-    uint16_t base = m_opts.sourcePortBase ? uint16_t(m_opts.sourcePortBase) : uint16_t(50000);
-    if (!CreateConnections(m_opts.transport, base, why) || !AllocateBuffer(ACCESS_LOCAL_WRITE, why))
-    {
-        Abort(why, 1);
-        return;
-    }
-    StartChannel();
-    StartHostDelayExchange(); // the server takes it only once it accepted us
-    proto::ControlMessage msg;
-    proto::Hello* hello = msg.mutable_hello();
-    hello->set_protocol_version(proto::VERSION_CURRENT);
-    hello->set_software(SOFTWARE);
-    *hello->mutable_settings() = SettingsOf(m_ccfg, m_opts.icrc);
-    *hello->mutable_workload() = m_workload;
-    *hello->mutable_address() = OurDataAddress();
-    AddQueuePairs(m_qpns, base, *hello->mutable_queue_pairs());
-    m_channel->Send(msg);
-    spdlog::info("connected to {}; sent Hello ({} {} x {} bytes, {} connection(s), {} "
-                 "stream(s), {} path(s))",
-                 m_name,
-                 m_opts.transport,
-                 m_opts.op,
-                 m_size,
-                 m_opts.qps,
-                 m_opts.streams,
-                 m_opts.transport == "rocev2" ? 1 : m_opts.paths);
-}
-
-void
 Session::StartChannel()
 {
     std::weak_ptr<Session> weak = shared_from_this();
@@ -279,274 +261,20 @@ Session::StartHostDelayExchange()
 }
 
 void
-Session::StartServer()
-{
-    StartChannel();
-}
-
-void
 Session::OnMessage(const proto::ControlMessage& msg)
 {
-    using M = proto::ControlMessage;
-    switch (msg.body_case())
+    if (msg.body_case() == proto::ControlMessage::kReject)
     {
-    case M::kHello:
-        if (!m_client && m_state == State::HANDSHAKE)
-        {
-            OnHello(msg.hello());
-            return;
-        }
-        break;
-    case M::kAccept:
-        if (m_client && m_state == State::HANDSHAKE)
-        {
-            OnAccept(msg.accept());
-            return;
-        }
-        break;
-    case M::kReject:
         Abort("peer " + m_name + " rejected the session: " + msg.reject().reason(), 1);
         return;
-    case M::kFinish:
-        if (!m_client && m_state == State::RUNNING)
-        {
-            OnFinish(msg.finish());
-            return;
-        }
-        break;
-    case M::kVerdict:
-        if (m_client && m_state == State::FINISHING)
-        {
-            OnVerdict(msg.verdict());
-            return;
-        }
-        break;
-    default:
-        break;
+    }
+    if (OnRoleMessage(msg))
+    {
+        return;
     }
     spdlog::warn("ignored an unexpected control message ({}) from {}",
                  int(msg.body_case()),
                  m_name);
-}
-
-void
-Session::Reject(const std::string& reason)
-{
-    spdlog::error("rejected client {}: {}", m_name, reason);
-    ++m_errors;
-    m_firstError = reason;
-    proto::ControlMessage msg;
-    msg.mutable_reject()->set_reason(reason);
-    m_channel->Send(msg);
-    Finish(1);
-}
-
-void
-Session::OnHello(const proto::Hello& hello)
-{
-    // The settings must be ours: both ends of a perf test are configured alike.
-    const proto::ConnectionSettings ours = SettingsOf(m_ccfg, m_opts.icrc);
-    auto sameAsOurs = [&ours](const proto::ConnectionSettings& client, ConnectionConfig&) {
-        const std::string diff = CompareSettings(ours, client, "server", "client");
-        return diff.empty() ? diff : "connection settings differ: " + diff;
-    };
-    std::string why = CheckHello(hello, sameAsOurs, m_ccfg);
-    if (why.empty())
-    {
-        why = SharedDataPort(hello.address());
-    }
-    if (!why.empty())
-    {
-        Reject(why);
-        return;
-    }
-    const proto::Workload& w = hello.workload();
-    m_workload = w;
-    m_size = w.message_size();
-    m_depth = w.depth();
-    m_write = w.op() == "write";
-    m_pattern = std::make_unique<DataPattern>(w.pattern_seed(), m_size);
-    uint16_t base = m_opts.sourcePortBase ? uint16_t(m_opts.sourcePortBase) : uint16_t(56000);
-    uint32_t access = ACCESS_LOCAL_WRITE | (m_write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
-    if (!CreateConnections(m_ccfg.transport, base, why) || !AllocateBuffer(access, why))
-    {
-        Reject("server cannot set up the session: " + why);
-        return;
-    }
-    Endpoint& ep = m_host.GetEndpoint();
-    uint32_t peerIp = hello.address().ipv4();
-    for (size_t i = 0; i < m_qpns.size(); ++i)
-    {
-        PostStatus st = ep.Connect(m_qpns[i], peerIp, hello.queue_pairs(int(i)).qpn());
-        if (st != PostStatus::OK)
-        {
-            Reject(std::string("cannot connect: ") + PostStatusName(st));
-            return;
-        }
-    }
-    MacAddress mac;
-    if (hello.address().mac().size() == MAC_ADDRESS_SIZE)
-    {
-        std::memcpy(mac.bytes, hello.address().mac().data(), MAC_ADDRESS_SIZE);
-    }
-    m_host.Port().LearnPeer(peerIp, mac, uint16_t(hello.address().data_port()));
-    for (size_t s = 0; s < m_streams.size(); ++s)
-    {
-        for (uint64_t slot = 0; slot < m_depth; ++slot)
-        {
-            PostRecv(s, slot);
-        }
-    }
-    m_channel->Send(
-        AcceptMessage(SOFTWARE, OurDataAddress(), m_qpns, base, m_write ? &m_mr : nullptr));
-    m_state = State::RUNNING;
-    m_start = m_lastReport = m_app.Clock().Now();
-    StartHostDelayExchange(); // only an accepted client's reports count
-    spdlog::info("accepted client {} ({}): {} {} x {} bytes, {} connection(s), {} stream(s), "
-                 "depth {}",
-                 m_name,
-                 hello.software(),
-                 m_ccfg.transport,
-                 w.op(),
-                 m_size,
-                 w.connections(),
-                 w.streams(),
-                 m_depth);
-    m_host.Pump();
-}
-
-void
-Session::OnAccept(const proto::Accept& accept)
-{
-    if (accept.protocol_version() != proto::VERSION_CURRENT)
-    {
-        Abort("protocol version mismatch: client speaks " + std::to_string(proto::VERSION_CURRENT) +
-                  ", server speaks " + std::to_string(accept.protocol_version()),
-              1);
-        return;
-    }
-    if (accept.queue_pairs_size() != int(m_qpns.size()))
-    {
-        Abort("server answered with " + std::to_string(accept.queue_pairs_size()) +
-                  " connections, expected " + std::to_string(m_qpns.size()),
-              1);
-        return;
-    }
-    uint64_t needed = uint64_t(m_streams.size()) * m_depth * m_size;
-    if (m_write && (!accept.has_region() || accept.region().length() < needed))
-    {
-        Abort("server's memory region is too small: " + std::to_string(accept.region().length()) +
-                  " bytes, need " + std::to_string(needed),
-              1);
-        return;
-    }
-    if (const std::string why = SharedDataPort(accept.address()); !why.empty())
-    {
-        Abort(why, 1);
-        return;
-    }
-    m_remote = accept.region();
-    uint32_t peerIp = accept.address().ipv4();
-    Endpoint& ep = m_host.GetEndpoint();
-    for (size_t i = 0; i < m_qpns.size(); ++i)
-    {
-        PostStatus st = ep.Connect(m_qpns[i], peerIp, accept.queue_pairs(int(i)).qpn());
-        if (st != PostStatus::OK)
-        {
-            Abort(std::string("cannot connect: ") + PostStatusName(st), 1);
-            return;
-        }
-    }
-    MacAddress mac;
-    if (accept.address().mac().size() == MAC_ADDRESS_SIZE)
-    {
-        std::memcpy(mac.bytes, accept.address().mac().data(), MAC_ADDRESS_SIZE);
-    }
-    m_host.Port().LearnPeer(peerIp, mac, uint16_t(accept.address().data_port()));
-    spdlog::info("server {} ({}) accepted; data to {}:{}",
-                 m_name,
-                 accept.software(),
-                 Ipv4ToString(peerIp),
-                 accept.address().data_port());
-    m_state = State::RUNNING;
-    m_start = m_lastReport = m_app.Clock().Now();
-    PostMore();
-    m_host.Pump();
-}
-
-bool
-Session::MayPost(Time now) const
-{
-    if (m_state != State::RUNNING || m_interrupted)
-    {
-        return false;
-    }
-    if (m_opts.duration > 0)
-    {
-        return now - m_start < Time(m_opts.duration * 1e12);
-    }
-    return true;
-}
-
-void
-Session::PostMore()
-{
-    Time now = m_app.Clock().Now();
-    if (!MayPost(now))
-    {
-        return;
-    }
-    Endpoint& ep = m_host.GetEndpoint();
-    bool itersMode = m_opts.duration <= 0;
-    for (size_t s = 0; s < m_streams.size(); ++s)
-    {
-        Stream& st = m_streams[s];
-        while (st.posted - st.completed < m_depth && (!itersMode || st.posted < m_opts.iters))
-        {
-            uint64_t seq = st.posted;
-            uint64_t slot = seq % m_depth;
-            uint8_t* local = Slot(s, slot);
-            std::memcpy(local, m_pattern->Message(st.conn, st.id, seq), m_size);
-            SendWr wr;
-            wr.wrId = uint64_t(s) << WR_SEQ_BITS | (seq & WR_SEQ_MASK);
-            wr.opcode = m_write ? WrOpcode::RDMA_WRITE_WITH_IMM : WrOpcode::SEND;
-            wr.sge.addr = reinterpret_cast<uint64_t>(local);
-            wr.sge.length = uint32_t(m_size);
-            wr.sge.lkey = m_mr.lkey;
-            wr.remoteAddr = m_remote.addr() + (s * m_depth + slot) * m_size;
-            wr.rkey = m_remote.rkey();
-            wr.immData = uint32_t(seq);
-            wr.streamId = st.id;
-            PostStatus ps = ep.PostSend(now, m_qpns[st.conn], wr);
-            if (ps == PostStatus::QUEUE_FULL)
-            {
-                break;
-            }
-            if (ps != PostStatus::OK)
-            {
-                Abort(std::string("PostSend failed: ") + PostStatusName(ps), 1);
-                return;
-            }
-            ++st.posted;
-        }
-    }
-}
-
-void
-Session::PostRecv(size_t streamIndex, uint64_t slot)
-{
-    const Stream& st = m_streams[streamIndex];
-    RecvWr wr;
-    wr.wrId = uint64_t(streamIndex) << WR_SEQ_BITS | slot;
-    wr.sge.addr = reinterpret_cast<uint64_t>(Slot(streamIndex, slot));
-    wr.sge.length = uint32_t(m_size);
-    wr.sge.lkey = m_mr.lkey;
-    wr.streamId = st.id;
-    PostStatus ps = m_host.GetEndpoint().PostRecv(m_app.Clock().Now(), m_qpns[st.conn], wr);
-    if (ps != PostStatus::OK)
-    {
-        VerifyFailed(std::string("PostRecv failed: ") + PostStatusName(ps));
-    }
 }
 
 void
@@ -573,70 +301,7 @@ Session::OnCompletion(const Completion& c)
               1);
         return;
     }
-    if (m_client)
-    {
-        OnClientCompletion(c);
-    }
-    else
-    {
-        OnServerCompletion(c);
-    }
-}
-
-void
-Session::OnClientCompletion(const Completion& c)
-{
-    size_t s = size_t(c.wrId >> WR_SEQ_BITS);
-    uint64_t seq = c.wrId & WR_SEQ_MASK;
-    if (s >= m_streams.size())
-    {
-        return;
-    }
-    Stream& st = m_streams[s];
-    if (seq != (st.completed & WR_SEQ_MASK))
-    {
-        VerifyFailed("stream " + std::to_string(s) + ": send completion of message " +
-                     std::to_string(seq) + " out of order (expected " +
-                     std::to_string(st.completed) + ")");
-    }
-    ++st.completed;
-    m_bytes += m_size;
-    ++m_messages;
-    PostMore();
-    CheckClientDone(m_app.Clock().Now());
-}
-
-void
-Session::OnServerCompletion(const Completion& c)
-{
-    auto idx = m_connIndex.find(c.connectionId);
-    if (idx == m_connIndex.end() || c.streamId >= m_workload.streams())
-    {
-        VerifyFailed("completion for an unknown connection/stream");
-        return;
-    }
-    size_t s = size_t(idx->second) * m_workload.streams() + c.streamId;
-    Stream& st = m_streams[s];
-    uint64_t seq = st.completed;
-    uint64_t slot = seq % m_depth;
-    ReceivedMessage m;
-    m.write = m_write;
-    m.size = m_size;
-    m.seq = seq;
-    m.slot = slot;
-    m.got = Slot(s, slot);
-    m.want = m_pattern->Message(st.conn, st.id, seq);
-    std::string problem = CheckReceived(c, m);
-    if (!problem.empty())
-    {
-        VerifyFailed("connection " + std::to_string(st.conn) + " stream " + std::to_string(st.id) +
-                     " message " + std::to_string(seq) + ": " + problem);
-    }
-    ++st.completed;
-    m_bytes += m_size;
-    ++m_messages;
-    PostRecv(s, slot);
-    CheckServerDone();
+    OnRoleCompletion(c);
 }
 
 void
@@ -647,123 +312,6 @@ Session::VerifyFailed(const std::string& what)
         m_firstError = what;
         spdlog::error("verification failed: {}", what);
     }
-}
-
-void
-Session::CheckClientDone(Time now)
-{
-    if (!m_client || m_state != State::RUNNING)
-    {
-        return;
-    }
-    bool itersMode = m_opts.duration <= 0;
-    for (const Stream& st : m_streams)
-    {
-        if (st.completed != st.posted || (itersMode && !m_interrupted && st.posted < m_opts.iters))
-        {
-            return;
-        }
-    }
-    if (!itersMode && MayPost(now))
-    {
-        return;
-    }
-    m_end = now;
-    m_state = State::FINISHING;
-    proto::ControlMessage msg;
-    proto::Finish* finish = msg.mutable_finish();
-    for (const Stream& st : m_streams)
-    {
-        finish->add_messages_per_stream(st.completed);
-    }
-    finish->set_bytes(m_bytes);
-    m_channel->Send(msg);
-}
-
-void
-Session::OnFinish(const proto::Finish& finish)
-{
-    m_expected.assign(finish.messages_per_stream().begin(), finish.messages_per_stream().end());
-    m_finishReceived = true;
-    if (m_expected.size() != m_streams.size())
-    {
-        VerifyFailed("Finish lists " + std::to_string(m_expected.size()) + " streams, expected " +
-                     std::to_string(m_streams.size()));
-        SendVerdict();
-        return;
-    }
-    CheckServerDone();
-    if (m_state == State::RUNNING)
-    {
-        // Stragglers are in flight or lost for good: give them the timeout.
-        std::weak_ptr<Session> weak = shared_from_this();
-        m_finishTimer.expires_after(std::chrono::milliseconds(int64_t(m_opts.timeout * 1000)));
-        m_finishTimer.async_wait([weak](const boost::system::error_code& error) {
-            auto self = weak.lock();
-            if (!error && self && self->m_state == State::RUNNING)
-            {
-                self->VerifyFailed("messages missing at the receiver after the timeout");
-                self->SendVerdict();
-            }
-        });
-    }
-}
-
-void
-Session::CheckServerDone()
-{
-    if (m_client || !m_finishReceived || m_state != State::RUNNING)
-    {
-        return;
-    }
-    for (size_t s = 0; s < m_streams.size(); ++s)
-    {
-        if (m_streams[s].completed < m_expected[s])
-        {
-            return;
-        }
-    }
-    SendVerdict();
-}
-
-void
-Session::SendVerdict()
-{
-    m_end = m_app.Clock().Now();
-    for (size_t s = 0; s < m_streams.size() && s < m_expected.size(); ++s)
-    {
-        if (m_streams[s].completed != m_expected[s])
-        {
-            VerifyFailed("stream " + std::to_string(s) + ": received " +
-                         std::to_string(m_streams[s].completed) + " messages, sender completed " +
-                         std::to_string(m_expected[s]));
-        }
-    }
-    proto::ControlMessage msg;
-    proto::Verdict* v = msg.mutable_verdict();
-    v->set_messages_verified(m_errors == 0 ? m_messages : 0);
-    v->set_bytes_verified(m_errors == 0 ? m_bytes : 0);
-    v->set_errors(m_errors);
-    v->set_first_error(m_firstError);
-    m_channel->Send(msg);
-    Finish(m_errors == 0 ? 0 : 1);
-}
-
-void
-Session::OnVerdict(const proto::Verdict& verdict)
-{
-    m_verdict = verdict;
-    m_verdictReceived = true;
-    if (verdict.errors() > 0)
-    {
-        VerifyFailed("receiver: " + verdict.first_error());
-    }
-    else if (verdict.messages_verified() != m_messages)
-    {
-        VerifyFailed("receiver verified " + std::to_string(verdict.messages_verified()) +
-                     " messages, sender completed " + std::to_string(m_messages));
-    }
-    Finish(m_errors == 0 ? 0 : 1);
 }
 
 void
@@ -782,19 +330,6 @@ Session::OnChannelError(const std::string& reason)
         return;
     }
     Abort(reason, 1);
-}
-
-void
-Session::DropUnauthenticated(const std::string& reason)
-{
-    if (!AwaitingHello())
-    {
-        return;
-    }
-    m_state = State::DONE;
-    m_channel->Close(); // the descriptor is what the caller wants back, now
-    m_app.NoteUnauthenticatedEnd(m_name, reason);
-    m_app.SessionDone(this, -1);
 }
 
 void

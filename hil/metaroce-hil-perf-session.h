@@ -133,7 +133,10 @@ struct Stream
 
 class PerfApp;
 
-/// One test between a client and a server (either side).
+/**
+ * One test between a client and a server: what both roles share (the control channel, the
+ * connections, the buffer, reports, the end). ClientSession and ServerSession add their role.
+ */
 class Session : public std::enable_shared_from_this<Session>
 {
   public:
@@ -145,11 +148,10 @@ class Session : public std::enable_shared_from_this<Session>
         DONE,
     };
 
-    Session(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel, bool client);
-    ~Session();
+    virtual ~Session();
 
-    void StartClient();
-    void StartServer();
+    /// Start: the client sends its Hello, the server waits for one.
+    virtual void Start() = 0;
     void OnReport(Time now, bool final);
     void Abort(const std::string& reason, int code);
 
@@ -159,30 +161,43 @@ class Session : public std::enable_shared_from_this<Session>
     }
 
     /// \return true for a server connection that has not sent a valid Hello yet.
-    bool AwaitingHello() const
+    virtual bool AwaitingHello() const
     {
-        return !m_client && m_state == State::HANDSHAKE;
+        return false;
     }
 
     /// Close a connection that is still waiting for its Hello (nothing was set up for it).
-    void DropUnauthenticated(const std::string& reason);
+    virtual void DropUnauthenticated(const std::string& /* reason */)
+    {
+    }
 
     const std::string& Name() const
     {
         return m_name;
     }
 
-  private:
+  protected:
+    Session(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel, bool client);
+
+    /// Handle a control message of the role. \return false if it is not expected now.
+    virtual bool OnRoleMessage(const proto::ControlMessage& msg) = 0;
+    /// Handle a successful completion.
+    virtual void OnRoleCompletion(const Completion& c) = 0;
+
+    /// Cancel the role's timers (Teardown(); in the destructor the role's members are gone
+    /// already, and their timers with them).
+    virtual void StopRoleTimers()
+    {
+    }
+
+    /// A report is due at \p now (a duration run may have ended without a completion).
+    virtual void BeforeReport(Time /* now */)
+    {
+    }
+
     void OnMessage(const proto::ControlMessage& msg);
     void OnChannelError(const std::string& reason);
-    void OnHello(const proto::Hello& hello);
-    void OnAccept(const proto::Accept& accept);
-    void OnFinish(const proto::Finish& finish);
-    void OnVerdict(const proto::Verdict& verdict);
     void OnCompletion(const Completion& c);
-    void OnClientCompletion(const Completion& c);
-    void OnServerCompletion(const Completion& c);
-    void Reject(const std::string& reason);
     bool CreateConnections(const std::string& transport, uint16_t portBase, std::string& why);
     /// \return the inputs of the connections' timers for a path of round trip \p pathRtt.
     LinkTimerInputs TimerInputs(Time pathRtt) const;
@@ -192,13 +207,11 @@ class Session : public std::enable_shared_from_this<Session>
     /// \return why \p peer, the peer's data address, cannot work ("" if it can): in UDP mode,
     /// the same address and port as ours (both programs on one host with the same ports).
     std::string SharedDataPort(const proto::DataAddress& peer) const;
+    /// Connect the local connections to the peer's queue pairs \p qpns at \p peerIp, and learn
+    /// the peer's frame address. \return why not ("" on success).
+    std::string ConnectTo(const proto::DataAddress& peer,
+                          const google::protobuf::RepeatedPtrField<proto::QueuePair>& qpns);
     bool AllocateBuffer(uint32_t access, std::string& why);
-    void PostMore();
-    bool MayPost(Time now) const;
-    void CheckClientDone(Time now);
-    void CheckServerDone();
-    void SendVerdict();
-    void PostRecv(size_t streamIndex, uint64_t slot);
     uint8_t* Slot(size_t streamIndex, uint64_t slot);
     void VerifyFailed(const std::string& what);
     void Finish(int code);
@@ -224,7 +237,7 @@ class Session : public std::enable_shared_from_this<Session>
     const PerfOptions& m_opts;                 //!< its options
     EngineHost& m_host;                        //!< the engine
     std::shared_ptr<ControlChannel> m_channel; //!< control plane
-    bool m_client;                             //!< role
+    const bool m_client;                       //!< role
     std::string m_name;                        //!< for logs
     State m_state{State::HANDSHAKE};           //!< progress
     ConnectionConfig m_ccfg;                   //!< connection settings
@@ -234,7 +247,6 @@ class Session : public std::enable_shared_from_this<Session>
     std::vector<Stream> m_streams;             //!< by conn * streams + stream
     std::vector<uint8_t> m_buffer;             //!< source (client) or destination (server)
     MemoryRegion m_mr;                         //!< m_buffer's registration
-    proto::Region m_remote;                    //!< the server's region (client, write)
     std::unique_ptr<DataPattern> m_pattern;    //!< message contents
     uint64_t m_size{0};                        //!< message size
     uint32_t m_depth{0};                       //!< slots per stream
@@ -249,11 +261,9 @@ class Session : public std::enable_shared_from_this<Session>
     uint64_t m_reportRetx{0};                  //!< retransmissions at the previous report
     uint64_t m_errors{0};                      //!< verification errors
     std::string m_firstError;                  //!< first of them
-    std::vector<uint64_t> m_expected;          //!< server: counts from Finish
     bool m_finishReceived{false};              //!< server: Finish arrived
     bool m_verdictReceived{false};             //!< client: Verdict arrived
     proto::Verdict m_verdict;                  //!< client: the receiver's verdict
-    boost::asio::steady_timer m_finishTimer;   //!< server: waits for stragglers
     bool m_interrupted{false};                 //!< stopped by a signal
     bool m_exchangingDelays{false};            //!< StartHostDelayExchange() ran
     bool m_torn{false};                        //!< Teardown() ran
@@ -264,7 +274,59 @@ class Session : public std::enable_shared_from_this<Session>
     RxCounts m_rxAtStart;       //!< engine receive results then
 };
 
-/// The program: context, signals, the engine host, the control plane and the sessions.
+/// The client's side of a test: it sends Hello, posts the messages, sends Finish.
+class ClientSession final : public Session
+{
+  public:
+    ClientSession(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel);
+
+    /// Create the connections and the buffer, send Hello.
+    void Start() override;
+
+  private:
+    bool OnRoleMessage(const proto::ControlMessage& msg) override;
+    void OnRoleCompletion(const Completion& c) override;
+    void BeforeReport(Time now) override;
+    void OnAccept(const proto::Accept& accept);
+    void OnVerdict(const proto::Verdict& verdict);
+    bool MayPost(Time now) const;
+    void PostMore();
+    void CheckDone(Time now);
+
+    proto::Region m_remote; //!< the server's region (write)
+};
+
+/// The server's side of a test: it checks Hello, posts the receives, verifies every message.
+class ServerSession final : public Session
+{
+  public:
+    ServerSession(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel);
+
+    /// Wait for the client's Hello.
+    void Start() override;
+
+    bool AwaitingHello() const override
+    {
+        return m_state == State::HANDSHAKE;
+    }
+
+    void DropUnauthenticated(const std::string& reason) override;
+
+  private:
+    bool OnRoleMessage(const proto::ControlMessage& msg) override;
+    void OnRoleCompletion(const Completion& c) override;
+    void StopRoleTimers() override;
+    void OnHello(const proto::Hello& hello);
+    void OnFinish(const proto::Finish& finish);
+    void Reject(const std::string& reason);
+    void PostRecv(size_t streamIndex, uint64_t slot);
+    void CheckDone();
+    void SendVerdict();
+
+    std::vector<uint64_t> m_expected;        //!< counts from Finish
+    boost::asio::steady_timer m_finishTimer; //!< waits for stragglers
+};
+
 class PerfApp
 {
   public:

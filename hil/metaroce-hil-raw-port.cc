@@ -352,7 +352,10 @@ RawFramePort::~RawFramePort()
 }
 
 void
-RawFramePort::LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t /*dataPort*/)
+RawFramePort::LearnPeer(uint32_t ip,
+                        const MacAddress& mac,
+                        uint16_t /*dataPort*/,
+                        bool /*takesTrains*/)
 {
     if (mac == MacAddress())
     {

@@ -120,7 +120,10 @@ class RawFramePort : public FramePort
         return m_mac;
     }
 
-    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
+    void LearnPeer(uint32_t ip,
+                   const MacAddress& mac,
+                   uint16_t dataPort,
+                   bool takesTrains) override;
 
     /// \return true if frames move through PACKET_MMAP rings.
     bool UsesRings() const

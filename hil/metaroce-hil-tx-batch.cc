@@ -74,7 +74,7 @@ TxBatch::BuildMessages(const uint32_t* index, size_t n)
         // same destination with the same TOS, ride in one message of one segment size.
         size_t segments = 1;
         size_t bytes = first.length;
-        while (m_gso && pos + segments < n && segments < MAX_GSO_SEGMENTS)
+        while (m_gso && first.train && pos + segments < n && segments < MAX_GSO_SEGMENTS)
         {
             const Entry& prev = m_entries[index[pos + segments - 1]];
             const Entry& e = m_entries[index[pos + segments]];

@@ -42,6 +42,7 @@ class TxBatch
         uint32_t countedLength{0}; //!< bytes to count as sent (the datagram, without framing)
         uint32_t destination{0};   //!< IPv4 destination, for error messages
         uint32_t slot{0};          //!< index of its buffer
+        bool train{true};          //!< may ride in a GSO train with the datagrams after it
     };
 
     /// What a Flush() did.

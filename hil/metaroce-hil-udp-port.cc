@@ -155,11 +155,19 @@ UdpFramePort::~UdpFramePort()
 }
 
 void
-UdpFramePort::LearnPeer(uint32_t ip, const MacAddress& /*mac*/, uint16_t dataPort)
+UdpFramePort::LearnPeer(uint32_t ip, const MacAddress& /*mac*/, uint16_t dataPort, bool takesTrains)
 {
     if (dataPort != 0)
     {
         m_peerPorts[ip] = dataPort;
+    }
+    if (takesTrains)
+    {
+        m_noTrains.erase(ip);
+    }
+    else
+    {
+        m_noTrains.insert(ip);
     }
 }
 
@@ -409,6 +417,7 @@ UdpFramePort::Send(const TxDatagram& tx)
         e.length = uint32_t(out->length);
         e.countedLength = uint32_t(tx.length);
         e.destination = tx.meta.dstIp;
+        e.train = m_noTrains.count(tx.meta.dstIp) == 0;
         std::memcpy(m_batch.Buffer(e), out->buffer, out->length);
         return SendStatus::SENT;
     }

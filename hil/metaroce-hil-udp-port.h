@@ -17,6 +17,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -104,7 +105,10 @@ class UdpFramePort : public FramePort
 
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
-    void LearnPeer(uint32_t ip, const MacAddress& mac, uint16_t dataPort) override;
+    void LearnPeer(uint32_t ip,
+                   const MacAddress& mac,
+                   uint16_t dataPort,
+                   bool takesTrains) override;
     PortCounters Counters() const override;
     std::string Describe() const override;
 
@@ -128,8 +132,9 @@ class UdpFramePort : public FramePort
     UdpPortConfig m_cfg;                        //!< settings
     boost::asio::posix::stream_descriptor m_rx; //!< receive socket
     std::unordered_map<uint16_t, std::unique_ptr<boost::asio::posix::stream_descriptor>>
-        m_tx;                                                  //!< send sockets by source port
-    std::map<uint32_t, uint16_t> m_peerPorts;                  //!< data port by peer address
+        m_tx;                                 //!< send sockets by source port
+    std::map<uint32_t, uint16_t> m_peerPorts; //!< data port by peer address
+    std::set<uint32_t> m_noTrains;            //!< peers sent datagram by datagram (LearnPeer)
     boost::asio::posix::stream_descriptor* m_blocked{nullptr}; //!< socket that said EAGAIN
     ReceiveHandler m_onDatagram;                               //!< receive handler
     BatchHandler m_onBatch;                                    //!< batch handler

@@ -222,7 +222,8 @@ Runtime::LearnPeer(uint32_t ip)
 {
     if (m_cfg.udpPort != ROCE_UDP_PORT && m_port)
     {
-        m_port->LearnPeer(ip, MacAddress(), m_cfg.udpPort);
+        // Both ends of a verbs run use the same METAROCE_VERBS_PORT, so a UDP peer takes trains.
+        m_port->LearnPeer(ip, MacAddress(), m_cfg.udpPort, m_cfg.portMode == "udp");
     }
 }
 
