@@ -185,6 +185,17 @@ class EngineHost : private PumpSink
 
   private:
     bool Transmit(const TxDatagram& tx) override;
+
+    uint8_t* TxBuffer(size_t& capacity) override
+    {
+        return m_port->ReserveTxBuffer(capacity);
+    }
+
+    void ReleaseTxBuffer() override
+    {
+        m_port->ReleaseTxBuffer();
+    }
+
     void Deliver(const Completion& c) override;
     void ArmTimer(Time deadline) override;
 

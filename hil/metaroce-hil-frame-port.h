@@ -86,6 +86,23 @@ class FramePort
     virtual SendStatus Send(const TxDatagram& tx) = 0;
 
     /**
+     * A buffer the next datagram may be written into, so that Send() of a datagram in it
+     * queues it without a copy (a batching port's next slot). \param[out] capacity its size.
+     * \return nullptr if the port has none (Send() copies). The next call of Send() or
+     * ReleaseTxBuffer() ends the reservation.
+     */
+    virtual uint8_t* ReserveTxBuffer(size_t& capacity)
+    {
+        capacity = 0;
+        return nullptr;
+    }
+
+    /// Give back the buffer of ReserveTxBuffer() unused.
+    virtual void ReleaseTxBuffer()
+    {
+    }
+
+    /**
      * Hand what Send() queued to the kernel (one system call per socket). The host calls it
      * after each pump run. \return WOULD_BLOCK if some stay queued because the kernel queue is
      * full (wait with AsyncWaitWritable(), then flush again), else SENT.

@@ -92,6 +92,17 @@ class PcapFramePort : public FramePort
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
 
+    /// The inner port's (Send() writes the capture from the datagram before the flush).
+    uint8_t* ReserveTxBuffer(size_t& capacity) override
+    {
+        return m_inner->ReserveTxBuffer(capacity);
+    }
+
+    void ReleaseTxBuffer() override
+    {
+        m_inner->ReleaseTxBuffer();
+    }
+
     SendStatus Flush() override
     {
         return m_inner->Flush();

@@ -6,6 +6,8 @@
 
 #include "metaroce-hil-pump.h"
 
+#include <cstring>
+
 namespace metaroce
 {
 namespace hil
@@ -34,15 +36,40 @@ EnginePump::Run(Time now)
                 break;
             }
             m_tx = TxDatagram();
-            m_tx.buffer = m_buffer.data();
-            m_tx.capacity = m_buffer.size();
+            size_t capacity = 0;
+            uint8_t* direct = m_sink.TxBuffer(capacity);
+            if (direct && capacity >= m_buffer.size())
+            {
+                m_tx.buffer = direct; // the port's own slot: no copy on Transmit()
+                m_tx.capacity = capacity;
+            }
+            else
+            {
+                if (direct)
+                {
+                    m_sink.ReleaseTxBuffer();
+                }
+                m_tx.buffer = m_buffer.data();
+                m_tx.capacity = m_buffer.size();
+            }
             if (!m_endpoint.PollTransmit(now, m_tx))
             {
+                if (m_tx.buffer != m_buffer.data())
+                {
+                    m_sink.ReleaseTxBuffer();
+                }
                 break;
             }
         }
         if (!m_sink.Transmit(m_tx))
         {
+            if (m_tx.buffer != m_buffer.data())
+            {
+                // Refused: keep it in the pump's own buffer until it is offered again.
+                std::memcpy(m_buffer.data(), m_tx.buffer, m_tx.length);
+                m_tx.buffer = m_buffer.data();
+                m_tx.capacity = m_buffer.size();
+            }
             m_pending = true;
             state = State::BLOCKED;
             break;

@@ -38,6 +38,23 @@ class PumpSink
      *         on the next Run(); the host should run the pump again once the port is writable
      */
     virtual bool Transmit(const TxDatagram& tx) = 0;
+
+    /**
+     * A buffer the next datagram may be written into, so that Transmit() takes it without a
+     * copy (FramePort::ReserveTxBuffer()). \param[out] capacity its size. \return nullptr if
+     * none: the pump writes into its own buffer.
+     */
+    virtual uint8_t* TxBuffer(size_t& capacity)
+    {
+        capacity = 0;
+        return nullptr;
+    }
+
+    /// The buffer of TxBuffer() was not used.
+    virtual void ReleaseTxBuffer()
+    {
+    }
+
     /// Deliver a completion.
     virtual void Deliver(const Completion& c) = 0;
     /// Wait until \p deadline (engine time; TIME_INFINITE: no deadline) and then call

@@ -402,13 +402,8 @@ UdpFramePort::Send(const TxDatagram& tx)
     auto peer = m_peerPorts.find(tx.meta.dstIp);
     to.sin_port = htons(peer != m_peerPorts.end() ? peer->second : tx.meta.dstPort);
     int tos = (int(tx.meta.dscp & IPV4_DSCP_MAX) << 2) | int(tx.meta.ecn);
-    if (out->length <= m_batch.SlotBytes() && m_cfg.txBatch > 1)
-    {
-        if (m_batch.Full() && Flush() == SendStatus::WOULD_BLOCK && m_batch.Full())
-        {
-            return SendStatus::WOULD_BLOCK;
-        }
-        TxBatch::Entry& e = m_batch.Append();
+    // What a queued datagram's entry says (its bytes are in its slot).
+    auto describe = [&](TxBatch::Entry& e) {
         e.fd = sock->native_handle();
         e.owner = sock;
         std::memcpy(&e.to, &to, sizeof(to));
@@ -418,6 +413,23 @@ UdpFramePort::Send(const TxDatagram& tx)
         e.countedLength = uint32_t(tx.length);
         e.destination = tx.meta.dstIp;
         e.train = m_noTrains.count(tx.meta.dstIp) == 0;
+    };
+    if (m_reserved && out->buffer == m_batch.Buffer(*m_reserved))
+    {
+        // Written in place by the engine (ReserveTxBuffer()): queued without a copy.
+        describe(*m_reserved);
+        m_reserved = nullptr;
+        return SendStatus::SENT;
+    }
+    ReleaseTxBuffer(); // (its bytes stay in place until the next Append())
+    if (out->length <= m_batch.SlotBytes() && m_cfg.txBatch > 1)
+    {
+        if (m_batch.Full() && Flush() == SendStatus::WOULD_BLOCK && m_batch.Full())
+        {
+            return SendStatus::WOULD_BLOCK;
+        }
+        TxBatch::Entry& e = m_batch.Append();
+        describe(e);
         std::memcpy(m_batch.Buffer(e), out->buffer, out->length);
         return SendStatus::SENT;
     }
@@ -456,9 +468,33 @@ UdpFramePort::Send(const TxDatagram& tx)
     return SendStatus::FAILED;
 }
 
+uint8_t*
+UdpFramePort::ReserveTxBuffer(size_t& capacity)
+{
+    capacity = 0;
+    if (m_reserved || m_closed || m_cfg.txBatch <= 1 || m_batch.Full())
+    {
+        return nullptr;
+    }
+    m_reserved = &m_batch.Append();
+    capacity = m_batch.SlotBytes();
+    return m_batch.Buffer(*m_reserved);
+}
+
+void
+UdpFramePort::ReleaseTxBuffer()
+{
+    if (m_reserved)
+    {
+        m_batch.Unappend();
+        m_reserved = nullptr;
+    }
+}
+
 SendStatus
 UdpFramePort::Flush()
 {
+    ReleaseTxBuffer(); // (a reservation is used or given back within one pump step)
     if (m_batch.Size() == 0 || m_closed)
     {
         return SendStatus::SENT;

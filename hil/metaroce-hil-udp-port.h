@@ -95,6 +95,8 @@ class UdpFramePort : public FramePort
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
+    uint8_t* ReserveTxBuffer(size_t& capacity) override;
+    void ReleaseTxBuffer() override;
     SendStatus Flush() override;
     void PollReceive() override;
 
@@ -134,6 +136,7 @@ class UdpFramePort : public FramePort
     std::unordered_map<uint16_t, std::unique_ptr<boost::asio::posix::stream_descriptor>>
         m_tx;                                 //!< send sockets by source port
     std::map<uint32_t, uint16_t> m_peerPorts; //!< data port by peer address
+    TxBatch::Entry* m_reserved{nullptr};      //!< the slot ReserveTxBuffer() handed out
     std::set<uint32_t> m_noTrains;            //!< peers sent datagram by datagram (LearnPeer)
     boost::asio::posix::stream_descriptor* m_blocked{nullptr}; //!< socket that said EAGAIN
     ReceiveHandler m_onDatagram;                               //!< receive handler

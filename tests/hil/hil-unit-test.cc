@@ -21,10 +21,12 @@
 #include "metaroce-hil-perf.h"
 #include "metaroce-hil-raw-port.h"
 #include "metaroce-hil-timers.h"
+#include "metaroce-hil-udp-port.h"
 
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -485,6 +487,96 @@ TEST(HilLoopback, UdpModeNeedsNoPrivileges)
     // The host delay is measured during the run (--host-delay, default on).
     EXPECT_NE(client.Output().find("host delay: "), std::string::npos) << client.Output();
     EXPECT_EQ(client.Output().find(" 0 wake-ups measured"), std::string::npos) << client.Output();
+}
+
+/// A plain UDP socket on 127.0.0.1: \return its fd (port in \p port), -1 on failure.
+int
+LoopbackSink(uint16_t& port)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    {
+        return -1;
+    }
+    timeval tv{2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    port = ntohs(a.sin_port);
+    return fd;
+}
+
+// The pump writes a datagram straight into the UDP port's batch slot (ReserveTxBuffer) and
+// Send() queues it without a copy; a reservation given back, or passed over by a Send() of
+// another buffer, leaves the batch as if there had been none.
+TEST(HilUdpPort, DatagramsWrittenInTheReservedSlotLeaveUnchanged)
+{
+    boost::asio::io_context io;
+    HostClock clock;
+    uint16_t peerPort = 0;
+    const int peer = LoopbackSink(peerPort);
+    ASSERT_GE(peer, 0);
+    UdpPortConfig cfg;
+    cfg.localIp = 0x7f000001;
+    cfg.dataPort = 0; // any
+    cfg.gso = false;
+    std::string why;
+    std::unique_ptr<UdpFramePort> port = UdpFramePort::Open(io, clock, cfg, why);
+    ASSERT_NE(port, nullptr) << why;
+    port->LearnPeer(0x7f000001, MacAddress(), peerPort, true);
+    auto datagram = [](uint8_t* at, size_t n, uint8_t seed) {
+        for (size_t i = 0; i < n; ++i)
+        {
+            at[i] = uint8_t(seed + i * 7);
+        }
+    };
+    auto send = [&](uint8_t* buffer, size_t n) {
+        TxDatagram tx;
+        tx.buffer = buffer;
+        tx.capacity = n;
+        tx.length = n;
+        tx.meta.srcIp = 0x7f000001;
+        tx.meta.dstIp = 0x7f000001;
+        tx.meta.srcPort = 50123;
+        tx.meta.dstPort = ROCE_UDP_PORT;
+        return port->Send(tx);
+    };
+    // 1. In place.
+    size_t capacity = 0;
+    uint8_t* slot = port->ReserveTxBuffer(capacity);
+    ASSERT_NE(slot, nullptr);
+    EXPECT_GE(capacity, 9000u);
+    EXPECT_EQ(port->ReserveTxBuffer(capacity), nullptr) << "one reservation at a time";
+    datagram(slot, 1000, 1);
+    EXPECT_EQ(send(slot, 1000), SendStatus::SENT);
+    // 2. Reserved, given back; then a datagram from another buffer.
+    ASSERT_NE(port->ReserveTxBuffer(capacity), nullptr);
+    port->ReleaseTxBuffer();
+    std::vector<uint8_t> own(500);
+    datagram(own.data(), own.size(), 2);
+    EXPECT_EQ(send(own.data(), own.size()), SendStatus::SENT);
+    // 3. Reserved, but a datagram from another buffer is sent instead.
+    ASSERT_NE(port->ReserveTxBuffer(capacity), nullptr);
+    datagram(own.data(), 300, 3);
+    EXPECT_EQ(send(own.data(), 300), SendStatus::SENT);
+    EXPECT_EQ(port->Flush(), SendStatus::SENT);
+    const std::vector<std::pair<size_t, uint8_t>> expected{{1000, 1}, {500, 2}, {300, 3}};
+    for (const auto& [n, seed] : expected)
+    {
+        std::vector<uint8_t> want(n);
+        datagram(want.data(), n, seed);
+        std::vector<uint8_t> got(2000);
+        const ssize_t r = recv(peer, got.data(), got.size(), 0);
+        ASSERT_EQ(r, ssize_t(n)) << "datagram of seed " << int(seed);
+        got.resize(n);
+        EXPECT_TRUE(got == want) << "datagram of seed " << int(seed);
+    }
+    EXPECT_EQ(port->Counters().txFrames, 3u);
+    port->Close();
+    close(peer);
 }
 
 // Both sides on one host with the same UDP data port would take each other's datagrams and
