@@ -111,6 +111,11 @@ class FaultFramePort : public FramePort
         m_inner->SetBacklogEcn(threshold);
     }
 
+    bool DeliversInBlocks() const override
+    {
+        return m_inner->DeliversInBlocks();
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;

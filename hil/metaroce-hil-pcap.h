@@ -118,6 +118,11 @@ class PcapFramePort : public FramePort
         m_inner->SetBacklogEcn(threshold);
     }
 
+    bool DeliversInBlocks() const override
+    {
+        return m_inner->DeliversInBlocks();
+    }
+
     void AsyncWaitWritable(WritableHandler handler) override;
     void Close() override;
     PortCounters Counters() const override;

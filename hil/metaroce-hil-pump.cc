@@ -40,8 +40,10 @@ EnginePump::Run(Time now)
             uint8_t* direct = m_sink.TxBuffer(capacity);
             if (direct && capacity >= m_buffer.size())
             {
-                m_tx.buffer = direct; // the port's own slot: no copy on Transmit()
-                m_tx.capacity = capacity;
+                // The port's own slot: no copy on Transmit(). No larger than the pump's own
+                // buffer, which takes the datagram back if the port refuses it.
+                m_tx.buffer = direct;
+                m_tx.capacity = m_buffer.size();
             }
             else
             {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -59,9 +60,10 @@ OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::st
         }
         int granted = 0;
         socklen_t grantedLen = sizeof(granted);
-        // (The kernel reports twice the request: its accounting of buffer overhead.)
+        // (The kernel reports twice the request, its accounting of buffer overhead, and caps a
+        // request at INT_MAX / 2.)
         if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &grantedLen) == 0 &&
-            granted / 2 < bufferBytes)
+            granted / 2 < std::min(bufferBytes, INT_MAX / 2))
         {
             spdlog::info("udp port: receive buffer {} KiB of the {} KiB asked (raise "
                          "net.core.rmem_max, or run with CAP_NET_ADMIN): a burst larger than it "

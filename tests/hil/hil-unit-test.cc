@@ -13,6 +13,7 @@
 
 #include "hil-test-util.h"
 #include "metaroce-encap.h"
+#include "metaroce-hil-backlog-ecn.h"
 #include "metaroce-hil-control.h"
 #include "metaroce-hil-fault-port.h"
 #include "metaroce-hil-lag.h"
@@ -487,6 +488,73 @@ TEST(HilLoopback, UdpModeNeedsNoPrivileges)
     // The host delay is measured during the run (--host-delay, default on).
     EXPECT_NE(client.Output().find("host delay: "), std::string::npos) << client.Output();
     EXPECT_EQ(client.Output().find(" 0 wake-ups measured"), std::string::npos) << client.Output();
+}
+
+/// A port that only answers what the wrappers must pass on (the rest does nothing).
+class BlockPort : public FramePort
+{
+  public:
+    void Start(ReceiveHandler, BatchHandler) override
+    {
+    }
+
+    SendStatus Send(const TxDatagram&) override
+    {
+        return SendStatus::SENT;
+    }
+
+    bool DeliversInBlocks() const override
+    {
+        return true;
+    }
+
+    void SetBacklogEcn(uint32_t threshold) override
+    {
+        backlogEcn = threshold;
+    }
+
+    void AsyncWaitWritable(WritableHandler) override
+    {
+    }
+
+    void Close() override
+    {
+    }
+
+    PortCounters Counters() const override
+    {
+        return PortCounters();
+    }
+
+    std::string Describe() const override
+    {
+        return "block";
+    }
+
+    uint32_t backlogEcn{12345}; //!< what SetBacklogEcn() got
+};
+
+// A TPACKET_V3 port keeps --backlog-ecn auto off (AutoBacklogEcn) behind the pcap and fault
+// wrappers too: they pass DeliversInBlocks() and SetBacklogEcn() through.
+TEST(HilPortWrappers, PassOnThatTheInnerPortDeliversInBlocks)
+{
+    boost::asio::io_context io;
+    HostClock clock;
+    auto inner = std::make_unique<BlockPort>();
+    BlockPort* block = inner.get();
+    FaultConfig faults;
+    faults.loss = 0.01;
+    auto fault = std::make_unique<FaultFramePort>(io, clock, std::move(inner), faults);
+    const std::string file = ::testing::TempDir() + "metaroce-wrapper-test.pcap";
+    std::string why;
+    auto writer = PcapWriter::Open(file, why);
+    ASSERT_NE(writer, nullptr) << why;
+    PcapFramePort pcap(clock, std::move(fault), std::move(writer));
+    EXPECT_TRUE(pcap.DeliversInBlocks());
+    pcap.SetBacklogEcn(AutoBacklogEcn("metaroce", pcap.DeliversInBlocks()));
+    EXPECT_EQ(block->backlogEcn, 0u);
+    pcap.Close();
+    std::remove(file.c_str());
 }
 
 /// A plain UDP socket on 127.0.0.1: \return its fd (port in \p port), -1 on failure.
