@@ -6,13 +6,16 @@
 
 #include "metaroce-hil-udp-port.h"
 
+#include "metaroce-endpoint.h"
 #include "metaroce-icrc.h"
+#include "metaroce-wire.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <spdlog/spdlog.h>
@@ -33,9 +36,17 @@ constexpr size_t RX_SLOT = 65536;
 /// Largest datagram Send() queues (an engine MTU of 9000 fits); larger ones go out at once.
 constexpr size_t TX_SLOT = 9216;
 
-/// Create a UDP socket bound to \p ip:\p port. \return the fd, or -1 with \p error set.
+/**
+ * Create a UDP socket bound to \p ip:\p port (in a SO_REUSEPORT group if \p reusePort).
+ * \return the fd, or -1 with \p error set.
+ */
 int
-OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::string& error)
+OpenUdpSocket(uint32_t ip,
+              uint16_t port,
+              int bufferBytes,
+              bool receive,
+              std::string& error,
+              bool reusePort = false)
 {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -45,6 +56,12 @@ OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::st
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (reusePort && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+    {
+        error = std::string("SO_REUSEPORT: ") + std::strerror(errno);
+        close(fd);
+        return -1;
+    }
     if (!receive)
     {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
@@ -93,6 +110,32 @@ OpenUdpSocket(uint32_t ip, uint16_t port, int bufferBytes, bool receive, std::st
 
 } // namespace
 
+std::string
+AttachQpnSteering(int fd, uint32_t shards)
+{
+    // The program sees the UDP payload, which starts with the BTH (loads are big-endian).
+    sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, Bth::DEST_QP), // A = QPN bits 23-16
+        BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 16),
+        BPF_STMT(BPF_MISC | BPF_TAX, 0),                      // X = A
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, Bth::DEST_QP + 1), // A = QPN bits 15-0
+        BPF_STMT(BPF_ALU | BPF_OR | BPF_X, 0),
+        BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, FIRST_QPN),
+        BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, shards),
+        BPF_STMT(BPF_RET | BPF_A, 0),
+    };
+    // (A datagram too short for a BTH makes the loads fail: the program returns 0, shard 0,
+    // whose engine counts it as malformed.)
+    sock_fprog prog{};
+    prog.len = uint16_t(sizeof(code) / sizeof(code[0]));
+    prog.filter = code;
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) != 0)
+    {
+        return std::string("SO_ATTACH_REUSEPORT_CBPF: ") + std::strerror(errno);
+    }
+    return "";
+}
+
 std::unique_ptr<UdpFramePort>
 UdpFramePort::Open(boost::asio::io_context& io,
                    const HostClock& clock,
@@ -104,12 +147,51 @@ UdpFramePort::Open(boost::asio::io_context& io,
         error = "UDP port: the local IPv4 address is not known";
         return nullptr;
     }
+    const bool group = cfg.shards > 1;
+    if (group && cfg.shardIndex >= cfg.shards)
+    {
+        error = "UDP port: shard " + std::to_string(cfg.shardIndex) + " of " +
+                std::to_string(cfg.shards);
+        return nullptr;
+    }
+    if (group && cfg.shardIndex == 0)
+    {
+        // A SO_REUSEPORT group takes in any socket of the same user that asks: make sure no
+        // other program holds the port first, or the two would share its datagrams silently.
+        // (A plain bind, without SO_REUSEADDR, fails on a port that any socket holds.)
+        int probe = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_in any{};
+        any.sin_family = AF_INET;
+        any.sin_port = htons(cfg.dataPort);
+        if (probe < 0 || bind(probe, reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0)
+        {
+            error = "UDP data port " + std::to_string(cfg.dataPort) +
+                    " is in use: " + std::strerror(errno);
+            if (probe >= 0)
+            {
+                close(probe);
+            }
+            return nullptr;
+        }
+        close(probe);
+    }
     // Receive on any address so that datagrams to other local addresses are seen (and
     // counted as not ours) instead of drawing ICMP errors.
-    int fd = OpenUdpSocket(0, cfg.dataPort, cfg.receiveBufferBytes, true, error);
+    int fd = OpenUdpSocket(0, cfg.dataPort, cfg.receiveBufferBytes, true, error, group);
     if (fd < 0)
     {
         return nullptr;
+    }
+    if (group && cfg.shardIndex == 0)
+    {
+        // The group's program: until the other shards bind, it names sockets that do not
+        // exist yet, and the kernel falls back to its own hash (no datagram is due yet).
+        error = AttachQpnSteering(fd, cfg.shards);
+        if (!error.empty())
+        {
+            close(fd);
+            return nullptr;
+        }
     }
     return std::unique_ptr<UdpFramePort>(new UdpFramePort(io, clock, cfg, fd));
 }
@@ -584,7 +666,13 @@ UdpFramePort::Counters() const
 std::string
 UdpFramePort::Describe() const
 {
-    return "udp " + Ipv4ToString(m_cfg.localIp) + ":" + std::to_string(m_cfg.dataPort);
+    std::string d = "udp " + Ipv4ToString(m_cfg.localIp) + ":" + std::to_string(m_cfg.dataPort);
+    if (m_cfg.shards > 1)
+    {
+        d += " (shard " + std::to_string(m_cfg.shardIndex) + " of " + std::to_string(m_cfg.shards) +
+             ")";
+    }
+    return d;
 }
 
 } // namespace hil

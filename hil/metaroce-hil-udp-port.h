@@ -75,7 +75,23 @@ struct UdpPortConfig
     bool gso{false};
     /// Mark CE on datagrams read while the socket held more than this many (0: off).
     uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
+    /**
+     * Ports of one process that share dataPort (the daemon's shards, --threads): the group's
+     * size. The kernel steers each datagram to the port of its destination QPN's class,
+     * (QPN - FIRST_QPN) mod shards (EndpointConfig::qpnStride), by a classic BPF program on
+     * the SO_REUSEPORT group, as a NIC steers by QPN. Open the ports in shardIndex order.
+     * 1: a port of its own.
+     */
+    uint32_t shards{1};
+    uint32_t shardIndex{0}; //!< this port's place in the group (see shards)
 };
+
+/**
+ * Attach to UDP socket \p fd, bound with SO_REUSEPORT, the program that steers a datagram to
+ * the group's socket (QPN - FIRST_QPN) mod \p shards by its BTH's destination QPN.
+ * \return "" or why not.
+ */
+std::string AttachQpnSteering(int fd, uint32_t shards);
 
 /// Transport datagrams over UDP sockets.
 class UdpFramePort : public FramePort

@@ -13,6 +13,7 @@
 
 #include "hil-test-util.h"
 #include "metaroce-encap.h"
+#include "metaroce-endpoint.h"
 #include "metaroce-hil-backlog-ecn.h"
 #include "metaroce-hil-control.h"
 #include "metaroce-hil-fault-port.h"
@@ -23,6 +24,7 @@
 #include "metaroce-hil-raw-port.h"
 #include "metaroce-hil-timers.h"
 #include "metaroce-hil-udp-port.h"
+#include "metaroce-wire.h"
 
 #include <cstdio>
 #include <fstream>
@@ -645,6 +647,108 @@ TEST(HilUdpPort, DatagramsWrittenInTheReservedSlotLeaveUnchanged)
     EXPECT_EQ(port->Counters().txFrames, 3u);
     port->Close();
     close(peer);
+}
+
+// The daemon's shards (--threads) share one UDP data port: the kernel steers every datagram
+// to the shard of its destination QPN's class, (QPN - FIRST_QPN) mod shards, whatever its
+// source port; a datagram too short for a BTH goes to shard 0. Another program on the port
+// is refused.
+TEST(HilUdpPort, ShardsOfOneDataPortEachReceiveTheirQpnClass)
+{
+    boost::asio::io_context io;
+    HostClock clock;
+    uint16_t dataPort = 0;
+    {
+        const int probe = LoopbackSink(dataPort); // a free port, given back
+        ASSERT_GE(probe, 0);
+        close(probe);
+    }
+    constexpr uint32_t SHARDS = 3;
+    std::vector<std::unique_ptr<UdpFramePort>> ports;
+    std::vector<std::vector<uint32_t>> got(SHARDS);
+    size_t received = 0;
+    for (uint32_t s = 0; s < SHARDS; ++s)
+    {
+        UdpPortConfig cfg;
+        cfg.localIp = 0x7f000001;
+        cfg.dataPort = dataPort;
+        cfg.shards = SHARDS;
+        cfg.shardIndex = s;
+        std::string why;
+        ports.push_back(UdpFramePort::Open(io, clock, cfg, why));
+        ASSERT_NE(ports.back(), nullptr) << why;
+        EXPECT_NE(ports.back()->Describe().find("shard " + std::to_string(s) + " of 3"),
+                  std::string::npos);
+        ports.back()->Start(
+            [&got, &received, s](const DatagramMeta&, const uint8_t* data, size_t len) {
+                got[s].push_back(len >= Bth::SIZE ? Bth::Read(data).destQp : 0);
+                ++received;
+            },
+            nullptr);
+    }
+    {
+        // A second group on the same port (another daemon) is refused.
+        UdpPortConfig other;
+        other.localIp = 0x7f000001;
+        other.dataPort = dataPort;
+        other.shards = 2;
+        std::string why;
+        EXPECT_EQ(UdpFramePort::Open(io, clock, other, why), nullptr);
+        EXPECT_NE(why.find("is in use"), std::string::npos) << why;
+    }
+    const int tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(tx, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(0x7f000001);
+    to.sin_port = htons(dataPort);
+    std::vector<uint32_t> qpns;
+    for (uint32_t q = FIRST_QPN; q < FIRST_QPN + 30; ++q)
+    {
+        qpns.push_back(q);
+    }
+    qpns.push_back(0x123455); // a large QPN: (0x123455 - 2) mod 3 = 0
+    for (uint32_t qpn : qpns)
+    {
+        Bth bth;
+        bth.opcode = 0x0a;
+        bth.destQp = qpn;
+        bth.psn = qpn;
+        uint8_t buf[64] = {};
+        bth.Write(buf);
+        ASSERT_EQ(sendto(tx, buf, sizeof(buf), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)),
+                  ssize_t(sizeof(buf)));
+    }
+    const uint8_t runt[3] = {1, 2, 3};
+    sendto(tx, runt, sizeof(runt), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (received < qpns.size() + 1 && std::chrono::steady_clock::now() < deadline)
+    {
+        io.run_for(std::chrono::milliseconds(10));
+        io.restart();
+    }
+    ASSERT_EQ(received, qpns.size() + 1);
+    for (uint32_t s = 0; s < SHARDS; ++s)
+    {
+        size_t runts = 0;
+        for (uint32_t qpn : got[s])
+        {
+            if (qpn == 0)
+            {
+                ++runts;
+                continue;
+            }
+            EXPECT_EQ((qpn - FIRST_QPN) % SHARDS, s) << "qpn " << qpn << " reached shard " << s;
+        }
+        EXPECT_EQ(runts, s == 0 ? 1u : 0u) << "shard " << s;
+    }
+    EXPECT_EQ(got[1].size(), 10u);
+    EXPECT_EQ(got[2].size(), 10u);
+    close(tx);
+    for (auto& p : ports)
+    {
+        p->Close();
+    }
 }
 
 // Both sides on one host with the same UDP data port would take each other's datagrams and

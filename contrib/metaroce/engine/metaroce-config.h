@@ -43,6 +43,15 @@ struct EndpointConfig
     /// How early a paced packet may leave, and how much of a late wake-up the pacer makes up
     /// (Pacer): 0 in the simulator, the timer granularity of a real host in the HIL.
     Time pacingSlack{0};
+    /**
+     * QPNs this endpoint hands out: FIRST_QPN + qpnOffset + k * qpnStride, k = 0, 1, ...
+     * Several endpoints of one host (the HIL daemon's shards) take disjoint classes, so that a
+     * datagram's destination QPN alone says which endpoint owns it ((QPN - FIRST_QPN) mod
+     * qpnStride), as a NIC steers by QPN. 1 and 0 (every QPN) in the simulator. Requires
+     * qpnOffset < qpnStride.
+     */
+    uint32_t qpnStride{1};
+    uint32_t qpnOffset{0}; //!< see qpnStride
     /// For tests: connections check their derived state (indexes, running totals) against its
     /// source wherever it is read, and Endpoint::CheckInvariants reports the first
     /// disagreement. Costs a pass over a connection's paths per read.

@@ -10,6 +10,9 @@
 #include "metaroce-multipath-connection.h"
 #include "metaroce-rocev2-connection.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace metaroce
 {
 
@@ -37,8 +40,31 @@ RxStatusName(RxStatus status)
 }
 
 Endpoint::Endpoint(const EndpointConfig& cfg)
-    : m_shared(cfg)
+    : m_shared(cfg),
+      m_qpnStride(std::max<uint32_t>(cfg.qpnStride, 1)),
+      m_qpnOffset(cfg.qpnOffset % std::max<uint32_t>(cfg.qpnStride, 1))
 {
+}
+
+uint64_t
+Endpoint::QpnOf(size_t index) const
+{
+    return uint64_t(FIRST_QPN) + m_qpnOffset + uint64_t(index) * m_qpnStride;
+}
+
+size_t
+Endpoint::IndexOf(uint32_t qpn) const
+{
+    if (qpn < FIRST_QPN + m_qpnOffset)
+    {
+        return SIZE_MAX;
+    }
+    uint32_t rel = qpn - FIRST_QPN - m_qpnOffset;
+    if (m_qpnStride == 1)
+    {
+        return rel; // the simulator's case: no division per datagram
+    }
+    return rel % m_qpnStride == 0 ? rel / m_qpnStride : SIZE_MAX;
 }
 
 Endpoint::~Endpoint() = default;
@@ -88,8 +114,8 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
     }
     // Live connections count against the limit, destroyed ones do not. A new QPN is taken
     // while the table may grow; then the one destroyed longest ago is reused.
-    bool tableFull =
-        m_conns.size() >= m_shared.Config().maxConnections || m_conns.size() + FIRST_QPN > PSN_MASK;
+    bool tableFull = m_conns.size() >= m_shared.Config().maxConnections ||
+                     QpnOf(m_conns.size()) > uint64_t(PSN_MASK);
     if (m_live >= m_shared.Config().maxConnections || (tableFull && m_freeQpns.empty()))
     {
         if (why)
@@ -98,7 +124,7 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
         }
         return PostStatus::QUEUE_FULL;
     }
-    qpn = tableFull ? m_freeQpns.front() : uint32_t(m_conns.size() + FIRST_QPN);
+    qpn = tableFull ? m_freeQpns.front() : uint32_t(QpnOf(m_conns.size()));
     std::unique_ptr<TransportConnection> conn;
     if (cfg.transport == "metaroce")
     {
@@ -119,7 +145,7 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
     if (tableFull)
     {
         m_freeQpns.pop_front();
-        m_conns[qpn - FIRST_QPN] = std::move(conn);
+        m_conns[IndexOf(qpn)] = std::move(conn);
     }
     else
     {
@@ -132,11 +158,8 @@ Endpoint::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::stri
 TransportConnection*
 Endpoint::Find(uint32_t qpn) const
 {
-    if (qpn < FIRST_QPN || qpn - FIRST_QPN >= m_conns.size())
-    {
-        return nullptr;
-    }
-    return m_conns[qpn - FIRST_QPN].get();
+    size_t index = IndexOf(qpn);
+    return index < m_conns.size() ? m_conns[index].get() : nullptr;
 }
 
 PostStatus
@@ -164,7 +187,7 @@ Endpoint::DestroyConnection(uint32_t qpn)
         return false;
     }
     m_shared.fairShare.Forget(*c);
-    m_conns[qpn - FIRST_QPN].reset(); // ready-list and timer entries are skipped once it is gone
+    m_conns[IndexOf(qpn)].reset(); // ready-list and timer entries are skipped once it is gone
     m_freeQpns.push_back(qpn);
     --m_live;
     return true;

@@ -177,14 +177,20 @@ class Endpoint
     };
 
     TransportConnection* Find(uint32_t qpn) const;
+    /// \return the QPN of table slot \p index (EndpointConfig::qpnStride).
+    uint64_t QpnOf(size_t index) const;
+    /// \return the table slot of \p qpn, SIZE_MAX if this endpoint never hands it out.
+    size_t IndexOf(uint32_t qpn) const;
     /// Put \p conn on the ready list if it may send, and re-arm its timer.
     void Refresh(Time now, TransportConnection& conn);
     /// Push \p conn's next deadline on the timer heap if it moved earlier.
     void ArmTimer(TransportConnection& conn);
 
     EndpointShared m_shared;                                   //!< shared state
-    std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by qpn - FIRST_QPN
+    std::vector<std::unique_ptr<TransportConnection>> m_conns; //!< by IndexOf(qpn)
     RingQueue<uint32_t> m_freeQpns;                            //!< destroyed, oldest first
+    uint32_t m_qpnStride{1};                                   //!< EndpointConfig::qpnStride
+    uint32_t m_qpnOffset{0};                                   //!< EndpointConfig::qpnOffset
     size_t m_live{0};                                          //!< live connections
     RingQueue<uint32_t> m_ready;                               //!< connections that may send
     std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>>
