@@ -96,6 +96,12 @@ class EngineHost : private PumpSink
         return *m_port;
     }
 
+    /// \return the context the host runs on (its thread's).
+    boost::asio::io_context& Io()
+    {
+        return m_io;
+    }
+
     /// \return the clock.
     const HostClock& Clock() const
     {

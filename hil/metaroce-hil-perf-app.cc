@@ -108,7 +108,7 @@ PerfApp::Run()
         // The TAP device is the engine's network: create it now, so that the kernel routes to
         // the engine before a peer connects and a missing privilege is reported at once.
         std::string why;
-        if (!EnsureHost(0, why))
+        if (!EnsureShards(0, why))
         {
             spdlog::error("{}", why);
             return 1;
@@ -178,7 +178,49 @@ PerfApp::Run()
     {
         m_io.run();
     }
+    JoinShards();
     return m_exitCode;
+}
+
+void
+PerfApp::JoinShards()
+{
+    for (auto& shard : m_shards)
+    {
+        if (shard->thread.joinable())
+        {
+            shard->thread.join();
+        }
+    }
+    // One thread from here on. Run what the shards still hold (the aborted operations'
+    // handlers, ended sessions kept alive), while their engines exist: the contexts would
+    // otherwise destroy them after the hosts.
+    {
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        m_sessions.clear();
+    }
+    for (auto& shard : m_shards)
+    {
+        if (shard->ownIo)
+        {
+            shard->ownIo->restart();
+            shard->ownIo->poll();
+        }
+    }
+    for (auto& shard : m_shards)
+    {
+        EngineHost& host = *shard->host;
+        PortCounters pc = host.Port().Counters();
+        spdlog::info("final: port {}: tx {} rx {} tx failed {} rx malformed {} rx ignored {}; "
+                     "engine rx drops: {}",
+                     host.Port().Describe(),
+                     pc.txFrames,
+                     pc.rxFrames,
+                     pc.txFailed,
+                     pc.rxMalformed,
+                     pc.rxIgnored,
+                     host.DropSummary());
+    }
 }
 
 void
@@ -198,15 +240,22 @@ PerfApp::OnSignal(const boost::system::error_code& error, int signal)
     const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
     spdlog::info("{} received: stopping", name);
     int code = m_opts.server ? 0 : 2;
-    auto sessions = m_sessions;
+    std::list<std::shared_ptr<Session>> sessions;
+    {
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        sessions = m_sessions;
+    }
+    const std::string reason = std::string("interrupted by ") + name;
     for (auto& s : sessions)
     {
-        if (s->AwaitingHello())
-        {
-            s->DropUnauthenticated(std::string("interrupted by ") + name);
-            continue;
-        }
-        s->Abort(std::string("interrupted by ") + name, code == 0 ? 0 : 2);
+        OnShard(s, [s, reason, code]() {
+            if (s->AwaitingHello())
+            {
+                s->DropUnauthenticated(reason);
+                return;
+            }
+            s->Abort(reason, code == 0 ? 0 : 2);
+        });
     }
     Stop(m_exitCode != 0 ? m_exitCode : code);
 }
@@ -220,19 +269,19 @@ PerfApp::Stop(int code)
     }
     m_stopped = true;
     m_exitCode = code;
-    if (m_host)
+    for (auto& shard : m_shards)
     {
-        PortCounters pc = m_host->Port().Counters();
-        spdlog::info("final: port {}: tx {} rx {} tx failed {} rx malformed {} rx ignored {}; "
-                     "engine rx drops: {}",
-                     m_host->Port().Describe(),
-                     pc.txFrames,
-                     pc.rxFrames,
-                     pc.txFailed,
-                     pc.rxMalformed,
-                     pc.rxIgnored,
-                     m_host->DropSummary());
-        m_host->Close();
+        Shard* sh = shard.get();
+        if (sh->io == &m_io)
+        {
+            sh->host->Close();
+            continue;
+        }
+        // After whatever the shard has queued (a signal's aborts): close, then end its loop.
+        boost::asio::post(*sh->io, [sh]() {
+            sh->host->Close();
+            sh->io->stop();
+        });
     }
     boost::system::error_code ignored;
     m_signals.cancel(ignored);
@@ -244,19 +293,107 @@ PerfApp::Stop(int code)
     m_io.stop();
 }
 
-EngineHost*
-PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
+bool
+PerfApp::EnsureShards(uint32_t controlIp, std::string& why)
 {
-    if (m_host)
+    if (!m_shards.empty())
     {
-        return m_host.get();
+        return true;
     }
     uint32_t localIp = controlIp;
     if (!m_opts.localIp.empty() && !ParseIpv4(m_opts.localIp, localIp))
     {
         why = "bad --local-ip " + m_opts.localIp;
-        return nullptr;
+        return false;
     }
+    const uint32_t threads = std::max<uint32_t>(m_opts.threads, 1);
+    std::vector<std::unique_ptr<Shard>> shards;
+    for (uint32_t i = 0; i < threads; ++i)
+    {
+        auto shard = std::make_unique<Shard>();
+        shard->index = i;
+        if (i == 0)
+        {
+            shard->io = &m_io;
+        }
+        else
+        {
+            shard->ownIo = std::make_unique<boost::asio::io_context>(1);
+            shard->io = shard->ownIo.get();
+        }
+        std::unique_ptr<FramePort> port = OpenPort(i, controlIp, localIp, why, *shard->io);
+        if (!port)
+        {
+            return false;
+        }
+        EndpointConfig ecfg;
+        ecfg.localIp = localIp;
+        ecfg.seed = m_opts.seed * 1000003 + (m_opts.server ? 1 : 2) + uint64_t(i) * 7919;
+        ecfg.icrc = m_opts.icrc;
+        ecfg.pacingSlack = Time(m_opts.pacingSlackUs * 1e6); // us to ps
+        // Each shard hands out its own class of QPNs: the port group steers by it.
+        ecfg.qpnStride = threads;
+        ecfg.qpnOffset = i;
+        spdlog::info("engine at {} on {}", Ipv4ToString(localIp), port->Describe());
+        shard->host =
+            std::make_unique<EngineHost>(*shard->io, m_clock, ecfg, std::move(port), m_opts.mtu);
+        shard->host->Start();
+        if (m_opts.hostDelay)
+        {
+            shard->host->StartHostDelayProbe(MilliSeconds(1), Time(m_opts.hostDelayWindowMs * 1e9));
+        }
+        shards.push_back(std::move(shard));
+    }
+    m_localIp = localIp;
+    m_shards = std::move(shards);
+    for (auto& shard : m_shards)
+    {
+        if (shard->ownIo)
+        {
+            Shard* sh = shard.get();
+            sh->thread = std::thread([this, sh]() { RunShard(*sh); });
+        }
+    }
+    return true;
+}
+
+void
+PerfApp::RunShard(Shard& shard)
+{
+    if (m_opts.cpu >= 0)
+    {
+        // Thread i on CPU --cpu + i (wrapping over the CPUs this machine has).
+        const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(int((m_opts.cpu + shard.index) % uint32_t(cpus)), &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+        {
+            spdlog::warn("shard {}: cannot pin to a CPU", shard.index);
+        }
+    }
+    auto work = boost::asio::make_work_guard(*shard.io);
+    if (m_opts.busyPollUs > 0)
+    {
+        while (!shard.io->stopped())
+        {
+            shard.io->poll();
+        }
+    }
+    else
+    {
+        shard.io->run();
+    }
+}
+
+std::unique_ptr<FramePort>
+PerfApp::OpenPort(uint32_t index,
+                  uint32_t controlIp,
+                  uint32_t& localIp,
+                  std::string& why,
+                  boost::asio::io_context& ioContext)
+{
+    boost::asio::io_context* io = &ioContext;
     std::unique_ptr<FramePort> port;
     if (m_opts.portMode == "raw")
     {
@@ -273,7 +410,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         {
             rc.staticPeerMac = ParseMac(m_opts.peerMac, rc.peerMac);
         }
-        auto raw = RawFramePort::Open(m_io, m_clock, rc, why);
+        auto raw = RawFramePort::Open(*io, m_clock, rc, why);
         if (!raw)
         {
             return nullptr;
@@ -302,7 +439,7 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
             ParseIpv4Prefix(m_opts.tapAddress, tc.kernelIp, tc.kernelPrefixLength);
         }
         tc.minMtu = uint32_t(Endpoint::MaxDatagramSize(m_opts.mtu) + IPV4_UDP_HEADERS_SIZE);
-        auto tap = TapFramePort::Open(m_io, m_clock, tc, why);
+        auto tap = TapFramePort::Open(*io, m_clock, tc, why);
         if (!tap)
         {
             return nullptr;
@@ -320,7 +457,9 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
         uc.gso = m_opts.udpGso;
         uc.receiveBufferBytes = int(m_opts.rxBufferBytes);
         uc.backlogEcn = m_opts.backlogEcn < 0 ? BACKLOG_ECN_DEFAULT : uint32_t(m_opts.backlogEcn);
-        port = UdpFramePort::Open(m_io, m_clock, uc, why);
+        uc.shards = std::max<uint32_t>(m_opts.threads, 1);
+        uc.shardIndex = index;
+        port = UdpFramePort::Open(*io, m_clock, uc, why);
         if (!port)
         {
             return nullptr;
@@ -328,7 +467,12 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
     }
     if (!m_opts.pcap.empty())
     {
-        auto writer = PcapWriter::Open(m_opts.pcap, why);
+        std::string path = m_opts.pcap;
+        if (m_opts.threads > 1)
+        {
+            path += "." + std::to_string(index); // one capture per shard
+        }
+        auto writer = PcapWriter::Open(path, why);
         if (!writer)
         {
             return nullptr;
@@ -337,22 +481,11 @@ PerfApp::EnsureHost(uint32_t controlIp, std::string& why)
     }
     if (m_opts.faults.Enabled())
     {
-        port = std::make_unique<FaultFramePort>(m_io, m_clock, std::move(port), m_opts.faults);
+        FaultConfig faults = m_opts.faults;
+        faults.seed += uint64_t(index) * 104729; // each shard its own fault stream
+        port = std::make_unique<FaultFramePort>(*io, m_clock, std::move(port), faults);
     }
-    EndpointConfig ecfg;
-    ecfg.localIp = localIp;
-    ecfg.seed = m_opts.seed * 1000003 + (m_opts.server ? 1 : 2);
-    ecfg.icrc = m_opts.icrc;
-    ecfg.pacingSlack = Time(m_opts.pacingSlackUs * 1e6); // us to ps
-    m_localIp = localIp;
-    spdlog::info("engine at {} on {}", Ipv4ToString(localIp), port->Describe());
-    m_host = std::make_unique<EngineHost>(m_io, m_clock, ecfg, std::move(port), m_opts.mtu);
-    m_host->Start();
-    if (m_opts.hostDelay)
-    {
-        m_host->StartHostDelayProbe(MilliSeconds(1), Time(m_opts.hostDelayWindowMs * 1e9));
-    }
-    return m_host.get();
+    return port;
 }
 
 void
@@ -387,20 +520,92 @@ PerfApp::OnAccept(const boost::system::error_code& error, tcp::socket socket)
         return;
     }
     LimitPending();
-    auto channel =
-        std::make_shared<ControlChannel>(std::move(socket), m_clock, Time(m_opts.timeout * 1e12));
     std::string why;
-    EngineHost* host = EnsureHost(channel->LocalIp(), why);
-    if (!host)
+    boost::system::error_code ec;
+    const tcp::endpoint local = socket.local_endpoint(ec);
+    const uint32_t controlIp =
+        !ec && local.address().is_v4() ? local.address().to_v4().to_uint() : 0;
+    if (!EnsureShards(controlIp, why))
     {
         spdlog::error("{}", why);
         Stop(1);
         return;
     }
-    auto session = std::make_shared<ServerSession>(*this, *host, channel);
-    m_sessions.push_back(session);
-    session->Start();
+    // The least busy shard (the lowest on a tie); counted now, so that the next accept sees it.
+    Shard* shard = m_shards.front().get();
+    for (auto& s : m_shards)
+    {
+        if (s->sessions.load() < shard->sessions.load())
+        {
+            shard = s.get();
+        }
+    }
+    StartSession(*shard, std::move(socket), false);
     DoAccept();
+}
+
+void
+PerfApp::StartSession(Shard& shard, tcp::socket socket, bool client)
+{
+    ++shard.sessions;
+    const Time timeout = Time(m_opts.timeout * 1e12);
+    auto start = [this, &shard, client, timeout](tcp::socket s) {
+        auto channel = std::make_shared<ControlChannel>(std::move(s), m_clock, timeout);
+        std::shared_ptr<Session> session;
+        if (client)
+        {
+            session = std::make_shared<ClientSession>(*this, shard, channel);
+        }
+        else
+        {
+            session = std::make_shared<ServerSession>(*this, shard, channel);
+        }
+        {
+            std::lock_guard<std::mutex> lock(m_sessionsMutex);
+            m_sessions.push_back(session);
+        }
+        session->Start();
+    };
+    if (shard.io == &m_io)
+    {
+        start(std::move(socket));
+        return;
+    }
+    // The socket moves to the shard's context, and the session is made on its thread.
+    boost::system::error_code ec;
+    const int fd = socket.release(ec);
+    if (ec)
+    {
+        spdlog::error("cannot hand a control connection to shard {}: {}",
+                      shard.index,
+                      ec.message());
+        --shard.sessions;
+        return;
+    }
+    boost::asio::post(*shard.io, [&shard, fd, start]() {
+        boost::system::error_code error;
+        tcp::socket s(*shard.io);
+        s.assign(tcp::v4(), fd, error);
+        if (error)
+        {
+            close(fd);
+            --shard.sessions;
+            return;
+        }
+        start(std::move(s));
+    });
+}
+
+void
+PerfApp::OnShard(const std::shared_ptr<Session>& session, std::function<void()> fn)
+{
+    Shard& shard = session->GetShard();
+    if (shard.io == &m_io)
+    {
+        fn();
+        return;
+    }
+    boost::asio::post(*shard.io, std::move(fn));
 }
 
 void
@@ -476,26 +681,36 @@ PerfApp::LimitPending()
     // The oldest has had the most time to say Hello, and a flood cannot lock real clients out
     // by holding every slot.
     uint32_t pending = 0;
-    Session* oldest = nullptr;
-    for (auto& s : m_sessions)
+    std::shared_ptr<Session> oldest;
     {
-        if (s->AwaitingHello())
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        for (auto& s : m_sessions)
         {
-            ++pending;
-            oldest = oldest ? oldest : s.get();
+            if (s->AwaitingHello())
+            {
+                ++pending;
+                oldest = oldest ? oldest : s;
+            }
         }
     }
     if (pending >= m_maxPending && oldest)
     {
-        oldest->DropUnauthenticated(std::to_string(pending) +
-                                    " connections are waiting for their Hello (--max-pending " +
-                                    std::to_string(m_maxPending) + "): closed the oldest");
+        const std::string reason = std::to_string(pending) +
+                                   " connections are waiting for their Hello (--max-pending " +
+                                   std::to_string(m_maxPending) + "): closed the oldest";
+        OnShard(oldest, [oldest, reason]() {
+            if (oldest->AwaitingHello())
+            {
+                oldest->DropUnauthenticated(reason);
+            }
+        });
     }
 }
 
 void
 PerfApp::NoteUnauthenticatedEnd(const std::string& peer, const std::string& reason)
 {
+    std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
     uint64_t suppressed = 0;
     if (m_pendingLog.Allow(m_clock.Now(), suppressed))
     {
@@ -559,42 +774,52 @@ PerfApp::OnConnect(const boost::system::error_code& error)
         return;
     }
     m_retryTimer.cancel();
-    auto channel = std::make_shared<ControlChannel>(std::move(m_connecting),
-                                                    m_clock,
-                                                    Time(m_opts.timeout * 1e12));
     std::string why;
-    EngineHost* host = EnsureHost(channel->LocalIp(), why);
-    if (!host)
+    boost::system::error_code ec;
+    const tcp::endpoint local = m_connecting.local_endpoint(ec);
+    const uint32_t controlIp =
+        !ec && local.address().is_v4() ? local.address().to_v4().to_uint() : 0;
+    if (!EnsureShards(controlIp, why))
     {
         spdlog::error("{}", why);
-        channel->Close();
+        m_connecting.close(ec);
         Stop(1);
         return;
     }
-    auto session = std::make_shared<ClientSession>(*this, *host, channel);
-    m_sessions.push_back(session);
-    session->Start();
+    // One session per shard, each over its own control connection.
+    Shard& shard = *m_shards[m_clientSessions % m_shards.size()];
+    ++m_clientSessions;
+    StartSession(shard, std::move(m_connecting), true);
+    if (m_clientSessions < m_shards.size())
+    {
+        DoConnect();
+    }
 }
 
 void
 PerfApp::SessionDone(Session* session, int code)
 {
-    // Keep the session alive until this call stack unwinds.
+    // (On the session's shard.) Keep the session alive until this call stack unwinds.
     std::shared_ptr<Session> keep;
-    for (auto it = m_sessions.begin(); it != m_sessions.end(); ++it)
     {
-        if (it->get() == session)
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        for (auto it = m_sessions.begin(); it != m_sessions.end(); ++it)
         {
-            keep = *it;
-            m_sessions.erase(it);
-            break;
+            if (it->get() == session)
+            {
+                keep = *it;
+                m_sessions.erase(it);
+                break;
+            }
         }
     }
     if (keep)
     {
-        boost::asio::post(m_io, [keep]() {});
+        --session->GetShard().sessions;
+        boost::asio::post(*session->GetShard().io, [keep]() {});
     }
-    ResumeAccept(); // its control socket is closed (or closing): a descriptor to accept with
+    // Its control socket is closed (or closing): a descriptor to accept with.
+    boost::asio::post(m_io, [this]() { ResumeAccept(); });
     if (code < 0)
     {
         return; // a connection that never became a session
@@ -606,20 +831,100 @@ PerfApp::SessionDone(Session* session, int code)
                      code == 0 ? "ok" : "error");
         return;
     }
-    // A one-shot server or client: the first real session decides the exit code. Stop on the
-    // next turn so that the last control messages are flushed.
-    if (!m_stopped)
+    boost::asio::post(m_io, [this, code]() { OneShotDone(code); });
+}
+
+void
+PerfApp::OneShotDone(int code)
+{
+    if (m_stopped)
     {
-        m_exitCode = code;
-        auto linger = std::make_shared<boost::asio::steady_timer>(m_io);
-        linger->expires_after(std::chrono::milliseconds(100));
-        linger->async_wait([this, linger, code](const boost::system::error_code&) { Stop(code); });
+        return;
     }
+    if (!m_opts.server)
+    {
+        // A client ends with its last session, with the worst exit code of them.
+        m_exitCode = std::max(m_exitCode, code);
+        if (++m_clientDone < std::max<uint32_t>(m_opts.threads, 1) && code == 0)
+        {
+            return;
+        }
+        code = m_exitCode;
+        if (m_opts.threads > 1)
+        {
+            PrintTotals();
+        }
+    }
+    else
+    {
+        // A one-shot server ends with the last session past its Hello (a client with
+        // --threads runs several), with the worst exit code of them.
+        m_exitCode = std::max(m_exitCode, code);
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        for (const auto& session : m_sessions)
+        {
+            const Session::State state = session->GetState();
+            if (state == Session::State::RUNNING || state == Session::State::FINISHING)
+            {
+                return; // OneShotDone() runs again when it ends
+            }
+        }
+        code = m_exitCode;
+    }
+    // Stop on the next turn so that the last control messages are flushed.
+    auto linger = std::make_shared<boost::asio::steady_timer>(m_io);
+    linger->expires_after(std::chrono::milliseconds(100));
+    linger->async_wait([this, linger, code](const boost::system::error_code&) { Stop(code); });
+}
+
+void
+PerfApp::AddTotals(const SessionTotals& totals)
+{
+    std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
+    m_totals.push_back(totals);
+}
+
+void
+PerfApp::PrintTotals()
+{
+    std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
+    SessionTotals sum;
+    Time first = TIME_INFINITE;
+    Time last = 0;
+    bool pass = m_totals.size() == m_opts.threads;
+    for (const SessionTotals& t : m_totals)
+    {
+        sum.bytes += t.bytes;
+        sum.messages += t.messages;
+        sum.retx += t.retx;
+        sum.rto += t.rto;
+        pass = pass && t.pass;
+        if (t.start != 0)
+        {
+            first = std::min(first, t.start);
+            last = std::max(last, t.end);
+        }
+    }
+    const double seconds = first < last ? double(last - first) / 1e12 : 1e-9;
+    // Goodput over the union of the sessions' run times: from the first start to the last end.
+    std::printf("TOTAL role=client sessions=%zu threads=%u status=%s gbps=%.3f msgs=%" PRIu64
+                " bytes=%" PRIu64 " retx=%" PRIu64 " rto=%" PRIu64 " time=%.3f\n",
+                m_totals.size(),
+                m_opts.threads,
+                pass ? "PASS" : "FAIL",
+                double(sum.bytes) * 8 / seconds / 1e9,
+                sum.messages,
+                sum.bytes,
+                sum.retx,
+                sum.rto,
+                seconds);
+    std::fflush(stdout);
 }
 
 void
 PerfApp::WriteTelemetry(const proto::TelemetryRecord& record)
 {
+    std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
     if (!m_telemetry.is_open())
     {
         return;
@@ -638,6 +943,7 @@ PerfApp::WriteTelemetry(const proto::TelemetryRecord& record)
 void
 PerfApp::WriteResult(const rpb::ResultRecord& record)
 {
+    std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
     if (!m_results.is_open())
     {
         return;
@@ -653,6 +959,7 @@ PerfApp::WriteResult(const rpb::ResultRecord& record)
 void
 PerfApp::WriteGoodput(const rpb::GoodputSample& sample)
 {
+    std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
     if (!m_results.is_open())
     {
         return;
@@ -681,10 +988,14 @@ PerfApp::OnReport(const boost::system::error_code& error)
         return;
     }
     Time now = m_clock.Now();
-    auto sessions = m_sessions;
+    std::list<std::shared_ptr<Session>> sessions;
+    {
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        sessions = m_sessions;
+    }
     for (auto& s : sessions)
     {
-        s->OnReport(now, false);
+        OnShard(s, [s, now]() { s->OnReport(now, false); });
     }
     DoReport();
 }

@@ -19,10 +19,8 @@ namespace hil
 namespace perf
 {
 
-ClientSession::ClientSession(PerfApp& app,
-                             EngineHost& host,
-                             std::shared_ptr<ControlChannel> channel)
-    : Session(app, host, std::move(channel), true)
+ClientSession::ClientSession(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel)
+    : Session(app, shard, std::move(channel), true)
 {
 }
 
@@ -40,7 +38,9 @@ ClientSession::Start()
     m_write = m_opts.op == "write";
     m_pattern = std::make_unique<DataPattern>(m_opts.seed, m_size);
     std::string why;
-    uint16_t base = m_opts.sourcePortBase ? uint16_t(m_opts.sourcePortBase) : uint16_t(50000);
+    // (ParsePerfOptions() checked that every shard's ports fit.)
+    const uint16_t base = uint16_t(ShardSourcePortBase(
+        m_opts.sourcePortBase ? m_opts.sourcePortBase : CLIENT_SOURCE_PORT_BASE));
     if (!CreateConnections(m_opts.transport, base, why) || !AllocateBuffer(ACCESS_LOCAL_WRITE, why))
     {
         Abort(why, 1);

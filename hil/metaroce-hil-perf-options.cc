@@ -311,8 +311,15 @@ PerfCommandLine::AddFrameOptions()
           Number(p.busyPollUs, 0, 1000000));
     o.Add("cpu",
           "N",
-          "pin the program (its one I/O thread) to CPU N",
+          "pin the program's I/O thread to CPU N (with --threads, thread i to CPU N + i)",
           Number(p.cpu, 0, CPU_SETSIZE - 1));
+    o.Add("threads",
+          "N",
+          "engine shards, each on its own thread, 1..64, udp mode (default 1). The kernel "
+          "steers each datagram to its shard by destination QPN. A server puts each session "
+          "on the least busy shard; a client runs N sessions, one per shard, and adds them up "
+          "(docs/hil.md)",
+          Number(p.threads, 1, MAX_THREADS));
     o.Add("rto-initial-ms",
           "MS",
           "least RTO before the first RTT sample, for the first flight to a peer still waking "
@@ -442,6 +449,19 @@ PerfCommandLine::Finish(const std::vector<std::string>& args)
     {
         return "--port-mode tap needs --dev TAPNAME and --local-ip (the engine's address behind "
                "the TAP)";
+    }
+    if (p.threads > 1 && p.portMode != "udp")
+    {
+        return "--threads " + std::to_string(p.threads) +
+               " needs --port-mode udp (the raw and tap ports have one queue)";
+    }
+    if (p.threads > 1 && !p.server &&
+        (p.sourcePortBase ? p.sourcePortBase : CLIENT_SOURCE_PORT_BASE) +
+                uint64_t(p.threads) * p.qps * PORTS_PER_CONNECTION >
+            65536)
+    {
+        return "--threads " + std::to_string(p.threads) + " x --qps " + std::to_string(p.qps) +
+               " sessions need more UDP source ports than there are above --sport-base";
     }
     if (p.transport == "rocev2" && p.streams != 1)
     {

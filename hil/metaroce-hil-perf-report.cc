@@ -269,6 +269,7 @@ Session::WriteResultSummary(Time now, bool pass)
 void
 Session::PrintFinal(Time now)
 {
+    std::lock_guard<std::recursive_mutex> lock(m_app.OutputMutex()); // one summary at a time
     OnReport(now, true);
     Endpoint& ep = m_host.GetEndpoint();
     CounterSet sum;
@@ -406,6 +407,18 @@ Session::PrintFinal(Time now)
     {
         WriteResultPaths();
         WriteResultSummary(now, pass);
+    }
+    if (m_client)
+    {
+        SessionTotals t;
+        t.bytes = m_bytes;
+        t.messages = m_messages;
+        t.retx = retx;
+        t.rto = sum.Get(Counter::RTO);
+        t.start = m_start;
+        t.end = now;
+        t.pass = pass;
+        m_app.AddTotals(t);
     }
 }
 

@@ -19,11 +19,9 @@ namespace hil
 namespace perf
 {
 
-ServerSession::ServerSession(PerfApp& app,
-                             EngineHost& host,
-                             std::shared_ptr<ControlChannel> channel)
-    : Session(app, host, std::move(channel), false),
-      m_finishTimer(app.Io())
+ServerSession::ServerSession(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel)
+    : Session(app, shard, std::move(channel), false),
+      m_finishTimer(*shard.io)
 {
 }
 
@@ -87,9 +85,17 @@ ServerSession::OnHello(const proto::Hello& hello)
     m_depth = w.depth();
     m_write = w.op() == "write";
     m_pattern = std::make_unique<DataPattern>(w.pattern_seed(), m_size);
-    uint16_t base = m_opts.sourcePortBase ? uint16_t(m_opts.sourcePortBase) : uint16_t(56000);
+    const uint32_t base = ShardSourcePortBase(m_opts.sourcePortBase ? m_opts.sourcePortBase
+                                                                    : SERVER_SOURCE_PORT_BASE);
+    if (base == 0)
+    {
+        Reject("server cannot set up the session: " + std::to_string(w.connections()) +
+               " connections on shard " + std::to_string(m_shard.index) +
+               " need more UDP source ports than there are above --sport-base");
+        return;
+    }
     uint32_t access = ACCESS_LOCAL_WRITE | (m_write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
-    if (!CreateConnections(m_ccfg.transport, base, why) || !AllocateBuffer(access, why))
+    if (!CreateConnections(m_ccfg.transport, uint16_t(base), why) || !AllocateBuffer(access, why))
     {
         Reject("server cannot set up the session: " + why);
         return;

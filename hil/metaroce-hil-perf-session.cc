@@ -23,23 +23,29 @@ namespace perf
 // Session
 // ---------------------------------------------------------------------------------------------
 
-Session::Session(PerfApp& app,
-                 EngineHost& host,
-                 std::shared_ptr<ControlChannel> channel,
-                 bool client)
+Session::Session(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel, bool client)
     : m_app(app),
       m_opts(app.Options()),
-      m_host(host),
+      m_shard(shard),
+      m_host(*shard.host),
       m_channel(std::move(channel)),
       m_client(client),
       m_name(m_channel->PeerName()),
-      m_portAtStart(host.Port().Counters()),
-      m_rxAtStart(host.GetRxCounts())
+      m_portAtStart(m_host.Port().Counters()),
+      m_rxAtStart(m_host.GetRxCounts())
 {
     m_ccfg = app.Connection();
     // Timers for software endpoints (metaroce-hil-timers.h); CreateConnections() adds the
     // round trip measured on the control connection.
     ApplyLinkTimers(m_ccfg, TimerInputs(0));
+}
+
+uint32_t
+Session::ShardSourcePortBase(uint32_t base) const
+{
+    const uint64_t span = uint64_t(m_workload.connections()) * PORTS_PER_CONNECTION;
+    const uint64_t first = base + uint64_t(m_shard.index) * span;
+    return first + span <= 65536 ? uint32_t(first) : 0;
 }
 
 LinkTimerInputs
@@ -376,11 +382,16 @@ Session::Finish(int code)
     else if (m_client || m_errors > 0)
     {
         // The session never started (rejected, unreachable): still one parseable line.
+        std::lock_guard<std::recursive_mutex> lock(m_app.OutputMutex());
         std::printf("RESULT role=%s status=FAIL transport=%s error=\"%s\"\n",
                     m_client ? "client" : "server",
                     m_ccfg.transport.c_str(),
                     m_firstError.c_str());
         std::fflush(stdout);
+    }
+    if (m_client && !ran)
+    {
+        m_app.AddTotals(SessionTotals()); // not passed
     }
     Teardown();
     m_app.SessionDone(this, code);

@@ -34,6 +34,7 @@
 #include "metaroce-results.pb.h"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -49,10 +50,12 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <thread>
 
 namespace metaroce
 {
@@ -134,6 +137,35 @@ struct Stream
 class PerfApp;
 
 /**
+ * One engine of the program (--threads): an EngineHost on its own share of the data port,
+ * with its own context and thread. Shard 0 runs on the program's main context and thread. A
+ * session lives on one shard: its control channel, timers and connections run on that
+ * shard's thread only. What the shards share is PerfApp's (the session list and the outputs,
+ * under locks) and the kernel's (the port group that steers datagrams by QPN).
+ */
+struct Shard
+{
+    uint32_t index{0};                              //!< 0 .. threads - 1
+    boost::asio::io_context* io{nullptr};           //!< its context (shard 0: the main one)
+    std::unique_ptr<boost::asio::io_context> ownIo; //!< shards 1..: their own context
+    std::unique_ptr<EngineHost> host;               //!< its engine
+    std::thread thread;                             //!< shards 1..: the thread running ownIo
+    std::atomic<uint32_t> sessions{0};              //!< sessions placed on it and not ended
+};
+
+/// What a session reports at its end, for a client's total over its sessions (--threads).
+struct SessionTotals
+{
+    uint64_t bytes{0};    //!< completed payload bytes
+    uint64_t messages{0}; //!< completed messages
+    uint64_t retx{0};     //!< retransmissions
+    uint64_t rto{0};      //!< timeouts
+    Time start{0};        //!< traffic start (0: never started)
+    Time end{0};          //!< traffic end
+    bool pass{false};     //!< verified and not interrupted
+};
+
+/**
  * One test between a client and a server: what both roles share (the control channel, the
  * connections, the buffer, reports, the end). ClientSession and ServerSession add their role.
  */
@@ -176,8 +208,19 @@ class Session : public std::enable_shared_from_this<Session>
         return m_name;
     }
 
+    /// \return the shard the session runs on.
+    Shard& GetShard() const
+    {
+        return m_shard;
+    }
+
   protected:
-    Session(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel, bool client);
+    Session(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel, bool client);
+
+    /// \return the first UDP source port of the session's connections: \p base, moved past
+    /// the other shards' sessions (whose 4-tuples must differ, so that no GRO train mixes
+    /// two shards' QPNs). \return 0 if they do not fit below 65536.
+    uint32_t ShardSourcePortBase(uint32_t base) const;
 
     /// Handle a control message of the role. \return false if it is not expected now.
     virtual bool OnRoleMessage(const proto::ControlMessage& msg) = 0;
@@ -233,41 +276,42 @@ class Session : public std::enable_shared_from_this<Session>
                                      uint64_t retx,
                                      bool final) const;
 
-    PerfApp& m_app;                            //!< the program
-    const PerfOptions& m_opts;                 //!< its options
-    EngineHost& m_host;                        //!< the engine
-    std::shared_ptr<ControlChannel> m_channel; //!< control plane
-    const bool m_client;                       //!< role
-    std::string m_name;                        //!< for logs
-    State m_state{State::HANDSHAKE};           //!< progress
-    ConnectionConfig m_ccfg;                   //!< connection settings
-    proto::Workload m_workload;                //!< what runs
-    std::vector<uint32_t> m_qpns;              //!< local connections
-    std::map<uint32_t, uint32_t> m_connIndex;  //!< qpn -> connection index
-    std::vector<Stream> m_streams;             //!< by conn * streams + stream
-    std::vector<uint8_t> m_buffer;             //!< source (client) or destination (server)
-    MemoryRegion m_mr;                         //!< m_buffer's registration
-    std::unique_ptr<DataPattern> m_pattern;    //!< message contents
-    uint64_t m_size{0};                        //!< message size
-    uint32_t m_depth{0};                       //!< slots per stream
-    bool m_write{true};                        //!< op is write
-    Time m_start{0};                           //!< traffic start
-    Time m_end{0};                             //!< traffic end
-    Time m_lastReport{0};                      //!< previous report
-    uint64_t m_bytes{0};                       //!< completed payload bytes
-    uint64_t m_messages{0};                    //!< completed messages
-    uint64_t m_reportBytes{0};                 //!< m_bytes at the previous report
-    uint64_t m_reportMessages{0};              //!< m_messages at the previous report
-    uint64_t m_reportRetx{0};                  //!< retransmissions at the previous report
-    uint64_t m_errors{0};                      //!< verification errors
-    std::string m_firstError;                  //!< first of them
-    bool m_finishReceived{false};              //!< server: Finish arrived
-    bool m_verdictReceived{false};             //!< client: Verdict arrived
-    proto::Verdict m_verdict;                  //!< client: the receiver's verdict
-    bool m_interrupted{false};                 //!< stopped by a signal
-    bool m_exchangingDelays{false};            //!< StartHostDelayExchange() ran
-    bool m_torn{false};                        //!< Teardown() ran
-    bool m_scenarioWritten{false};             //!< results: the Scenario record went out
+    PerfApp& m_app;                               //!< the program
+    const PerfOptions& m_opts;                    //!< its options
+    Shard& m_shard;                               //!< where it runs
+    EngineHost& m_host;                           //!< the engine (the shard's)
+    std::shared_ptr<ControlChannel> m_channel;    //!< control plane
+    const bool m_client;                          //!< role
+    std::string m_name;                           //!< for logs
+    std::atomic<State> m_state{State::HANDSHAKE}; //!< progress (read by the main thread)
+    ConnectionConfig m_ccfg;                      //!< connection settings
+    proto::Workload m_workload;                   //!< what runs
+    std::vector<uint32_t> m_qpns;                 //!< local connections
+    std::map<uint32_t, uint32_t> m_connIndex;     //!< qpn -> connection index
+    std::vector<Stream> m_streams;                //!< by conn * streams + stream
+    std::vector<uint8_t> m_buffer;                //!< source (client) or destination (server)
+    MemoryRegion m_mr;                            //!< m_buffer's registration
+    std::unique_ptr<DataPattern> m_pattern;       //!< message contents
+    uint64_t m_size{0};                           //!< message size
+    uint32_t m_depth{0};                          //!< slots per stream
+    bool m_write{true};                           //!< op is write
+    Time m_start{0};                              //!< traffic start
+    Time m_end{0};                                //!< traffic end
+    Time m_lastReport{0};                         //!< previous report
+    uint64_t m_bytes{0};                          //!< completed payload bytes
+    uint64_t m_messages{0};                       //!< completed messages
+    uint64_t m_reportBytes{0};                    //!< m_bytes at the previous report
+    uint64_t m_reportMessages{0};                 //!< m_messages at the previous report
+    uint64_t m_reportRetx{0};                     //!< retransmissions at the previous report
+    uint64_t m_errors{0};                         //!< verification errors
+    std::string m_firstError;                     //!< first of them
+    bool m_finishReceived{false};                 //!< server: Finish arrived
+    bool m_verdictReceived{false};                //!< client: Verdict arrived
+    proto::Verdict m_verdict;                     //!< client: the receiver's verdict
+    bool m_interrupted{false};                    //!< stopped by a signal
+    bool m_exchangingDelays{false};               //!< StartHostDelayExchange() ran
+    bool m_torn{false};                           //!< Teardown() ran
+    bool m_scenarioWritten{false};                //!< results: the Scenario record went out
     // The engine host outlives sessions (a daemon serves many): what it had counted before
     // this session, so that the summary reports this session's share.
     PortCounters m_portAtStart; //!< port counters then
@@ -278,7 +322,7 @@ class Session : public std::enable_shared_from_this<Session>
 class ClientSession final : public Session
 {
   public:
-    ClientSession(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel);
+    ClientSession(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel);
 
     /// Create the connections and the buffer, send Hello.
     void Start() override;
@@ -300,7 +344,7 @@ class ClientSession final : public Session
 class ServerSession final : public Session
 {
   public:
-    ServerSession(PerfApp& app, EngineHost& host, std::shared_ptr<ControlChannel> channel);
+    ServerSession(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel);
 
     /// Wait for the client's Hello.
     void Start() override;
@@ -351,22 +395,26 @@ class PerfApp
         return m_schedulingDelay;
     }
 
-    boost::asio::io_context& Io()
-    {
-        return m_io;
-    }
-
     const HostClock& Clock() const
     {
         return m_clock;
     }
 
+    /// Session \p session ended with \p code (-1: before its Hello). Called on its shard.
     void SessionDone(Session* session, int code);
+    /// A client session's figures at its end, for the total over sessions (any shard).
+    void AddTotals(const SessionTotals& totals);
     /// A connection ended before a valid Hello: log it, at most once per second.
     void NoteUnauthenticatedEnd(const std::string& peer, const std::string& reason);
     void WriteTelemetry(const proto::TelemetryRecord& record);
     void WriteResult(const rpb::ResultRecord& record);
     void WriteGoodput(const rpb::GoodputSample& sample);
+
+    /// Held while a session writes its summary or outputs, so that shards do not interleave.
+    std::recursive_mutex& OutputMutex()
+    {
+        return m_outputMutex;
+    }
 
     bool WritesResults() const
     {
@@ -396,8 +444,26 @@ class PerfApp
     void OnConnect(const boost::system::error_code& error);
     void DoReport();
     void OnReport(const boost::system::error_code& error);
-    EngineHost* EnsureHost(uint32_t controlIp, std::string& why);
+    /// Create the shards (their ports and engines) and start their threads, once.
+    bool EnsureShards(uint32_t controlIp, std::string& why);
+    /// \return the port of shard \p index on \p io, or nullptr with \p why.
+    std::unique_ptr<FramePort> OpenPort(uint32_t index,
+                                        uint32_t controlIp,
+                                        uint32_t& localIp,
+                                        std::string& why,
+                                        boost::asio::io_context& io);
+    void RunShard(Shard& shard);
+    /// Create a session on \p shard for control socket \p socket (on the main context), on
+    /// the shard's thread.
+    void StartSession(Shard& shard, tcp::socket socket, bool client);
+    /// Run \p fn on \p session's shard: at once on the main thread's shard, else posted.
+    void OnShard(const std::shared_ptr<Session>& session, std::function<void()> fn);
+    /// A one-shot program's session ended with \p code (main thread).
+    void OneShotDone(int code);
+    void PrintTotals();
     void Stop(int code);
+    /// Join the shards' threads and log their ports' final counters (after the main loop).
+    void JoinShards();
 
     PerfOptions m_opts;                             //!< options
     ConnectionConfig m_connection;                  //!< the options' connection settings
@@ -414,9 +480,14 @@ class PerfApp
     boost::asio::steady_timer m_retryTimer;         //!< client: connect retry
     boost::asio::steady_timer m_reportTimer;        //!< periodic report
     Time m_connectDeadline{0};                      //!< client: give up connecting
-    std::unique_ptr<EngineHost> m_host;             //!< engine on a port (created on demand)
+    std::vector<std::unique_ptr<Shard>> m_shards;   //!< engines (created on demand)
     uint32_t m_localIp{0};                          //!< engine address
+    std::mutex m_sessionsMutex;                     //!< guards m_sessions
     std::list<std::shared_ptr<Session>> m_sessions; //!< live sessions
+    std::recursive_mutex m_outputMutex;             //!< guards outputs and stdout summaries
+    uint32_t m_clientSessions{0};                   //!< client: sessions started
+    uint32_t m_clientDone{0};                       //!< client: sessions ended (main thread)
+    std::vector<SessionTotals> m_totals;            //!< client: AddTotals() (output mutex)
     std::ofstream m_telemetry;                      //!< telemetry output
     std::ofstream m_results;                        //!< --results: results.pb
     std::ofstream m_goodputCsv;                     //!< --results: goodput.csv

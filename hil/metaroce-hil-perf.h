@@ -34,6 +34,13 @@ namespace metaroce
 namespace hil
 {
 
+/// Largest --threads (engine shards of one metaroce-perf or metaroce-hild).
+constexpr uint32_t MAX_THREADS = 64;
+/// UDP source port of path 0 of a client's first connection unless --sport-base says.
+constexpr uint32_t CLIENT_SOURCE_PORT_BASE = 50000;
+/// UDP source port of path 0 of a server's first connection unless --sport-base says.
+constexpr uint32_t SERVER_SOURCE_PORT_BASE = 56000;
+
 /// Command-line settings of metaroce-perf / metaroce-hild.
 struct PerfOptions
 {
@@ -74,8 +81,12 @@ struct PerfOptions
     double pacingSlackUs{DEFAULT_PACING_SLACK_US};
     /// udp: receive socket buffer, bytes (UDP_RECEIVE_BUFFER_DEFAULT)
     uint64_t rxBufferBytes{uint64_t(UDP_RECEIVE_BUFFER_DEFAULT)};
-    uint32_t busyPollUs{0};       //!< poll the context; SO_BUSY_POLL microseconds (0: off)
-    int cpu{-1};                  //!< CPU to pin the I/O thread to (-1: none)
+    uint32_t busyPollUs{0}; //!< poll the context; SO_BUSY_POLL microseconds (0: off)
+    int cpu{-1};            //!< CPU to pin the I/O thread to (-1: none)
+    /// Engine shards, each an Endpoint on its own thread and share of the data port (udp
+    /// mode): a server places each session on the least busy; a client runs one session per
+    /// shard (docs/hil.md, "Several threads").
+    uint32_t threads{1};
     std::string portMode{"udp"};  //!< "udp", "raw" or "tap"
     std::string device;           //!< raw mode: interface; tap mode: TAP device
     std::string tapAddress;       //!< tap mode: kernel-side address "A.B.C.D/N" ("": none)

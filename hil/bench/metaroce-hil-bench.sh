@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIL benchmark, two parts, each a set of same-run ratios:
+# HIL benchmark, three parts, each a set of same-run ratios:
 #
 # 1. metaroce-perf goodput (UDP and raw ports, MetaRoCE and RoCEv2) against a plain UDP blast of
 #    the same datagram size, on one veth pair between two network namespaces. Section "HIL on a
@@ -8,12 +8,15 @@
 #    latency) at 0%, 1% and 5% drops: MetaRoCE, RoCEv2 IRN and RoCEv2 go-back-N, retransmissions
 #    against the drops the forwarder made, and the data frames it forwarded against the
 #    sender's count. Section "HIL through the loss-injecting forwarder".
+# 3. metaroce-perf with --threads 1 and --threads 2 on both sides (UDP port, the veth pair of
+#    part 1), against the blast: goodput, and the CPU time both sides used per GB delivered.
+#    Section "HIL with several engine threads".
 #
 #   sudo hil/bench/metaroce-hil-bench.sh [BUILD_DIR] [SECONDS] [ROUNDS]
 #
 # BUILD_DIR defaults to build/, SECONDS (per veth measurement) to 3, ROUNDS (repetitions of
-# part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder",
-# either or both), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
+# part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder"
+# by default; any of veth, forwarder, threads), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
 # FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
 # metaroce-perf sides in part 1, e.g. "--udp-gso off"), WRITE_DOC (0: print the sections, do
 # not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
@@ -93,18 +96,31 @@ perf_run() {
     if [[ -n $io ]]; then
         mode=raw; extra_a=(--dev va --raw-io $io); extra_b=(--dev vb --raw-io $io)
     fi
-    ip netns exec "$NS_A" "$BIN/metaroce-perf" --listen 10.250.1.1 --transport "$1" --mtu $MTU \
-        --port-mode "$mode" "${extra_a[@]}" "${PERF_EXTRA[@]}" --log warn >/tmp/bench-server.$$ 2>&1 &
+    local threads=${PERF_THREADS:-1}
+    if [[ $threads -gt 1 ]]; then
+        extra_a+=(--threads "$threads"); extra_b+=(--threads "$threads")
+    fi
+    # (/usr/bin/time -f: each side's user + system CPU seconds, on the file's last line.)
+    ip netns exec "$NS_A" /usr/bin/time -f "CPU %U %S" "$BIN/metaroce-perf" --listen 10.250.1.1 \
+        --transport "$1" --mtu $MTU --port-mode "$mode" "${extra_a[@]}" "${PERF_EXTRA[@]}" \
+        --log warn >/tmp/bench-server.$$ 2>&1 &
     local server=$!
-    ip netns exec "$NS_B" "$BIN/metaroce-perf" 10.250.1.1 --transport "$1" --mtu $MTU \
-        --port-mode "$mode" "${extra_b[@]}" "${PERF_EXTRA[@]}" --size $SIZE \
-        --duration "$SECONDS_PER_RUN" --log warn >/tmp/bench-client.$$ 2>&1 || true
+    ip netns exec "$NS_B" /usr/bin/time -f "CPU %U %S" "$BIN/metaroce-perf" 10.250.1.1 \
+        --transport "$1" --mtu $MTU --port-mode "$mode" "${extra_b[@]}" "${PERF_EXTRA[@]}" \
+        --size $SIZE --duration "$SECONDS_PER_RUN" --log warn >/tmp/bench-client.$$ 2>&1 || true
     wait $server || true
-    PERF_STATUS=$(field status </tmp/bench-client.$$)
-    PERF_GBPS=$(field gbps </tmp/bench-client.$$)
-    PERF_RETX=$(field retx </tmp/bench-client.$$)
-    PERF_MSGS=$(field msgs </tmp/bench-client.$$)
-    PERF_RTO=$(field rto </tmp/bench-client.$$)
+    local result=RESULT
+    # With several threads the client prints one RESULT per session and their TOTAL.
+    [[ $threads -gt 1 ]] && result=TOTAL
+    total() { sed -n 's/.*'"$result"'.* '"$1"'=\([^ ]*\).*/\1/p' | tail -1; }
+    PERF_STATUS=$(total status </tmp/bench-client.$$)
+    PERF_GBPS=$(total gbps </tmp/bench-client.$$)
+    PERF_RETX=$(total retx </tmp/bench-client.$$)
+    PERF_MSGS=$(total msgs </tmp/bench-client.$$)
+    PERF_RTO=$(total rto </tmp/bench-client.$$)
+    PERF_BYTES=$(total bytes </tmp/bench-client.$$)
+    PERF_CPU=$(cat /tmp/bench-server.$$ /tmp/bench-client.$$ | sed -n 's/^CPU \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' |
+        awk '{ s += $1 + $2 } END { printf "%.2f", s }')
     rm -f /tmp/bench-server.$$ /tmp/bench-client.$$
 }
 
@@ -199,6 +215,42 @@ received in the same round. Extra metaroce-perf options: \`${PERF_EXTRA[*]:-none
 
 | Round | Sender | Goodput (Gb/s) | Ratio | Messages | Retransmissions | RTO expiries | Verified |
 | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |
+$ROWS
+MD
+)
+write_section "$SECTION"
+fi
+
+if [[ " $PARTS " == *" threads "* ]]; then
+ROWS=""
+for round in $(seq 1 "$ROUNDS"); do
+    echo "round $round: plain UDP blast..."
+    blast
+    ROWS+="| $round | plain UDP blast (received) | - | $BLAST_RECV | 1.00 | - | - | - | - | - |"$'\n'
+    for transport in metaroce rocev2; do
+        for threads in 1 2; do
+            echo "round $round: metaroce-perf $transport --threads $threads..."
+            PERF_THREADS=$threads perf_run "$transport" udp
+            per_gb=$(python3 -c "import sys; c, b = map(float, sys.argv[1:]); print(f'{c / (b / 1e9):.2f}' if b else '-')" "${PERF_CPU:-0}" "${PERF_BYTES:-0}")
+            ROWS+="| $round | metaroce-perf, $transport | $threads | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_CPU | $per_gb | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
+        done
+    done
+done
+SECTION=$(cat <<MD
+## HIL with several engine threads
+
+Measured by \`hil/bench/metaroce-hil-bench.sh\` (PARTS=threads) on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
+kernel $(uname -r)): the veth pair of "HIL on a veth pair", UDP port, engine MTU $MTU,
+${SECONDS_PER_RUN} s per measurement, messages of $SIZE bytes, RDMA WRITE with immediate, 1
+connection and 1 stream per session, MetaRoCE with 8 paths. \`--threads N\` on both sides: the
+client runs N sessions, one per engine thread, and the server places each on its own thread;
+the kernel steers each datagram to its thread by destination QPN. Goodput is the client's
+total over its sessions; "CPU" is the user plus system time of both processes together, and
+"CPU s / GB" that time per GB delivered (lower is cheaper). Ratio: goodput over the blast of
+the same round. Extra metaroce-perf options: \`${PERF_EXTRA[*]:-none}\`.
+
+| Round | Sender | Threads | Goodput (Gb/s) | Ratio | CPU (s) | CPU s / GB | Retransmissions | RTO expiries | Verified |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
 $ROWS
 MD
 )

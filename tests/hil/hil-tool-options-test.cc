@@ -298,7 +298,13 @@ TEST(HilToolOptions, PerfRejectsBadCombinationsWithTheReason)
              {{"--log", "loud"}, false, "for --log"},
              {{"--udp-gso"}, false, "--udp-gso"},
              {{"--peer-mac", "02:00"}, false, "a MAC address"},
-             {{"--tap-addr", "10.0.0.1"}, false, "A.B.C.D/N"}})
+             {{"--tap-addr", "10.0.0.1"}, false, "A.B.C.D/N"},
+             {{"--threads", "2", "--port-mode", "raw", "--dev", "v0"},
+              false,
+              "needs --port-mode udp"},
+             {{"--threads", "0"}, false, "--threads"},
+             {{"--threads", "65"}, false, "--threads"},
+             {{"10.0.0.1", "--threads", "8", "--qps", "64"}, false, "more UDP source ports"}})
     {
         PerfOptions opts;
         std::string error;

@@ -492,6 +492,67 @@ TEST(HilLoopback, UdpModeNeedsNoPrivileges)
     EXPECT_EQ(client.Output().find(" 0 wake-ups measured"), std::string::npos) << client.Output();
 }
 
+// --threads 2 on both sides: the client runs one session per engine thread and adds them up;
+// the server puts the two sessions on its two threads; the kernel steers every datagram to the
+// thread that owns its QPN, so no engine sees a connection it does not know.
+TEST(HilLoopback, TwoEngineThreadsOnEachSideRunTwoVerifiedSessions)
+{
+    std::string control = std::to_string(20000 + (getpid() + 13) % 20000);
+    Process server({METAROCE_PERF_BIN,
+                    "--port",
+                    control,
+                    "--threads",
+                    "2",
+                    "--data-port",
+                    "4896",
+                    "--sport-base",
+                    "40000"});
+    Process client({METAROCE_PERF_BIN,
+                    "127.0.0.1",
+                    "--port",
+                    control,
+                    "--threads",
+                    "2",
+                    "--data-port",
+                    "4897",
+                    "--sport-base",
+                    "30000",
+                    "--size",
+                    "64K",
+                    "--iters",
+                    "300"});
+    const int clientStatus = client.Wait(std::chrono::milliseconds(30000));
+    const int serverStatus = server.Wait(std::chrono::milliseconds(5000));
+    EXPECT_EQ(clientStatus, 0) << client.Output() << server.Output();
+    EXPECT_EQ(serverStatus, 0) << server.Output();
+    const std::string out = client.Output();
+    const std::string srv = server.Output();
+    // Two sessions, each verified, and their total.
+    size_t results = 0;
+    for (size_t at = out.find("RESULT role=client status=PASS"); at != std::string::npos;
+         at = out.find("RESULT role=client status=PASS", at + 1))
+    {
+        ++results;
+    }
+    EXPECT_EQ(results, 2u) << out;
+    const size_t total = out.find("TOTAL role=client sessions=2 threads=2 status=PASS");
+    ASSERT_NE(total, std::string::npos) << out;
+    EXPECT_NE(out.find("msgs=600 bytes=" + std::to_string(600 * 65536), total), std::string::npos)
+        << out;
+    // Each server thread received one session's data, and nothing it did not own.
+    for (int shard = 0; shard < 2; ++shard)
+    {
+        const std::string port =
+            "final: port udp 127.0.0.1:4896 (shard " + std::to_string(shard) + " of 2): tx ";
+        const size_t at = srv.find(port);
+        ASSERT_NE(at, std::string::npos) << srv;
+        const std::string line = srv.substr(at, srv.find('\n', at) - at);
+        EXPECT_NE(line.find("unknown_connection 0,"), std::string::npos) << line;
+        EXPECT_EQ(line.find(" rx 0 "), std::string::npos) << "shard " << shard << " idle: " << line;
+    }
+    EXPECT_EQ(srv.find("RESULT role=server status=FAIL"), std::string::npos) << srv;
+}
+
 /// A port that only answers what the wrappers must pass on (the rest does nothing).
 class BlockPort : public FramePort
 {
