@@ -843,9 +843,10 @@ PerfApp::OneShotDone(int code)
     }
     if (!m_opts.server)
     {
-        // A client ends with its last session, with the worst exit code of them.
+        // A client ends with its last session, with the worst exit code of them (each
+        // session is a test of its own and ends on its own, also when another failed).
         m_exitCode = std::max(m_exitCode, code);
-        if (++m_clientDone < std::max<uint32_t>(m_opts.threads, 1) && code == 0)
+        if (++m_clientDone < std::max<uint32_t>(m_opts.threads, 1))
         {
             return;
         }

@@ -485,6 +485,50 @@ TEST_F(HilVethTest, DaemonSurvivesRandomInputAndStopsOnSigterm)
     EXPECT_NE(out.find("dropped a"), std::string::npos) << out; // rate-limited datagram drops
 }
 
+// The daemon with two engine threads: random datagrams reach both threads (steered by the
+// QPN bytes they happen to hold) and crash neither; a client killed mid-transfer is reclaimed;
+// a client with two sessions is verified; SIGTERM during a run stops every thread promptly.
+
+TEST_F(HilVethTest, DaemonWithTwoThreadsSurvivesRandomInputAKilledClientAndSigterm)
+{
+    auto daemon = Server({"--mtu", "4096", "--threads", "2"}, METAROCE_HILD_BIN);
+    ASSERT_TRUE(WaitForOutput(*daemon, "listening", milliseconds(10000))) << daemon->Output();
+    // A first client creates the engines; it is killed mid-transfer.
+    auto killed = Client({"--mtu", "4096", "--threads", "2", "--duration", "30"});
+    ASSERT_TRUE(WaitForOutput(*killed, "accepted", milliseconds(10000))) << killed->Output();
+    std::this_thread::sleep_for(milliseconds(500));
+    killed->Signal(SIGKILL);
+    killed->Wait(milliseconds(5000));
+    std::string blastOutput;
+    EXPECT_EQ(BlastRandomDatagrams(m_net->B(), 2000, 20000, 23, blastOutput), 0) << blastOutput;
+    auto client = Client({"--mtu", "4096", "--threads", "2", "--size", "16K", "--iters", "100"});
+    EXPECT_EQ(client->Wait(RUN_LIMIT), 0) << client->Output() << daemon->Output();
+    EXPECT_NE(client->Output().find("TOTAL role=client sessions=2 threads=2 status=PASS"),
+              std::string::npos)
+        << client->Output();
+    // A long run, interrupted by SIGTERM at the daemon.
+    auto running = Client({"--mtu", "4096", "--threads", "2", "--duration", "30"});
+    ASSERT_TRUE(WaitForOutput(*running, "accepted", milliseconds(10000))) << running->Output();
+    std::this_thread::sleep_for(milliseconds(300));
+    const auto stop = std::chrono::steady_clock::now();
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(milliseconds(5000)), 0) << daemon->Output();
+    EXPECT_LT(std::chrono::steady_clock::now() - stop, milliseconds(3000));
+    EXPECT_NE(running->Wait(milliseconds(15000)), -1) << "the client did not end";
+    const std::string out = daemon->Output();
+    EXPECT_NE(out.find("SIGTERM received"), std::string::npos) << out;
+    // The killed client's two sessions ended and were reclaimed.
+    size_t ended = 0;
+    for (size_t at = out.find("ended (error)"); at != std::string::npos;
+         at = out.find("ended (error)", at + 1))
+    {
+        ++ended;
+    }
+    EXPECT_GE(ended, 2u) << out;
+    EXPECT_NE(out.find("final: port udp 10.250.1.1:4791 (shard 0 of 2)"), std::string::npos) << out;
+    EXPECT_NE(out.find("final: port udp 10.250.1.1:4791 (shard 1 of 2)"), std::string::npos) << out;
+}
+
 } // namespace
 } // namespace test
 } // namespace hil
