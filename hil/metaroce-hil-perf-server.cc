@@ -84,7 +84,6 @@ ServerSession::OnHello(const proto::Hello& hello)
     m_size = w.message_size();
     m_depth = w.depth();
     m_write = w.op() == "write";
-    m_pattern = std::make_unique<DataPattern>(w.pattern_seed(), m_size);
     const uint32_t base = ShardSourcePortBase(m_opts.sourcePortBase ? m_opts.sourcePortBase
                                                                     : SERVER_SOURCE_PORT_BASE);
     if (base == 0)
@@ -106,13 +105,21 @@ ServerSession::OnHello(const proto::Hello& hello)
         Reject(why);
         return;
     }
-    for (size_t s = 0; s < m_streams.size(); ++s)
-    {
-        for (uint64_t slot = 0; slot < m_depth; ++slot)
-        {
-            PostRecv(s, slot);
-        }
-    }
+    VerifyingReceiver::Layout layout;
+    layout.write = m_write;
+    layout.size = m_size;
+    layout.depth = m_depth;
+    layout.streamsPerConnection = w.streams();
+    layout.qpns = m_qpns;
+    layout.buffer = m_buffer.data();
+    layout.lkey = m_mr.lkey;
+    layout.patternSeed = w.pattern_seed();
+    ReceiveEngine& engine = *this;
+    m_receiver =
+        std::make_unique<VerifyingReceiver>(engine, layout, [this](const std::string& what) {
+            VerifyFailed(what);
+        });
+    m_receiver->PostAll();
     m_channel->Send(
         AcceptMessage(SOFTWARE, OurDataAddress(), m_qpns, base, m_write ? &m_mr : nullptr));
     m_state = State::RUNNING;
@@ -131,68 +138,35 @@ ServerSession::OnHello(const proto::Hello& hello)
     m_host.Pump();
 }
 
-void
-ServerSession::PostRecv(size_t streamIndex, uint64_t slot)
+PostStatus
+ServerSession::PostRecv(uint32_t qpn, const RecvWr& wr)
 {
-    const Stream& st = m_streams[streamIndex];
-    RecvWr wr;
-    wr.wrId = uint64_t(streamIndex) << WR_SEQ_BITS | slot;
-    wr.sge.addr = reinterpret_cast<uint64_t>(Slot(streamIndex, slot));
-    wr.sge.length = uint32_t(m_size);
-    wr.sge.lkey = m_mr.lkey;
-    wr.streamId = st.id;
-    PostStatus ps = m_host.GetEndpoint().PostRecv(m_app.Clock().Now(), m_qpns[st.conn], wr);
-    if (ps != PostStatus::OK)
-    {
-        VerifyFailed(std::string("PostRecv failed: ") + PostStatusName(ps));
-    }
+    return m_host.GetEndpoint().PostRecv(m_app.Clock().Now(), qpn, wr);
 }
 
 void
 ServerSession::OnRoleCompletion(const Completion& c)
 {
-    auto idx = m_connIndex.find(c.connectionId);
-    if (idx == m_connIndex.end() || c.streamId >= m_workload.streams())
+    if (!m_receiver || !m_receiver->OnCompletion(c))
     {
-        VerifyFailed("completion for an unknown connection/stream");
+        VerifyFailed("completion for an unknown connection " + std::to_string(c.connectionId));
         return;
     }
-    size_t s = size_t(idx->second) * m_workload.streams() + c.streamId;
-    Stream& st = m_streams[s];
-    uint64_t seq = st.completed;
-    uint64_t slot = seq % m_depth;
-    ReceivedMessage m;
-    m.write = m_write;
-    m.size = m_size;
-    m.seq = seq;
-    m.slot = slot;
-    m.got = Slot(s, slot);
-    m.want = m_pattern->Message(st.conn, st.id, seq);
-    std::string problem = CheckReceived(c, m);
-    if (!problem.empty())
-    {
-        VerifyFailed("connection " + std::to_string(st.conn) + " stream " + std::to_string(st.id) +
-                     " message " + std::to_string(seq) + ": " + problem);
-    }
-    ++st.completed;
-    m_bytes += m_size;
-    ++m_messages;
-    PostRecv(s, slot);
+    m_bytes = m_receiver->Bytes();
+    m_messages = m_receiver->Messages();
     CheckDone();
 }
 
 void
 ServerSession::OnFinish(const proto::Finish& finish)
 {
-    m_expected.assign(finish.messages_per_stream().begin(), finish.messages_per_stream().end());
     m_finishReceived = true;
-    if (m_expected.size() != m_streams.size())
+    if (!m_receiver)
     {
-        VerifyFailed("Finish lists " + std::to_string(m_expected.size()) + " streams, expected " +
-                     std::to_string(m_streams.size()));
-        SendVerdict();
-        return;
+        return; // (Finish is accepted only while running, after the receiver exists)
     }
+    m_receiver->OnFinish(std::vector<uint64_t>(finish.messages_per_stream().begin(),
+                                               finish.messages_per_stream().end()));
     CheckDone();
     if (m_state == State::RUNNING)
     {
@@ -204,7 +178,7 @@ ServerSession::OnFinish(const proto::Finish& finish)
             auto self = weak.lock();
             if (!error && self && self->m_state == State::RUNNING)
             {
-                self->VerifyFailed("messages missing at the receiver after the timeout");
+                self->m_receiver->Error("messages missing at the receiver after the timeout");
                 self->SendVerdict();
             }
         });
@@ -214,39 +188,18 @@ ServerSession::OnFinish(const proto::Finish& finish)
 void
 ServerSession::CheckDone()
 {
-    if (!m_finishReceived || m_state != State::RUNNING)
+    if (m_state == State::RUNNING && m_receiver && m_receiver->Complete())
     {
-        return;
+        SendVerdict();
     }
-    for (size_t s = 0; s < m_streams.size(); ++s)
-    {
-        if (m_streams[s].completed < m_expected[s])
-        {
-            return;
-        }
-    }
-    SendVerdict();
 }
 
 void
 ServerSession::SendVerdict()
 {
     m_end = m_app.Clock().Now();
-    for (size_t s = 0; s < m_streams.size() && s < m_expected.size(); ++s)
-    {
-        if (m_streams[s].completed != m_expected[s])
-        {
-            VerifyFailed("stream " + std::to_string(s) + ": received " +
-                         std::to_string(m_streams[s].completed) + " messages, sender completed " +
-                         std::to_string(m_expected[s]));
-        }
-    }
     proto::ControlMessage msg;
-    proto::Verdict* v = msg.mutable_verdict();
-    v->set_messages_verified(m_errors == 0 ? m_messages : 0);
-    v->set_bytes_verified(m_errors == 0 ? m_bytes : 0);
-    v->set_errors(m_errors);
-    v->set_first_error(m_firstError);
+    *msg.mutable_verdict() = m_receiver->MakeVerdict();
     m_channel->Send(msg);
     Finish(m_errors == 0 ? 0 : 1);
 }

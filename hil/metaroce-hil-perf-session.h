@@ -340,8 +340,12 @@ class ClientSession final : public Session
     proto::Region m_remote; //!< the server's region (write)
 };
 
-/// The server's side of a test: it checks Hello, posts the receives, verifies every message.
-class ServerSession final : public Session
+/**
+ * The server's side of a test: it checks Hello (CheckHello()) and hands the receiving to a
+ * VerifyingReceiver, the half it shares with the simulated hosts, driven through this
+ * session's engine (ReceiveEngine).
+ */
+class ServerSession final : public Session, private ReceiveEngine
 {
   public:
     ServerSession(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel);
@@ -363,12 +367,12 @@ class ServerSession final : public Session
     void OnHello(const proto::Hello& hello);
     void OnFinish(const proto::Finish& finish);
     void Reject(const std::string& reason);
-    void PostRecv(size_t streamIndex, uint64_t slot);
+    PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override;
     void CheckDone();
     void SendVerdict();
 
-    std::vector<uint64_t> m_expected;        //!< counts from Finish
-    boost::asio::steady_timer m_finishTimer; //!< waits for stragglers
+    std::unique_ptr<VerifyingReceiver> m_receiver; //!< the receiving half (once accepted)
+    boost::asio::steady_timer m_finishTimer;       //!< waits for stragglers
 };
 
 class PerfApp

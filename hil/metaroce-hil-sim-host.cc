@@ -20,6 +20,7 @@
 #include "ns3/node.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -73,7 +74,7 @@ HostName(uint32_t ip)
 } // namespace
 
 /// Both halves of a SimHostServer.
-class SimHostServer::Impl
+class SimHostServer::Impl : private ReceiveEngine
 {
   public:
     Impl(ns3::Ptr<ns3::MetaRoceNic> nic, uint16_t dataPort, double timeoutSeconds);
@@ -120,7 +121,8 @@ class SimHostServer::Impl
     void SimAbort(uint64_t session, const std::string& reason);
     void SimCheckDone();
     void SimVerdict();
-    void SimPostRecv(size_t streamIndex, uint64_t slot);
+    /// The receiver's engine access: the NIC (ReceiveEngine).
+    PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override;
     void SimError(const std::string& what);
     void SimTeardown();
 
@@ -147,24 +149,14 @@ class SimHostServer::Impl
     // Simulator thread.
     struct SimSession
     {
-        uint64_t id{0};                         //!< session number (0: none)
-        bool write{true};                       //!< op
-        uint64_t size{0};                       //!< message size
-        uint32_t depth{0};                      //!< slots per stream
-        uint32_t streamsPerConnection{1};       //!< streams
-        std::unique_ptr<DataPattern> pattern;   //!< the client's pattern
-        std::vector<uint8_t> buffer;            //!< registered receive buffer (real memory)
-        MemoryRegion mr;                        //!< its registration
-        std::vector<uint32_t> qpns;             //!< connections
-        std::map<uint32_t, uint32_t> connIndex; //!< qpn -> connection index
-        std::vector<uint64_t> completed;        //!< messages received per stream
-        std::vector<uint64_t> expected;         //!< from Finish
-        bool finishReceived{false};             //!< Finish arrived
-        uint64_t messages{0};                   //!< messages received
-        uint64_t bytes{0};                      //!< their bytes
-        uint64_t errors{0};                     //!< verification errors
-        std::string firstError;                 //!< first of them
-        ns3::EventId finishTimer;               //!< wait for stragglers
+        uint64_t id{0};                              //!< session number (0: none)
+        std::vector<uint8_t> buffer;                 //!< registered receive buffer
+        MemoryRegion mr;                             //!< its registration
+        std::vector<uint32_t> qpns;                  //!< connections
+        std::unique_ptr<VerifyingReceiver> receiver; //!< the receiving half, once set up
+        uint64_t setupErrors{0};                     //!< problems before the receiver
+        std::string firstSetupError;                 //!< the first of them
+        ns3::EventId finishTimer;                    //!< wait for stragglers
     };
 
     SimSession m_sim; //!< the session in the simulation
@@ -478,11 +470,7 @@ SimHostServer::Impl::SimSetup(uint64_t session,
     m_sim = SimSession();
     m_sim.id = session;
     const proto::Workload& w = hello.workload();
-    m_sim.write = w.op() == "write";
-    m_sim.size = w.message_size();
-    m_sim.depth = w.depth();
-    m_sim.streamsPerConnection = w.streams();
-    m_sim.pattern = std::make_unique<DataPattern>(w.pattern_seed(), m_sim.size);
+    const bool write = w.op() == "write";
     SetupResult result;
     for (uint32_t i = 0; i < w.connections() && result.why.empty(); ++i)
     {
@@ -497,7 +485,6 @@ SimHostServer::Impl::SimSetup(uint64_t session,
                          PostStatusName(st) + (why.empty() ? "" : " (" + why + ")");
             break;
         }
-        m_sim.connIndex[qpn] = uint32_t(m_sim.qpns.size());
         m_sim.qpns.push_back(qpn);
         st = m_nic->Connect(qpn, peerIp, hello.queue_pairs(int(i)).qpn());
         if (st != PostStatus::OK)
@@ -509,8 +496,7 @@ SimHostServer::Impl::SimSetup(uint64_t session,
     {
         const uint64_t bytes = RegionBytes(w);
         m_sim.buffer.assign(bytes, 0);
-        const uint32_t access =
-            ACCESS_LOCAL_WRITE | (m_sim.write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
+        const uint32_t access = ACCESS_LOCAL_WRITE | (write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
         m_sim.mr = m_nic->RegisterMemory(m_sim.buffer.data(), bytes, access);
         if (m_sim.mr.lkey == 0)
         {
@@ -525,16 +511,23 @@ SimHostServer::Impl::SimSetup(uint64_t session,
     else
     {
         ++m_stats.sessions;
-        m_sim.completed.assign(m_sim.qpns.size() * m_sim.streamsPerConnection, 0);
-        for (size_t s = 0; s < m_sim.completed.size(); ++s)
-        {
-            for (uint64_t slot = 0; slot < m_sim.depth; ++slot)
-            {
-                SimPostRecv(s, slot);
-            }
-        }
+        VerifyingReceiver::Layout layout;
+        layout.write = write;
+        layout.size = w.message_size();
+        layout.depth = w.depth();
+        layout.streamsPerConnection = w.streams();
+        layout.qpns = m_sim.qpns;
+        layout.buffer = m_sim.buffer.data();
+        layout.lkey = m_sim.mr.lkey;
+        layout.patternSeed = w.pattern_seed();
+        ReceiveEngine& engine = *this;
+        m_sim.receiver =
+            std::make_unique<VerifyingReceiver>(engine, layout, [this](const std::string& what) {
+                SimError(what);
+            });
+        m_sim.receiver->PostAll();
         result.qpns = m_sim.qpns;
-        if (m_sim.write)
+        if (write)
         {
             result.addr = m_sim.mr.addr;
             result.length = m_sim.mr.length;
@@ -544,30 +537,19 @@ SimHostServer::Impl::SimSetup(uint64_t session,
     boost::asio::post(m_io, [this, session, result] { OnSetupDone(session, result); });
 }
 
-void
-SimHostServer::Impl::SimPostRecv(size_t streamIndex, uint64_t slot)
+PostStatus
+SimHostServer::Impl::PostRecv(uint32_t qpn, const RecvWr& wr)
 {
-    RecvWr wr;
-    wr.wrId = uint64_t(streamIndex) << WR_SEQ_BITS | slot;
-    wr.sge.addr = reinterpret_cast<uint64_t>(m_sim.buffer.data() +
-                                             (streamIndex * m_sim.depth + slot) * m_sim.size);
-    wr.sge.length = uint32_t(m_sim.size);
-    wr.sge.lkey = m_sim.mr.lkey;
-    wr.streamId = uint16_t(streamIndex % m_sim.streamsPerConnection);
-    const uint32_t qpn = m_sim.qpns[streamIndex / m_sim.streamsPerConnection];
-    PostStatus st = m_nic->PostRecv(qpn, wr);
-    if (st != PostStatus::OK)
-    {
-        SimError(std::string("PostRecv failed: ") + PostStatusName(st));
-    }
+    return m_nic->PostRecv(qpn, wr);
 }
 
 void
 SimHostServer::Impl::SimError(const std::string& what)
 {
-    if (m_sim.errors++ == 0)
+    // (The receiver counts its own problems; this logs the session's first.)
+    const uint64_t errors = m_sim.receiver ? m_sim.receiver->Errors() : ++m_sim.setupErrors;
+    if (errors == 1)
     {
-        m_sim.firstError = what;
         std::printf("%s: verification failed: %s\n", HostName(m_ip).c_str(), what.c_str());
         std::fflush(stdout);
     }
@@ -576,63 +558,34 @@ SimHostServer::Impl::SimError(const std::string& what)
 void
 SimHostServer::Impl::SimCompletion(ns3::Ptr<ns3::MetaRoceNic>, const Completion& c)
 {
-    auto idx = m_sim.connIndex.find(c.connectionId);
-    if (m_sim.id == 0 || idx == m_sim.connIndex.end())
+    if (m_sim.id == 0 || !m_sim.receiver)
     {
         return; // a connection of an ended session
     }
     if (c.status != WcStatus::SUCCESS)
     {
-        if (c.status != WcStatus::WR_FLUSH_ERR)
+        const auto conn = std::find(m_sim.qpns.begin(), m_sim.qpns.end(), c.connectionId);
+        if (conn != m_sim.qpns.end() && c.status != WcStatus::WR_FLUSH_ERR)
         {
-            SimError("connection " + std::to_string(idx->second) +
-                     " failed: " + WcStatusName(c.status));
+            m_sim.receiver->Error("connection " + std::to_string(conn - m_sim.qpns.begin()) +
+                                  " failed: " + WcStatusName(c.status));
         }
         return;
     }
-    if (c.streamId >= m_sim.streamsPerConnection)
+    if (m_sim.receiver->OnCompletion(c)) // (false: a connection of an ended session)
     {
-        SimError("completion for an unknown stream " + std::to_string(c.streamId));
-        return;
+        SimCheckDone();
     }
-    const size_t s = size_t(idx->second) * m_sim.streamsPerConnection + c.streamId;
-    const uint64_t seq = m_sim.completed[s];
-    ReceivedMessage m;
-    m.write = m_sim.write;
-    m.size = m_sim.size;
-    m.seq = seq;
-    m.slot = seq % m_sim.depth;
-    m.got = m_sim.buffer.data() + (s * m_sim.depth + m.slot) * m_sim.size;
-    m.want = m_sim.pattern->Message(idx->second, c.streamId, seq);
-    std::string problem = CheckReceived(c, m);
-    if (!problem.empty())
-    {
-        SimError("connection " + std::to_string(idx->second) + " stream " +
-                 std::to_string(c.streamId) + " message " + std::to_string(seq) + ": " + problem);
-    }
-    ++m_sim.completed[s];
-    ++m_sim.messages;
-    m_sim.bytes += m_sim.size;
-    SimPostRecv(s, m.slot);
-    SimCheckDone();
 }
 
 void
 SimHostServer::Impl::SimFinish(uint64_t session, const std::vector<uint64_t>& expected)
 {
-    if (session != m_sim.id || m_sim.finishReceived)
+    if (session != m_sim.id || !m_sim.receiver || m_sim.receiver->FinishReceived())
     {
         return;
     }
-    m_sim.finishReceived = true;
-    m_sim.expected = expected;
-    if (expected.size() != m_sim.completed.size())
-    {
-        SimError("Finish lists " + std::to_string(expected.size()) + " streams, expected " +
-                 std::to_string(m_sim.completed.size()));
-        SimVerdict();
-        return;
-    }
+    m_sim.receiver->OnFinish(expected);
     SimCheckDone();
     if (m_sim.id == session)
     {
@@ -647,9 +600,9 @@ SimHostServer::Impl::SimFinish(uint64_t session, const std::vector<uint64_t>& ex
 void
 SimHostServer::Impl::SimFinishTimeout(uint64_t session)
 {
-    if (session == m_sim.id)
+    if (session == m_sim.id && m_sim.receiver)
     {
-        SimError("messages missing at the receiver after the timeout");
+        m_sim.receiver->Error("messages missing at the receiver after the timeout");
         SimVerdict();
     }
 }
@@ -657,45 +610,24 @@ SimHostServer::Impl::SimFinishTimeout(uint64_t session)
 void
 SimHostServer::Impl::SimCheckDone()
 {
-    if (!m_sim.finishReceived)
+    if (m_sim.receiver && m_sim.receiver->Complete())
     {
-        return;
+        SimVerdict();
     }
-    for (size_t s = 0; s < m_sim.completed.size(); ++s)
-    {
-        if (m_sim.completed[s] < m_sim.expected[s])
-        {
-            return;
-        }
-    }
-    SimVerdict();
 }
 
 void
 SimHostServer::Impl::SimVerdict()
 {
-    for (size_t s = 0; s < m_sim.completed.size() && s < m_sim.expected.size(); ++s)
-    {
-        if (m_sim.completed[s] != m_sim.expected[s])
-        {
-            SimError("stream " + std::to_string(s) + ": received " +
-                     std::to_string(m_sim.completed[s]) + " messages, sender completed " +
-                     std::to_string(m_sim.expected[s]));
-        }
-    }
-    proto::Verdict v;
-    const bool pass = m_sim.errors == 0;
-    v.set_messages_verified(pass ? m_sim.messages : 0);
-    v.set_bytes_verified(pass ? m_sim.bytes : 0);
-    v.set_errors(m_sim.errors);
-    v.set_first_error(m_sim.firstError);
+    const proto::Verdict v = m_sim.receiver->MakeVerdict();
+    const bool pass = v.errors() == 0;
     ++(pass ? m_stats.passed : m_stats.failed);
     m_stats.messagesVerified += v.messages_verified();
     m_stats.bytesVerified += v.bytes_verified();
-    m_stats.errors += m_sim.errors;
+    m_stats.errors += v.errors();
     if (m_stats.firstError.empty())
     {
-        m_stats.firstError = m_sim.firstError;
+        m_stats.firstError = v.first_error();
     }
     const uint64_t session = m_sim.id;
     SimTeardown();
@@ -710,12 +642,23 @@ SimHostServer::Impl::SimAbort(uint64_t session, const std::string& reason)
     {
         return; // never set up, or already judged
     }
-    SimError("session aborted: " + reason);
+    uint64_t errors = 1;
+    std::string first = "session aborted: " + reason;
+    if (m_sim.receiver)
+    {
+        m_sim.receiver->Error(first);
+        errors = m_sim.receiver->Errors();
+        first = m_sim.receiver->FirstError();
+    }
+    else
+    {
+        SimError(first);
+    }
     ++m_stats.failed;
-    m_stats.errors += m_sim.errors;
+    m_stats.errors += errors;
     if (m_stats.firstError.empty())
     {
-        m_stats.firstError = m_sim.firstError;
+        m_stats.firstError = first;
     }
     SimTeardown();
     m_sim = SimSession();
@@ -734,7 +677,7 @@ SimHostServer::Impl::SimTeardown()
         m_nic->DeregisterMemory(m_sim.mr.lkey);
     }
     m_sim.qpns.clear();
-    m_sim.connIndex.clear();
+    m_sim.receiver.reset();
     m_sim.mr = MemoryRegion();
 }
 

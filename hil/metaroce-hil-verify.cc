@@ -8,6 +8,7 @@
 
 #include "metaroce-random.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace metaroce
@@ -194,6 +195,150 @@ CheckReceived(const Completion& c, const ReceivedMessage& m)
         return "data differs from byte " + std::to_string(at);
     }
     return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// VerifyingReceiver
+// ---------------------------------------------------------------------------------------------
+
+VerifyingReceiver::VerifyingReceiver(ReceiveEngine& engine, Layout layout, ErrorHandler onError)
+    : m_engine(engine),
+      m_layout(std::move(layout)),
+      m_onError(std::move(onError)),
+      m_pattern(m_layout.patternSeed, m_layout.size),
+      m_completed(m_layout.qpns.size() * m_layout.streamsPerConnection, 0)
+{
+}
+
+void
+VerifyingReceiver::PostAll()
+{
+    for (size_t s = 0; s < m_completed.size(); ++s)
+    {
+        for (uint64_t slot = 0; slot < m_layout.depth; ++slot)
+        {
+            PostRecv(s, slot);
+        }
+    }
+}
+
+void
+VerifyingReceiver::PostRecv(size_t stream, uint64_t slot)
+{
+    RecvWr wr;
+    wr.wrId = uint64_t(stream) << WR_SEQ_BITS | slot;
+    wr.sge.addr = reinterpret_cast<uint64_t>(Slot(stream, slot));
+    wr.sge.length = uint32_t(m_layout.size);
+    wr.sge.lkey = m_layout.lkey;
+    wr.streamId = uint16_t(stream % m_layout.streamsPerConnection);
+    const uint32_t qpn = m_layout.qpns[stream / m_layout.streamsPerConnection];
+    const PostStatus st = m_engine.PostRecv(qpn, wr);
+    if (st != PostStatus::OK)
+    {
+        Error(std::string("PostRecv failed: ") + PostStatusName(st));
+    }
+}
+
+void
+VerifyingReceiver::Error(const std::string& what)
+{
+    if (m_errors++ == 0)
+    {
+        m_firstError = what;
+    }
+    if (m_onError)
+    {
+        m_onError(what);
+    }
+}
+
+bool
+VerifyingReceiver::OnCompletion(const Completion& c)
+{
+    const auto conn = std::find(m_layout.qpns.begin(), m_layout.qpns.end(), c.connectionId);
+    if (conn == m_layout.qpns.end())
+    {
+        return false;
+    }
+    const uint32_t index = uint32_t(conn - m_layout.qpns.begin());
+    if (c.streamId >= m_layout.streamsPerConnection)
+    {
+        Error("completion for an unknown stream " + std::to_string(c.streamId) + " of connection " +
+              std::to_string(index));
+        return true;
+    }
+    const size_t s = size_t(index) * m_layout.streamsPerConnection + c.streamId;
+    ReceivedMessage m;
+    m.write = m_layout.write;
+    m.size = m_layout.size;
+    m.seq = m_completed[s];
+    m.slot = m.seq % m_layout.depth;
+    m.got = Slot(s, m.slot);
+    m.want = m_pattern.Message(index, c.streamId, m.seq);
+    const std::string problem = CheckReceived(c, m);
+    if (!problem.empty())
+    {
+        Error("connection " + std::to_string(index) + " stream " + std::to_string(c.streamId) +
+              " message " + std::to_string(m.seq) + ": " + problem);
+    }
+    ++m_completed[s];
+    ++m_messages;
+    m_bytes += m_layout.size;
+    PostRecv(s, m.slot);
+    return true;
+}
+
+void
+VerifyingReceiver::OnFinish(const std::vector<uint64_t>& expected)
+{
+    m_finishReceived = true;
+    m_expected = expected;
+    if (m_expected.size() != m_completed.size())
+    {
+        Error("Finish lists " + std::to_string(m_expected.size()) + " streams, expected " +
+              std::to_string(m_completed.size()));
+    }
+}
+
+bool
+VerifyingReceiver::Complete() const
+{
+    if (!m_finishReceived)
+    {
+        return false;
+    }
+    if (m_expected.size() != m_completed.size())
+    {
+        return true; // nothing more to wait for: the verdict says why
+    }
+    for (size_t s = 0; s < m_completed.size(); ++s)
+    {
+        if (m_completed[s] < m_expected[s])
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+proto::Verdict
+VerifyingReceiver::MakeVerdict()
+{
+    for (size_t s = 0; s < m_completed.size() && s < m_expected.size(); ++s)
+    {
+        if (m_completed[s] != m_expected[s])
+        {
+            Error("stream " + std::to_string(s) + ": received " + std::to_string(m_completed[s]) +
+                  " messages, sender completed " + std::to_string(m_expected[s]));
+        }
+    }
+    proto::Verdict v;
+    const bool pass = m_errors == 0;
+    v.set_messages_verified(pass ? m_messages : 0);
+    v.set_bytes_verified(pass ? m_bytes : 0);
+    v.set_errors(m_errors);
+    v.set_first_error(m_firstError);
+    return v;
 }
 
 } // namespace hil

@@ -151,6 +151,112 @@ struct ReceivedMessage
  */
 std::string CheckReceived(const Completion& c, const ReceivedMessage& m);
 
+/**
+ * The engine-access interface of the two servers' receiving half: what VerifyingReceiver
+ * needs of the engine it runs on. metaroce-perf's server implements it over its EngineHost's
+ * Endpoint; a simulated host of metaroce-hil-fabric over its MetaRoceNic (in the simulator
+ * thread).
+ */
+class ReceiveEngine
+{
+  public:
+    virtual ~ReceiveEngine() = default;
+    /// Post receive \p wr on connection \p qpn.
+    virtual PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) = 0;
+};
+
+/**
+ * The receiving half of a server session, written once for metaroce-perf's (and so
+ * metaroce-hild's) server and the simulated hosts: it keeps \p depth receives posted per
+ * stream, checks every received message (CheckReceived()) against the client's pattern,
+ * takes the sender's counts from Finish, and builds the Verdict. The control plane around it
+ * is each server's own (one thread in metaroce-perf; the Asio and simulator threads of a
+ * simulated host).
+ */
+class VerifyingReceiver
+{
+  public:
+    /// Where the session's messages go.
+    struct Layout
+    {
+        bool write{true};                 //!< op is write (else send)
+        uint64_t size{0};                 //!< message size
+        uint32_t depth{0};                //!< slots per stream
+        uint32_t streamsPerConnection{1}; //!< streams of each connection
+        std::vector<uint32_t> qpns;       //!< the connections, in the Hello's order
+        uint8_t* buffer{nullptr};         //!< registered buffer: stream-major, then slot
+        uint32_t lkey{0};                 //!< its key
+        uint64_t patternSeed{0};          //!< the client's pattern seed
+    };
+
+    /// Called with each problem found, in order (the caller logs the first).
+    using ErrorHandler = std::function<void(const std::string& what)>;
+
+    VerifyingReceiver(ReceiveEngine& engine, Layout layout, ErrorHandler onError);
+
+    /// Post every slot of every stream.
+    void PostAll();
+    /**
+     * A successful receive completion \p c: check it, count it and post its slot again.
+     * \return false if \p c is not of this session's connections (nothing done)
+     */
+    bool OnCompletion(const Completion& c);
+    /// The sender's Finish with its counts per stream.
+    void OnFinish(const std::vector<uint64_t>& expected);
+    /// \return true once Finish arrived and every stream received what the sender completed.
+    bool Complete() const;
+    /// \return the Verdict: the counts checked against Finish, every error found.
+    proto::Verdict MakeVerdict();
+    /// Record a problem found outside the receiver (a failed connection).
+    void Error(const std::string& what);
+
+    bool FinishReceived() const
+    {
+        return m_finishReceived;
+    }
+
+    uint64_t Messages() const
+    {
+        return m_messages;
+    }
+
+    uint64_t Bytes() const
+    {
+        return m_bytes;
+    }
+
+    uint64_t Errors() const
+    {
+        return m_errors;
+    }
+
+    const std::string& FirstError() const
+    {
+        return m_firstError;
+    }
+
+    /// \return the buffer slot of message slot \p slot of stream \p stream.
+    uint8_t* Slot(size_t stream, uint64_t slot) const
+    {
+        return m_layout.buffer + (stream * m_layout.depth + slot) * m_layout.size;
+    }
+
+  private:
+    void PostRecv(size_t stream, uint64_t slot);
+
+    ReceiveEngine& m_engine;           //!< where receives are posted
+    Layout m_layout;                   //!< the session's shape
+    ErrorHandler m_onError;            //!< problem reports
+    DataPattern m_pattern;             //!< the client's messages
+    std::vector<uint64_t> m_completed; //!< messages received, by stream
+    std::vector<uint64_t> m_expected;  //!< from Finish
+    bool m_finishReceived{false};      //!< Finish arrived
+    uint64_t m_messages{0};            //!< messages received
+    uint64_t m_bytes{0};               //!< their bytes
+    uint64_t m_errors{0};              //!< problems found
+    std::string m_firstError;          //!< the first of them
+};
+
 } // namespace hil
 } // namespace metaroce
 

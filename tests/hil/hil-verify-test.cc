@@ -201,6 +201,129 @@ TEST(HilVerifyTest, AcceptMessageCarriesTheSession)
     EXPECT_FALSE(send.accept().has_region());
 }
 
+/// A ReceiveEngine that records what is posted.
+class RecordingEngine : public ReceiveEngine
+{
+  public:
+    PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override
+    {
+        posted.emplace_back(qpn, wr);
+        return PostStatus::OK;
+    }
+
+    std::vector<std::pair<uint32_t, RecvWr>> posted; //!< in order
+};
+
+// The receiving half both servers share: every slot of every stream posted, a right message
+// counted and its slot posted again, a wrong one (data or order) reported where it is, a
+// completion of another connection left alone, and the verdict checked against Finish.
+TEST(HilVerifyTest, VerifyingReceiverChecksEveryMessageAndTheSendersCounts)
+{
+    constexpr uint64_t SIZE = 256;
+    constexpr uint32_t DEPTH = 2;
+    constexpr uint64_t SEED = 99;
+    VerifyingReceiver::Layout layout;
+    layout.write = true;
+    layout.size = SIZE;
+    layout.depth = DEPTH;
+    layout.streamsPerConnection = 2;
+    layout.qpns = {7, 9};
+    std::vector<uint8_t> buffer(4 * DEPTH * SIZE, 0);
+    layout.buffer = buffer.data();
+    layout.lkey = 3;
+    layout.patternSeed = SEED;
+    RecordingEngine engine;
+    std::vector<std::string> errors;
+    VerifyingReceiver rx(engine, layout, [&errors](const std::string& what) {
+        errors.push_back(what);
+    });
+    rx.PostAll();
+    ASSERT_EQ(engine.posted.size(), 4u * DEPTH);
+    EXPECT_EQ(engine.posted[0].first, 7u);
+    EXPECT_EQ(engine.posted[2].second.streamId, 1u);
+    EXPECT_EQ(engine.posted[4].first, 9u);
+    EXPECT_EQ(engine.posted[5].second.sge.addr,
+              reinterpret_cast<uint64_t>(buffer.data() + (2 * DEPTH + 1) * SIZE));
+    const DataPattern pattern(SEED, SIZE);
+    // Message `seq` of connection index `conn`, stream `stream`, written into its slot.
+    auto deliver = [&](uint32_t conn, uint16_t stream, uint64_t seq, bool corrupt) {
+        const size_t s = conn * 2 + stream;
+        uint8_t* slot = buffer.data() + (s * DEPTH + seq % DEPTH) * SIZE;
+        std::memcpy(slot, pattern.Message(conn, stream, seq), SIZE);
+        if (corrupt)
+        {
+            slot[17] ^= 1;
+        }
+        Completion c;
+        c.connectionId = layout.qpns[conn];
+        c.streamId = stream;
+        c.opcode = WcOpcode::RECV_RDMA_WITH_IMM;
+        c.hasImm = true;
+        c.immData = uint32_t(seq);
+        c.status = WcStatus::SUCCESS;
+        return rx.OnCompletion(c);
+    };
+    EXPECT_TRUE(deliver(0, 0, 0, false));
+    EXPECT_TRUE(deliver(0, 0, 1, false));
+    EXPECT_TRUE(deliver(1, 1, 0, false));
+    EXPECT_EQ(engine.posted.size(), 4u * DEPTH + 3) << "each slot is posted again";
+    EXPECT_TRUE(errors.empty()) << errors.front();
+    Completion other;
+    other.connectionId = 8;
+    EXPECT_FALSE(rx.OnCompletion(other)) << "not one of its connections";
+    EXPECT_FALSE(rx.Complete()) << "no Finish yet";
+    rx.OnFinish({2, 0, 0, 2});
+    EXPECT_FALSE(rx.Complete()) << "connection 1 stream 1 has 1 of 2";
+    EXPECT_TRUE(deliver(1, 1, 1, true));
+    EXPECT_TRUE(rx.Complete());
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0], "connection 1 stream 1 message 1: data differs from byte 17");
+    proto::Verdict v = rx.MakeVerdict();
+    EXPECT_EQ(v.errors(), 1u);
+    EXPECT_EQ(v.messages_verified(), 0u) << "nothing counts as verified with an error";
+    EXPECT_EQ(v.first_error(), errors[0]);
+    EXPECT_EQ(rx.Messages(), 4u);
+    EXPECT_EQ(rx.Bytes(), 4 * SIZE);
+}
+
+TEST(HilVerifyTest, VerifyingReceiverVerdictNamesMissingMessagesAndABadFinish)
+{
+    VerifyingReceiver::Layout layout;
+    layout.write = false;
+    layout.size = 64;
+    layout.depth = 1;
+    layout.qpns = {5};
+    std::vector<uint8_t> buffer(64, 0);
+    layout.buffer = buffer.data();
+    RecordingEngine engine;
+    std::vector<std::string> errors;
+    {
+        VerifyingReceiver rx(engine, layout, [&errors](const std::string& w) {
+            errors.push_back(w);
+        });
+        rx.PostAll();
+        rx.OnFinish({3});
+        EXPECT_FALSE(rx.Complete());
+        const proto::Verdict v = rx.MakeVerdict();
+        EXPECT_EQ(v.errors(), 1u);
+        EXPECT_EQ(v.first_error(), "stream 0: received 0 messages, sender completed 3");
+    }
+    errors.clear();
+    {
+        VerifyingReceiver rx(engine, layout, [&errors](const std::string& w) {
+            errors.push_back(w);
+        });
+        rx.OnFinish({1, 1});
+        EXPECT_TRUE(rx.Complete()) << "nothing to wait for: the verdict says why";
+        ASSERT_FALSE(errors.empty());
+        EXPECT_EQ(errors[0], "Finish lists 2 streams, expected 1");
+        // (and stream 0's own count: 0 received, 1 listed)
+        const proto::Verdict v = rx.MakeVerdict();
+        EXPECT_EQ(v.errors(), 2u);
+        EXPECT_EQ(v.first_error(), "Finish lists 2 streams, expected 1");
+    }
+}
+
 } // namespace
 } // namespace hil
 } // namespace metaroce
