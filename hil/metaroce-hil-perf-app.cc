@@ -410,10 +410,17 @@ PerfApp::OpenPort(uint32_t index,
         {
             rc.staticPeerMac = ParseMac(m_opts.peerMac, rc.peerMac);
         }
+        rc.shards = std::max<uint32_t>(m_opts.threads, 1);
+        rc.shardIndex = index;
+        rc.fanoutId = m_fanoutId; // (shard 0 makes the group and sets it below)
         auto raw = RawFramePort::Open(*io, m_clock, rc, why);
         if (!raw)
         {
             return nullptr;
+        }
+        if (index == 0)
+        {
+            m_fanoutId = raw->FanoutId(); // the group the other shards join
         }
         if (raw->LocalIp() != controlIp)
         {

@@ -315,8 +315,9 @@ PerfCommandLine::AddFrameOptions()
           Number(p.cpu, 0, CPU_SETSIZE - 1));
     o.Add("threads",
           "N",
-          "engine shards, each on its own thread, 1..64, udp mode (default 1). The kernel "
-          "steers each datagram to its shard by destination QPN. A server puts each session "
+          "engine shards, each on its own thread, 1..64, udp or raw mode, not AF_XDP (default "
+          "1). The kernel steers each datagram to its shard by destination QPN. A server puts each "
+          "session "
           "on the least busy shard; a client runs N sessions, one per shard, and adds them up "
           "(docs/hil.md)",
           Number(p.threads, 1, MAX_THREADS));
@@ -450,10 +451,10 @@ PerfCommandLine::Finish(const std::vector<std::string>& args)
         return "--port-mode tap needs --dev TAPNAME and --local-ip (the engine's address behind "
                "the TAP)";
     }
-    if (p.threads > 1 && p.portMode != "udp")
+    if (p.threads > 1 && (p.portMode == "tap" || p.rawIo == "xdp"))
     {
         return "--threads " + std::to_string(p.threads) +
-               " needs --port-mode udp (the raw and tap ports have one queue)";
+               " needs --port-mode udp or raw (the TAP and AF_XDP ports have one queue)";
     }
     if (p.threads > 1 && !p.server &&
         (p.sourcePortBase ? p.sourcePortBase : CLIENT_SOURCE_PORT_BASE) +

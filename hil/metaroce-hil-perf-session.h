@@ -485,6 +485,7 @@ class PerfApp
     boost::asio::steady_timer m_reportTimer;        //!< periodic report
     Time m_connectDeadline{0};                      //!< client: give up connecting
     std::vector<std::unique_ptr<Shard>> m_shards;   //!< engines (created on demand)
+    uint32_t m_fanoutId{0};                         //!< raw mode: the shards' fanout group
     uint32_t m_localIp{0};                          //!< engine address
     std::mutex m_sessionsMutex;                     //!< guards m_sessions
     std::list<std::shared_ptr<Session>> m_sessions; //!< live sessions

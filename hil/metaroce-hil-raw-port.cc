@@ -6,8 +6,10 @@
 
 #include "metaroce-hil-raw-port.h"
 
+#include "metaroce-endpoint.h"
 #include "metaroce-hil-ethernet.h"
 #include "metaroce-hil-xdp.h"
+#include "metaroce-wire.h"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -62,6 +64,69 @@ DataPortFilter(uint16_t port)
         BPF_STMT(BPF_RET | BPF_K, 0x40000),                         // accept
         BPF_STMT(BPF_RET | BPF_K, 0),                               // drop
     };
+}
+
+/**
+ * Classic BPF of the shards' PACKET_FANOUT group: the member (QPN - FIRST_QPN) mod \p shards
+ * by the destination QPN of the BTH after the IPv4 and UDP headers. Loads are relative to the
+ * network header (SKF_NET_OFF), where the fanout runs; a frame too short makes a load fail
+ * and the program return 0, shard 0, whose engine counts it as malformed.
+ */
+std::vector<sock_filter>
+QpnFanoutProgram(uint32_t shards)
+{
+    constexpr int32_t NET = SKF_NET_OFF;
+    constexpr int32_t QPN = int32_t(UDP_HEADER_SIZE + Bth::DEST_QP); // after the IPv4 header
+    return {
+        BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, uint32_t(NET)),          // X = IHL * 4
+        BPF_STMT(BPF_LD | BPF_B | BPF_IND, uint32_t(NET + QPN)),     // A = QPN bits 23-16
+        BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 16),                     //
+        BPF_STMT(BPF_ST, 0),                                         // M[0] = A
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, uint32_t(NET + QPN + 1)), // A = QPN bits 15-0
+        BPF_STMT(BPF_LDX | BPF_W | BPF_MEM, 0),                      // X = M[0]
+        BPF_STMT(BPF_ALU | BPF_OR | BPF_X, 0),                       //
+        BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, FIRST_QPN),              //
+        BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, shards),                 //
+        BPF_STMT(BPF_RET | BPF_A, 0),                                //
+    };
+}
+
+/**
+ * Join packet socket \p fd (bound) to the shards' fanout group: a new one if \p first (\p id
+ * is set to the id the kernel gave it, which may be 0), else group \p id.
+ * \return "" or what failed
+ */
+std::string
+JoinQpnFanout(int fd, uint32_t shards, bool first, uint32_t& id)
+{
+    // The id in the low 16 bits, the mode and its flags above; a unique id for the first.
+    uint32_t arg = (first ? uint32_t(PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_UNIQUEID)
+                          : uint32_t(PACKET_FANOUT_CBPF))
+                       << 16 |
+                   (id & 0xffff);
+    if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg)) != 0)
+    {
+        return std::string("PACKET_FANOUT: ") + std::strerror(errno);
+    }
+    if (!first)
+    {
+        return "";
+    }
+    uint32_t value = 0;
+    socklen_t length = sizeof(value);
+    if (getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &value, &length) != 0)
+    {
+        return std::string("PACKET_FANOUT (its id): ") + std::strerror(errno);
+    }
+    id = value & 0xffff;
+    // The group's program (it needs a member first).
+    std::vector<sock_filter> program = QpnFanoutProgram(shards);
+    sock_fprog prog{uint16_t(program.size()), program.data()};
+    if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog, sizeof(prog)) != 0)
+    {
+        return std::string("PACKET_FANOUT_DATA: ") + std::strerror(errno);
+    }
+    return "";
 }
 
 /// Room for one VLAN tag beyond the MTU and the Ethernet header.
@@ -284,6 +349,21 @@ RawFramePort::Open(boost::asio::io_context& io,
     if (cfg.io != RawIoMode::XDP)
     {
         std::string why = BindPacketSocket(fd, ifindex, cfg);
+        if (!why.empty())
+        {
+            return fail(why);
+        }
+    }
+    if (cfg.shards > 1)
+    {
+        if (cfg.io == RawIoMode::XDP || cfg.shardIndex >= cfg.shards)
+        {
+            return fail("raw port: shard " + std::to_string(cfg.shardIndex) + " of " +
+                        std::to_string(cfg.shards) +
+                        (cfg.io == RawIoMode::XDP ? " on AF_XDP (one queue)" : ""));
+        }
+        c.fanoutId = cfg.fanoutId;
+        std::string why = JoinQpnFanout(fd, cfg.shards, cfg.shardIndex == 0, c.fanoutId);
         if (!why.empty())
         {
             return fail(why);
@@ -760,9 +840,15 @@ RawFramePort::Counters() const
 std::string
 RawFramePort::Describe() const
 {
-    return "raw " + m_cfg.device + " " + Ipv4ToString(m_cfg.localIp) + " " + MacToString(m_mac) +
-           " mtu " + std::to_string(m_mtu) + ", " +
-           (m_ring ? m_ring->Describe() : std::string("recvmmsg/sendmmsg"));
+    std::string d = "raw " + m_cfg.device + " " + Ipv4ToString(m_cfg.localIp) + " " +
+                    MacToString(m_mac) + " mtu " + std::to_string(m_mtu) + ", " +
+                    (m_ring ? m_ring->Describe() : std::string("recvmmsg/sendmmsg"));
+    if (m_cfg.shards > 1)
+    {
+        d += " (shard " + std::to_string(m_cfg.shardIndex) + " of " + std::to_string(m_cfg.shards) +
+             ")";
+    }
+    return d;
 }
 
 } // namespace hil

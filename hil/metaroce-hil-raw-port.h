@@ -70,6 +70,16 @@ struct RawPortConfig
     uint32_t ringRetireMs{1};      //!< TPACKET_V3: hand over a partly filled block after this
     /// Mark CE on frames read while the socket or ring held more than this many (0: off).
     uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
+    /**
+     * Ports of one process on the same device (the shards of --threads): the group's size.
+     * Their packet sockets join one PACKET_FANOUT group whose classic BPF program picks the
+     * member by the BTH's destination QPN, (QPN - FIRST_QPN) mod shards, as the UDP port's
+     * SO_REUSEPORT group does. Open them in shardIndex order. 1: no group. Not with
+     * RawIoMode::XDP (one queue).
+     */
+    uint32_t shards{1};
+    uint32_t shardIndex{0}; //!< this port's place in the group (see shards)
+    uint32_t fanoutId{0};   //!< shardIndex > 0: the group (FanoutId() of shard 0's port)
 };
 
 /// Transport datagrams in Ethernet frames on an AF_PACKET socket.
@@ -98,6 +108,12 @@ class RawFramePort : public FramePort
     uint32_t Mtu() const
     {
         return m_mtu;
+    }
+
+    /// \return the PACKET_FANOUT group of the shards (with RawPortConfig::shards > 1).
+    uint32_t FanoutId() const
+    {
+        return m_cfg.fanoutId;
     }
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;

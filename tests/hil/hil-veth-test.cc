@@ -485,6 +485,48 @@ TEST_F(HilVethTest, DaemonSurvivesRandomInputAndStopsOnSigterm)
     EXPECT_NE(out.find("dropped a"), std::string::npos) << out; // rate-limited datagram drops
 }
 
+// Two engine threads per side on the raw port, with rings and with socket calls: the shards'
+// packet sockets form a PACKET_FANOUT group that steers each frame by its destination QPN,
+// so each server thread receives its own session's frames and nothing else.
+
+TEST_F(HilVethTest, RawPortWithTwoThreadsSteersFramesByQpn)
+{
+    for (const char* io : {"ring", "socket"})
+    {
+        SCOPED_TRACE(io);
+        auto server =
+            Server({"--port-mode", "raw", "--dev", "va", "--raw-io", io, "--threads", "2"});
+        auto client = Client({"--port-mode",
+                              "raw",
+                              "--dev",
+                              "vb",
+                              "--raw-io",
+                              io,
+                              "--threads",
+                              "2",
+                              "--size",
+                              "32K",
+                              "--iters",
+                              "200"});
+        EXPECT_EQ(client->Wait(RUN_LIMIT), 0) << client->Output() << server->Output();
+        EXPECT_EQ(server->Wait(milliseconds(5000)), 0) << server->Output();
+        const std::string out = client->Output();
+        EXPECT_NE(out.find("TOTAL role=client sessions=2 threads=2 status=PASS"), std::string::npos)
+            << out;
+        EXPECT_NE(out.find("msgs=400 bytes=" + std::to_string(400 * 32768)), std::string::npos)
+            << out;
+        const std::string srv = server->Output();
+        for (int shard = 0; shard < 2; ++shard)
+        {
+            const size_t at = srv.find("(shard " + std::to_string(shard) + " of 2): tx ");
+            ASSERT_NE(at, std::string::npos) << srv;
+            const std::string line = srv.substr(at, srv.find('\n', at) - at);
+            EXPECT_NE(line.find("unknown_connection 0,"), std::string::npos) << line;
+            EXPECT_EQ(line.find(" rx 0 "), std::string::npos) << "an idle shard: " << line;
+        }
+    }
+}
+
 // The daemon with two engine threads: random datagrams reach both threads (steered by the
 // QPN bytes they happen to hold) and crash neither; a client killed mid-transfer is reclaimed;
 // a client with two sessions is verified; SIGTERM during a run stops every thread promptly.
