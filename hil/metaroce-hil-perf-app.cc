@@ -179,6 +179,10 @@ PerfApp::Run()
         m_io.run();
     }
     JoinShards();
+    if (!m_opts.server && m_opts.threads > 1 && !m_totalsPrinted && m_clientSessions > 0)
+    {
+        PrintTotals(); // stopped before the last session's end reached the main loop (a signal)
+    }
     return m_exitCode;
 }
 
@@ -257,6 +261,7 @@ PerfApp::OnSignal(const boost::system::error_code& error, int signal)
             s->Abort(reason, code == 0 ? 0 : 2);
         });
     }
+    ReleaseOnShards(sessions);
     Stop(m_exitCode != 0 ? m_exitCode : code);
 }
 
@@ -581,26 +586,46 @@ PerfApp::StartSession(Shard& shard, tcp::socket socket, bool client)
     // The socket moves to the shard's context, and the session is made on its thread.
     boost::system::error_code ec;
     const int fd = socket.release(ec);
+    // If the hand-over fails, a client counts the session as failed (it waits for all).
+    auto failed = [this, &shard, client](const std::string& why) {
+        spdlog::error("cannot hand a control connection to shard {}: {}", shard.index, why);
+        --shard.sessions;
+        if (client)
+        {
+            boost::asio::post(m_io, [this]() { OneShotDone(1); });
+        }
+    };
     if (ec)
     {
-        spdlog::error("cannot hand a control connection to shard {}: {}",
-                      shard.index,
-                      ec.message());
-        --shard.sessions;
+        failed(ec.message());
         return;
     }
-    boost::asio::post(*shard.io, [&shard, fd, start]() {
+    boost::asio::post(*shard.io, [&shard, fd, start, failed]() {
         boost::system::error_code error;
         tcp::socket s(*shard.io);
         s.assign(tcp::v4(), fd, error);
         if (error)
         {
             close(fd);
-            --shard.sessions;
+            failed(error.message());
             return;
         }
         start(std::move(s));
     });
+}
+
+void
+PerfApp::ReleaseOnShards(std::list<std::shared_ptr<Session>>& sessions)
+{
+    for (auto& s : sessions)
+    {
+        Shard& shard = s->GetShard();
+        if (shard.io != &m_io)
+        {
+            boost::asio::post(*shard.io, [keep = std::move(s)]() {});
+        }
+    }
+    sessions.clear();
 }
 
 void
@@ -712,6 +737,11 @@ PerfApp::LimitPending()
             }
         });
     }
+    if (oldest)
+    {
+        std::list<std::shared_ptr<Session>> held{std::move(oldest)};
+        ReleaseOnShards(held);
+    }
 }
 
 void
@@ -794,13 +824,16 @@ PerfApp::OnConnect(const boost::system::error_code& error)
         return;
     }
     // One session per shard, each over its own control connection.
+    // (The next connection is opened before this session sets up, which can take a while
+    // for a large buffer, so that the sessions start together.)
     Shard& shard = *m_shards[m_clientSessions % m_shards.size()];
     ++m_clientSessions;
-    StartSession(shard, std::move(m_connecting), true);
+    tcp::socket socket = std::move(m_connecting);
     if (m_clientSessions < m_shards.size())
     {
         DoConnect();
     }
+    StartSession(shard, std::move(socket), true);
 }
 
 void
@@ -865,24 +898,53 @@ PerfApp::OneShotDone(int code)
     }
     else
     {
-        // A one-shot server ends with the last session past its Hello (a client with
-        // --threads runs several), with the worst exit code of them.
+        // A one-shot server serves as many sessions as its client runs at once (the Hello's
+        // parallel_sessions, --threads), and ends with the last of them, with the worst exit
+        // code.
         m_exitCode = std::max(m_exitCode, code);
-        std::lock_guard<std::mutex> lock(m_sessionsMutex);
-        for (const auto& session : m_sessions)
+        if (++m_serverDone < m_expectedSessions.load() || AnySessionRunning())
         {
-            const Session::State state = session->GetState();
-            if (state == Session::State::RUNNING || state == Session::State::FINISHING)
-            {
-                return; // OneShotDone() runs again when it ends
-            }
+            return; // OneShotDone() runs again when the next one ends
         }
         code = m_exitCode;
     }
-    // Stop on the next turn so that the last control messages are flushed.
+    // Stop on the next turn so that the last control messages are flushed (unless a session
+    // got past its Hello meanwhile: its end decides).
     auto linger = std::make_shared<boost::asio::steady_timer>(m_io);
     linger->expires_after(std::chrono::milliseconds(100));
-    linger->async_wait([this, linger, code](const boost::system::error_code&) { Stop(code); });
+    linger->async_wait([this, linger, code](const boost::system::error_code&) {
+        if (!m_opts.server || !AnySessionRunning())
+        {
+            Stop(code);
+        }
+    });
+}
+
+bool
+PerfApp::AnySessionRunning()
+{
+    std::list<std::shared_ptr<Session>> sessions;
+    {
+        std::lock_guard<std::mutex> lock(m_sessionsMutex);
+        sessions = m_sessions;
+    }
+    bool running = false;
+    for (const auto& session : sessions)
+    {
+        const Session::State state = session->GetState();
+        running = running || state == Session::State::RUNNING || state == Session::State::FINISHING;
+    }
+    ReleaseOnShards(sessions);
+    return running;
+}
+
+void
+PerfApp::ExpectSessions(uint32_t sessions)
+{
+    uint32_t now = m_expectedSessions.load();
+    while (sessions > now && !m_expectedSessions.compare_exchange_weak(now, sessions))
+    {
+    }
 }
 
 void
@@ -896,10 +958,17 @@ void
 PerfApp::PrintTotals()
 {
     std::lock_guard<std::recursive_mutex> lock(m_outputMutex);
+    if (m_totalsPrinted)
+    {
+        return;
+    }
+    m_totalsPrinted = true;
     SessionTotals sum;
     Time first = TIME_INFINITE;
     Time last = 0;
     bool pass = m_totals.size() == m_opts.threads;
+    bool interrupted = false;
+    bool failed = m_totals.size() != m_opts.threads;
     for (const SessionTotals& t : m_totals)
     {
         sum.bytes += t.bytes;
@@ -907,6 +976,8 @@ PerfApp::PrintTotals()
         sum.retx += t.retx;
         sum.rto += t.rto;
         pass = pass && t.pass;
+        interrupted = interrupted || t.interrupted;
+        failed = failed || (!t.pass && !t.interrupted);
         if (t.start != 0)
         {
             first = std::min(first, t.start);
@@ -919,7 +990,7 @@ PerfApp::PrintTotals()
                 " bytes=%" PRIu64 " retx=%" PRIu64 " rto=%" PRIu64 " time=%.3f\n",
                 m_totals.size(),
                 m_opts.threads,
-                pass ? "PASS" : "FAIL",
+                pass ? "PASS" : (interrupted && !failed ? "INTERRUPTED" : "FAIL"),
                 double(sum.bytes) * 8 / seconds / 1e9,
                 sum.messages,
                 sum.bytes,
@@ -1005,6 +1076,7 @@ PerfApp::OnReport(const boost::system::error_code& error)
     {
         OnShard(s, [s, now]() { s->OnReport(now, false); });
     }
+    ReleaseOnShards(sessions);
     DoReport();
 }
 

@@ -54,6 +54,7 @@ ClientSession::Start()
     hello->set_software(SOFTWARE);
     *hello->mutable_settings() = SettingsOf(m_ccfg, m_opts.icrc);
     *hello->mutable_workload() = m_workload;
+    hello->set_parallel_sessions(std::max<uint32_t>(m_opts.threads, 1));
     *hello->mutable_address() = OurDataAddress();
     AddQueuePairs(m_qpns, base, *hello->mutable_queue_pairs());
     m_channel->Send(msg);

@@ -456,6 +456,11 @@ PerfCommandLine::Finish(const std::vector<std::string>& args)
         return "--threads " + std::to_string(p.threads) +
                " needs --port-mode udp or raw (the TAP and AF_XDP ports have one queue)";
     }
+    if (p.threads > 1 && !p.server && (!p.results.empty() || !p.telemetry.empty()))
+    {
+        return "--results and --telemetry hold one client session: run the client without "
+               "--threads, or one client per results folder";
+    }
     if (p.threads > 1 && !p.server &&
         (p.sourcePortBase ? p.sourcePortBase : CLIENT_SOURCE_PORT_BASE) +
                 uint64_t(p.threads) * p.qps * PORTS_PER_CONNECTION >

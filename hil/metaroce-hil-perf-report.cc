@@ -418,6 +418,7 @@ Session::PrintFinal(Time now)
         t.start = m_start;
         t.end = now;
         t.pass = pass;
+        t.interrupted = m_interrupted && m_errors == 0;
         m_app.AddTotals(t);
     }
 }

@@ -124,7 +124,8 @@ ServerSession::OnHello(const proto::Hello& hello)
         AcceptMessage(SOFTWARE, OurDataAddress(), m_qpns, base, m_write ? &m_mr : nullptr));
     m_state = State::RUNNING;
     m_start = m_lastReport = m_app.Clock().Now();
-    StartHostDelayExchange(); // only an accepted client's reports count
+    m_app.ExpectSessions(hello.parallel_sessions()); // a one-shot server serves them all
+    StartHostDelayExchange();                        // only an accepted client's reports count
     spdlog::info("accepted client {} ({}): {} {} x {} bytes, {} connection(s), {} stream(s), "
                  "depth {}",
                  m_name,

@@ -156,13 +156,14 @@ struct Shard
 /// What a session reports at its end, for a client's total over its sessions (--threads).
 struct SessionTotals
 {
-    uint64_t bytes{0};    //!< completed payload bytes
-    uint64_t messages{0}; //!< completed messages
-    uint64_t retx{0};     //!< retransmissions
-    uint64_t rto{0};      //!< timeouts
-    Time start{0};        //!< traffic start (0: never started)
-    Time end{0};          //!< traffic end
-    bool pass{false};     //!< verified and not interrupted
+    uint64_t bytes{0};       //!< completed payload bytes
+    uint64_t messages{0};    //!< completed messages
+    uint64_t retx{0};        //!< retransmissions
+    uint64_t rto{0};         //!< timeouts
+    Time start{0};           //!< traffic start (0: never started)
+    Time end{0};             //!< traffic end
+    bool pass{false};        //!< verified and not interrupted
+    bool interrupted{false}; //!< stopped by a signal (without an error)
 };
 
 /**
@@ -408,6 +409,9 @@ class PerfApp
     void SessionDone(Session* session, int code);
     /// A client session's figures at its end, for the total over sessions (any shard).
     void AddTotals(const SessionTotals& totals);
+    /// An accepted client runs \p sessions at once (its Hello): a one-shot server serves
+    /// that many before it exits (any shard).
+    void ExpectSessions(uint32_t sessions);
     /// A connection ended before a valid Hello: log it, at most once per second.
     void NoteUnauthenticatedEnd(const std::string& peer, const std::string& reason);
     void WriteTelemetry(const proto::TelemetryRecord& record);
@@ -464,6 +468,11 @@ class PerfApp
     void OnShard(const std::shared_ptr<Session>& session, std::function<void()> fn);
     /// A one-shot program's session ended with \p code (main thread).
     void OneShotDone(int code);
+    /// \return true if a session past its Hello is still running (main thread).
+    bool AnySessionRunning();
+    /// Drop the main thread's references to \p sessions on their shards, so that a session
+    /// that ended meanwhile is destroyed there, not here.
+    void ReleaseOnShards(std::list<std::shared_ptr<Session>>& sessions);
     void PrintTotals();
     void Stop(int code);
     /// Join the shards' threads and log their ports' final counters (after the main loop).
@@ -492,6 +501,9 @@ class PerfApp
     std::recursive_mutex m_outputMutex;             //!< guards outputs and stdout summaries
     uint32_t m_clientSessions{0};                   //!< client: sessions started
     uint32_t m_clientDone{0};                       //!< client: sessions ended (main thread)
+    bool m_totalsPrinted{false};                    //!< client: PrintTotals() ran
+    std::atomic<uint32_t> m_expectedSessions{1};    //!< one-shot server: ExpectSessions()
+    uint32_t m_serverDone{0};                       //!< one-shot server: real sessions ended
     std::vector<SessionTotals> m_totals;            //!< client: AddTotals() (output mutex)
     std::ofstream m_telemetry;                      //!< telemetry output
     std::ofstream m_results;                        //!< --results: results.pb

@@ -124,8 +124,9 @@ AttachQpnSteering(int fd, uint32_t shards)
         BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, shards),
         BPF_STMT(BPF_RET | BPF_A, 0),
     };
-    // (A datagram too short for a BTH makes the loads fail: the program returns 0, shard 0,
-    // whose engine counts it as malformed.)
+    // (A datagram shorter than 8 bytes makes a load fail: the program returns 0, shard 0. One
+    // of 8 to 11 bytes is steered by the bytes it holds. Either way its engine counts it as
+    // malformed.)
     sock_fprog prog{};
     prog.len = uint16_t(sizeof(code) / sizeof(code[0]));
     prog.filter = code;

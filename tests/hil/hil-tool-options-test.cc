@@ -305,6 +305,7 @@ TEST(HilToolOptions, PerfRejectsBadCombinationsWithTheReason)
              {{"--threads", "2", "--port-mode", "raw", "--dev", "v0", "--raw-io", "xdp"},
               false,
               "AF_XDP ports have one queue"},
+             {{"10.0.0.1", "--threads", "2", "--results", "r"}, false, "hold one client session"},
              {{"--threads", "0"}, false, "--threads"},
              {{"--threads", "65"}, false, "--threads"},
              {{"10.0.0.1", "--threads", "8", "--qps", "64"}, false, "more UDP source ports"}})

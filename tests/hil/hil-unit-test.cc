@@ -26,11 +26,13 @@
 #include "metaroce-hil-udp-port.h"
 #include "metaroce-wire.h"
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <thread>
 #include <unistd.h>
 
 namespace metaroce
@@ -551,6 +553,57 @@ TEST(HilLoopback, TwoEngineThreadsOnEachSideRunTwoVerifiedSessions)
         EXPECT_EQ(line.find(" rx 0 "), std::string::npos) << "shard " << shard << " idle: " << line;
     }
     EXPECT_EQ(srv.find("RESULT role=server status=FAIL"), std::string::npos) << srv;
+}
+
+// A one-shot server serves every session of a --threads client, even when a large buffer
+// delays the second session's Hello; an interrupted --threads client still prints its TOTAL.
+TEST(HilLoopback, AOneShotServerServesEverySessionOfAThreadedClient)
+{
+    const std::string control = std::to_string(20000 + (getpid() + 17) % 20000);
+    const std::vector<std::string> serverArgs{METAROCE_PERF_BIN,
+                                              "--port",
+                                              control,
+                                              "--threads",
+                                              "2",
+                                              "--data-port",
+                                              "4898",
+                                              "--sport-base",
+                                              "40000"};
+    const std::vector<std::string> clientArgs{METAROCE_PERF_BIN,
+                                              "127.0.0.1",
+                                              "--port",
+                                              control,
+                                              "--threads",
+                                              "2",
+                                              "--data-port",
+                                              "4899",
+                                              "--sport-base",
+                                              "30000"};
+    {
+        Process server(serverArgs);
+        std::vector<std::string> args = clientArgs;
+        args.insert(args.end(), {"--size", "2M", "--depth", "64", "--iters", "2"});
+        Process client(args);
+        EXPECT_EQ(client.Wait(std::chrono::milliseconds(30000)), 0)
+            << client.Output() << server.Output();
+        EXPECT_EQ(server.Wait(std::chrono::milliseconds(5000)), 0) << server.Output();
+        EXPECT_NE(client.Output().find("TOTAL role=client sessions=2 threads=2 status=PASS"),
+                  std::string::npos)
+            << client.Output();
+    }
+    Process server(serverArgs);
+    std::vector<std::string> args = clientArgs;
+    args.insert(args.end(), {"--duration", "20"});
+    Process client(args);
+    ASSERT_TRUE(WaitForOutput(client, "accepted", std::chrono::milliseconds(10000)))
+        << client.Output();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    client.Signal(SIGINT);
+    EXPECT_EQ(client.Wait(std::chrono::milliseconds(10000)), 2) << client.Output();
+    EXPECT_NE(client.Output().find("TOTAL role=client sessions=2 threads=2 status=INTERRUPTED"),
+              std::string::npos)
+        << client.Output();
+    server.Wait(std::chrono::milliseconds(15000));
 }
 
 /// A port that only answers what the wrappers must pass on (the rest does nothing).
