@@ -218,6 +218,12 @@ AddFabricOptions(ToolOptions& o, FabricOptions& p)
           "the run fell behind if the simulation lagged the wall clock by more than this, at "
           "most 60000 (default 10)",
           Positive(p.maxLagMs, 60000));
+    o.Add("lag-ecn-us",
+          "US",
+          "mark CE on ECN-capable RoCE frames from a TAP while the simulation lags the wall "
+          "clock by more than US microseconds, so that real senders slow down (0: off; "
+          "default 1000; docs/hil.md, \"Keeping up\")",
+          Real(p.lagEcnUs, 0, UNBOUNDED));
     o.AddFlag("fail-behind", p.failBehind, "exit with status 3 if the run fell behind");
     // The ns-3 CommandLine spellings of earlier releases.
     for (const char* name : {"sim-hosts",

@@ -66,7 +66,10 @@ struct FabricOptions
     double simTimeout{5};             //!< simulated hosts' control timeout, seconds
     double slowdown{1};               //!< run K times slower than modelled
     double maxLagMs{10};              //!< lag bound, ms
-    bool failBehind{false};           //!< exit 3 if the run fell behind
+    /// Mark CE on ECN-capable RoCE frames from a TAP while the simulation lags the wall clock
+    /// by more than this, microseconds (0: off).
+    double lagEcnUs{1000};
+    bool failBehind{false}; //!< exit 3 if the run fell behind
 };
 
 /**

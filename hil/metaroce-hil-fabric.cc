@@ -134,14 +134,22 @@ std::unique_ptr<metaroce::hil::LagMonitor> g_lag;
 /// The real-time simulator, for its wall clock.
 Ptr<RealtimeSimulatorImpl> g_realtime;
 
+/// \return how late the running event is, microseconds (how far the simulation lags).
+double
+CurrentLagUs()
+{
+    return double((g_realtime->RealtimeNow() - Simulator::Now()).GetNanoSeconds()) / 1e3;
+}
+
 /// Record how late the running event is, with \p queued frames waiting behind it.
 void
 RecordLag(uint64_t queued)
 {
-    const double lagUs =
-        double((g_realtime->RealtimeNow() - Simulator::Now()).GetNanoSeconds()) / 1e3;
-    g_lag->Record(Simulator::Now().GetSeconds(), lagUs, queued);
+    g_lag->Record(Simulator::Now().GetSeconds(), CurrentLagUs(), queued);
 }
+
+/// --lag-ecn-us: CE on RoCE frames entering from a TAP while the simulation lags by more.
+double g_lagEcnUs = 0;
 
 class TapBridge;
 
@@ -165,9 +173,10 @@ class TapBridge
         uint64_t toTapFrames{0};    //!< frames the fabric delivered, written to the TAP
         uint64_t toTapBytes{0};     //!< their bytes
         uint64_t toTapCe{0};        //!< ... of them carrying CE
-        uint64_t bypassFrames{0};   //!< non-RoCE IPv4 frames passed to another TAP host
-        uint64_t arpReplies{0};     //!< ARP requests answered
-        uint64_t ignored{0};        //!< frames dropped: IPv6, no TAP host at the address, ...
+        uint64_t lagCe{0};        //!< RoCE frames from the TAP marked CE for the lag (--lag-ecn-us)
+        uint64_t bypassFrames{0}; //!< non-RoCE IPv4 frames passed to another TAP host
+        uint64_t arpReplies{0};   //!< ARP requests answered
+        uint64_t ignored{0};      //!< frames dropped: IPv6, no TAP host at the address, ...
     };
 
     /**
@@ -325,6 +334,17 @@ class TapBridge
         }
         if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort)
         {
+            if (g_lagEcnUs > 0 && parsed.meta.ecn != metaroce::Ecn::NOT_ECT &&
+                parsed.meta.ecn != metaroce::Ecn::CE && CurrentLagUs() > g_lagEcnUs)
+            {
+                // The simulation runs behind the wall clock: the frames wait in the TAP's
+                // queue and the simulator's, a queue no simulated switch sees. Mark them as a
+                // switch marks a deep queue, so that the real senders slow down (our model
+                // [M]; docs/hil.md, "Keeping up"). The ICRC does not cover the ECN bits.
+                metaroce::SetIpv4Ecn(m_buffer.data() + metaroce::ETHERNET_HEADER_SIZE,
+                                     metaroce::Ecn::CE);
+                ++m_counters.lagCe;
+            }
             Ptr<Packet> fabricFrame = MetaRoceCreateFrame(frame, size, 0, 0);
             const uint8_t priority = m_port->ClassifyFrame(fabricFrame);
             if (m_port->GetQueueBytes() + size > m_queueLimit)
@@ -608,6 +628,7 @@ main(int argc, char* argv[])
         bridges.front()->Device()->GetAttribute("RxQueueSize", rxQueue);
     }
     g_lag = std::make_unique<metaroce::hil::LagMonitor>(opts.maxLagMs * 1e3, rxQueue.Get());
+    g_lagEcnUs = opts.lagEcnUs;
     g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
     Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
     if (opts.duration > 0)
@@ -637,7 +658,8 @@ main(int argc, char* argv[])
     for (size_t i = 0; i < bridges.size(); ++i)
     {
         const TapBridge::Counters& c = bridges[i]->GetCounters();
-        std::printf("tap %s (%s): from tap %llu frames, to fabric %llu frames %llu bytes, host "
+        std::printf("tap %s (%s): from tap %llu frames, to fabric %llu frames %llu bytes "
+                    "(%llu marked ce for the lag), host "
                     "queue drops %llu; to tap %llu frames %llu bytes, ce %llu; bypass %llu, arp "
                     "replies %llu, ignored %llu\n",
                     tapNames[i].c_str(),
@@ -645,6 +667,7 @@ main(int argc, char* argv[])
                     (unsigned long long)c.fromTapFrames,
                     (unsigned long long)c.toFabricFrames,
                     (unsigned long long)c.toFabricBytes,
+                    (unsigned long long)c.lagCe,
                     (unsigned long long)c.hostQueueDrops,
                     (unsigned long long)c.toTapFrames,
                     (unsigned long long)c.toTapBytes,
@@ -699,10 +722,12 @@ main(int argc, char* argv[])
         }
     }
     uint64_t tapCe = 0;
+    uint64_t lagCe = 0;
     uint64_t toTapBytes = 0;
     for (const auto& bridge : bridges)
     {
         tapCe += bridge->GetCounters().toTapCe;
+        lagCe += bridge->GetCounters().lagCe;
         toTapBytes += bridge->GetCounters().toTapBytes;
     }
     metaroce::hil::SimHostServer::Stats simTotal;
@@ -742,31 +767,33 @@ main(int argc, char* argv[])
                              : "not reached");
         failedLinkFrames += g_framesBeforeFailure[i];
     }
-    std::printf("RESULT program=metaroce-hil-fabric sim_s=%.3f slowdown=%g lag_max_us=%.1f "
-                "lag_mean_us=%.1f lag_bound_us=%.1f lag_over_bound=%llu queued_max=%llu "
-                "fell_behind=%d tap_bytes=%llu tap_ce=%llu ecn_marked=%llu switch_drops=%llu "
-                "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
-                "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
-                simSeconds,
-                opts.slowdown,
-                lag.maxLagUs,
-                lag.meanLagUs,
-                opts.maxLagMs * 1e3,
-                (unsigned long long)lag.overBound,
-                (unsigned long long)lag.maxQueued,
-                g_lag->FellBehind() ? 1 : 0,
-                (unsigned long long)toTapBytes,
-                (unsigned long long)tapCe,
-                (unsigned long long)totalEcn,
-                (unsigned long long)totalDrops,
-                (unsigned long long)linkDrops,
-                (unsigned long long)failedLinkFrames,
-                (unsigned long long)simTotal.sessions,
-                (unsigned long long)simTotal.passed,
-                (unsigned long long)simTotal.failed,
-                (unsigned long long)simTotal.messagesVerified,
-                (unsigned long long)simTotal.bytesVerified,
-                (unsigned long long)simTotal.errors);
+    std::printf(
+        "RESULT program=metaroce-hil-fabric sim_s=%.3f slowdown=%g lag_max_us=%.1f "
+        "lag_mean_us=%.1f lag_bound_us=%.1f lag_over_bound=%llu queued_max=%llu "
+        "fell_behind=%d tap_bytes=%llu tap_ce=%llu lag_ce=%llu ecn_marked=%llu switch_drops=%llu "
+        "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
+        "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
+        simSeconds,
+        opts.slowdown,
+        lag.maxLagUs,
+        lag.meanLagUs,
+        opts.maxLagMs * 1e3,
+        (unsigned long long)lag.overBound,
+        (unsigned long long)lag.maxQueued,
+        g_lag->FellBehind() ? 1 : 0,
+        (unsigned long long)toTapBytes,
+        (unsigned long long)tapCe,
+        (unsigned long long)lagCe,
+        (unsigned long long)totalEcn,
+        (unsigned long long)totalDrops,
+        (unsigned long long)linkDrops,
+        (unsigned long long)failedLinkFrames,
+        (unsigned long long)simTotal.sessions,
+        (unsigned long long)simTotal.passed,
+        (unsigned long long)simTotal.failed,
+        (unsigned long long)simTotal.messagesVerified,
+        (unsigned long long)simTotal.bytesVerified,
+        (unsigned long long)simTotal.errors);
     std::fflush(stdout);
     bridges.clear();
     g_realtime = nullptr;

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -111,10 +112,13 @@ class SimHostServer::Impl : private ReceiveEngine
     void InSimulation(std::function<void()> f);
 
     // ---- simulator thread ----
+    /// \param buffer the zeroed receive region, made on the Asio thread (touching its pages
+    ///        in the simulator thread would stall the real-time simulation for milliseconds)
     void SimSetup(uint64_t session,
                   const proto::Hello& hello,
                   const ConnectionConfig& cfg,
-                  uint32_t peerIp);
+                  uint32_t peerIp,
+                  std::vector<uint8_t> buffer);
     void SimCompletion(ns3::Ptr<ns3::MetaRoceNic> nic, const Completion& c);
     void SimFinish(uint64_t session, const std::vector<uint64_t>& expected);
     void SimFinishTimeout(uint64_t session);
@@ -372,7 +376,10 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
         return;
     }
     const uint32_t peerIp = hello.address().ipv4();
-    InSimulation([this, session, hello, cfg, peerIp] { SimSetup(session, hello, cfg, peerIp); });
+    auto buffer = std::make_shared<std::vector<uint8_t>>(RegionBytes(hello.workload()), 0);
+    InSimulation([this, session, hello, cfg, peerIp, buffer] {
+        SimSetup(session, hello, cfg, peerIp, std::move(*buffer));
+    });
 }
 
 std::string
@@ -464,7 +471,8 @@ void
 SimHostServer::Impl::SimSetup(uint64_t session,
                               const proto::Hello& hello,
                               const ConnectionConfig& cfg,
-                              uint32_t peerIp)
+                              uint32_t peerIp,
+                              std::vector<uint8_t> buffer)
 {
     SimTeardown();
     m_sim = SimSession();
@@ -495,7 +503,7 @@ SimHostServer::Impl::SimSetup(uint64_t session,
     if (result.why.empty())
     {
         const uint64_t bytes = RegionBytes(w);
-        m_sim.buffer.assign(bytes, 0);
+        m_sim.buffer = std::move(buffer);
         const uint32_t access = ACCESS_LOCAL_WRITE | (write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
         m_sim.mr = m_nic->RegisterMemory(m_sim.buffer.data(), bytes, access);
         if (m_sim.mr.lkey == 0)

@@ -377,7 +377,7 @@ TEST(HilMixedTest, SlowdownAndTheLagReport)
         return std::make_pair(status, fabric.Output());
     };
     std::string clientOut;
-    auto slowed = run({"--slowdown=4", "--maxLagMs=5000"}, clientOut);
+    auto slowed = run({"--slowdown=4", "--maxLagMs=5000", "--lag-ecn-us=0"}, clientOut);
     auto result = ParseResult(slowed.second);
     EXPECT_EQ(slowed.first, 0) << slowed.second;
     EXPECT_EQ(ParseResult(clientOut)["status"], "PASS") << clientOut;
@@ -387,14 +387,22 @@ TEST(HilMixedTest, SlowdownAndTheLagReport)
     EXPECT_EQ(result["sim_verified_msgs"], "100") << slowed.second;
     EXPECT_EQ(result["fell_behind"], "0") << slowed.second;
     EXPECT_EQ(result["lag_over_bound"], "0") << slowed.second;
+    EXPECT_EQ(result["lag_ce"], "0") << "marks for the lag are off" << slowed.second;
     EXPECT_TRUE(result.count("queued_max")) << slowed.second;
     EXPECT_LE(std::stod(result["lag_max_us"]), 5e6) << slowed.second;
     EXPECT_NE(slowed.second.find("real time: kept up: largest lag"), std::string::npos)
         << slowed.second;
 
-    auto behind = run({"--maxLagMs=0.001", "--failBehind=true"}, clientOut);
+    // Behind by more than 1 ns at every frame: the fabric marks every data frame from the TAP
+    // CE for the lag (--lag-ecn-us), the frames stay valid (the ICRC skips the ECN bits), and
+    // the simulated receiver echoes the marks to the real sender.
+    auto behind = run({"--maxLagMs=0.001", "--failBehind=true", "--lag-ecn-us=0.001"}, clientOut);
     result = ParseResult(behind.second);
     EXPECT_EQ(behind.first, 3) << behind.second;
+    EXPECT_GT(Number(result, "lag_ce"), 0U) << behind.second;
+    EXPECT_EQ(result["sim_errors"], "0") << behind.second;
+    EXPECT_EQ(ParseResult(clientOut)["status"], "PASS") << clientOut;
+    EXPECT_GT(std::stoull(ParseResult(clientOut)["ecn_echoes"]), 0U) << clientOut;
     EXPECT_EQ(result["fell_behind"], "1") << behind.second;
     EXPECT_GT(Number(result, "lag_over_bound"), 0U) << behind.second;
     EXPECT_NE(behind.second.find("real time: FELL BEHIND"), std::string::npos) << behind.second;
