@@ -93,33 +93,28 @@ ServerSession::OnHello(const proto::Hello& hello)
                " need more UDP source ports than there are above --sport-base");
         return;
     }
-    uint32_t access = ACCESS_LOCAL_WRITE | (m_write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
-    if (!CreateConnections(m_ccfg.transport, uint16_t(base), why) || !AllocateBuffer(access, why))
+    // The server's side, made as every server makes it (SetUpServerSide()) through this
+    // session's engine; what is made is torn down with the session (Teardown()).
+    PrepareConnections(m_ccfg.transport);
+    m_buffer.assign(RegionBytes(w), 0); // (CheckHello() bounded it)
+    ServerSide side;
+    ServerEngine& engine = *this;
+    why = SetUpServerSide(
+        engine,
+        hello,
+        m_ccfg,
+        base,
+        m_buffer,
+        [this](const std::string& what) { VerifyFailed(what); },
+        side);
+    m_mr = side.mr;
+    m_receiver = std::move(side.receiver);
+    if (!why.empty())
     {
         Reject("server cannot set up the session: " + why);
         return;
     }
-    why = ConnectTo(hello.address(), hello.queue_pairs());
-    if (!why.empty())
-    {
-        Reject(why);
-        return;
-    }
-    VerifyingReceiver::Layout layout;
-    layout.write = m_write;
-    layout.size = m_size;
-    layout.depth = m_depth;
-    layout.streamsPerConnection = w.streams();
-    layout.qpns = m_qpns;
-    layout.buffer = m_buffer.data();
-    layout.lkey = m_mr.lkey;
-    layout.patternSeed = w.pattern_seed();
-    ReceiveEngine& engine = *this;
-    m_receiver =
-        std::make_unique<VerifyingReceiver>(engine, layout, [this](const std::string& what) {
-            VerifyFailed(what);
-        });
-    m_receiver->PostAll();
+    LearnPeerAddress(hello.address());
     m_channel->Send(
         AcceptMessage(SOFTWARE, OurDataAddress(), m_qpns, base, m_write ? &m_mr : nullptr));
     m_state = State::RUNNING;
@@ -137,6 +132,24 @@ ServerSession::OnHello(const proto::Hello& hello)
                  w.streams(),
                  m_depth);
     m_host.Pump();
+}
+
+PostStatus
+ServerSession::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why)
+{
+    return AddConnection(cfg, qpn, why);
+}
+
+PostStatus
+ServerSession::Connect(uint32_t qpn, uint32_t peerIp, uint32_t peerQpn)
+{
+    return m_host.GetEndpoint().Connect(qpn, peerIp, peerQpn);
+}
+
+MemoryRegion
+ServerSession::RegisterMemory(uint8_t* base, uint64_t length, uint32_t access)
+{
+    return m_host.GetEndpoint().RegisterMemory(base, length, access);
 }
 
 PostStatus

@@ -143,6 +143,14 @@ Session::ConnectTo(const proto::DataAddress& peer,
             return std::string("cannot connect: ") + PostStatusName(st);
         }
     }
+    LearnPeerAddress(peer);
+    return "";
+}
+
+void
+Session::LearnPeerAddress(const proto::DataAddress& peer)
+{
+    const uint32_t peerIp = peer.ipv4();
     MacAddress mac;
     if (peer.mac().size() == MAC_ADDRESS_SIZE)
     {
@@ -151,11 +159,10 @@ Session::ConnectTo(const proto::DataAddress& peer,
     // A raw peer may sit at the far end of a veth, which hands it a GSO train unsegmented.
     const bool takesTrains = peer.port_mode() != "raw";
     m_host.Port().LearnPeer(peerIp, mac, uint16_t(peer.data_port()), takesTrains);
-    return "";
 }
 
-bool
-Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
+void
+Session::PrepareConnections(const std::string& transport)
 {
     m_ccfg.transport = transport;
     m_host.Port().SetBacklogEcn(m_opts.backlogEcn < 0
@@ -169,27 +176,44 @@ Session::CreateConnections(const std::string& transport, uint16_t portBase, std:
                  m_name,
                  double(rtt) / 1e9,
                  DescribeLinkTimers(m_ccfg));
+}
+
+PostStatus
+Session::AddConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why)
+{
+    const PostStatus st = m_host.CreateConnection(cfg, qpn, why);
+    if (st != PostStatus::OK)
+    {
+        return st;
+    }
+    m_connIndex[qpn] = uint32_t(m_qpns.size());
+    m_qpns.push_back(qpn);
+    std::weak_ptr<Session> weak = shared_from_this();
+    m_host.SetCompletionHandler(qpn, [weak](const Completion& c) {
+        if (auto self = weak.lock())
+        {
+            self->OnCompletion(c);
+        }
+    });
+    return st;
+}
+
+bool
+Session::CreateConnections(const std::string& transport, uint16_t portBase, std::string& why)
+{
+    PrepareConnections(transport);
     for (uint32_t i = 0; i < m_workload.connections(); ++i)
     {
         ConnectionConfig cfg = m_ccfg;
         cfg.sourcePortBase = uint16_t(portBase + i * PORTS_PER_CONNECTION);
         uint32_t qpn = 0;
-        PostStatus st = m_host.CreateConnection(cfg, qpn, &why);
+        PostStatus st = AddConnection(cfg, qpn, &why);
         if (st != PostStatus::OK)
         {
             why = "cannot create connection " + std::to_string(i) + ": " + PostStatusName(st) +
                   (why.empty() ? "" : " (" + why + ")");
             return false;
         }
-        m_connIndex[qpn] = uint32_t(m_qpns.size());
-        m_qpns.push_back(qpn);
-        std::weak_ptr<Session> weak = shared_from_this();
-        m_host.SetCompletionHandler(qpn, [weak](const Completion& c) {
-            if (auto self = weak.lock())
-            {
-                self->OnCompletion(c);
-            }
-        });
     }
     m_streams.clear();
     for (uint32_t c = 0; c < m_workload.connections(); ++c)

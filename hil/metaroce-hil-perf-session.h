@@ -242,6 +242,12 @@ class Session : public std::enable_shared_from_this<Session>
     void OnMessage(const proto::ControlMessage& msg);
     void OnChannelError(const std::string& reason);
     void OnCompletion(const Completion& c);
+    /// Settle the connections' settings for \p transport: its backlog marks, the timers from
+    /// the control connection's round trip.
+    void PrepareConnections(const std::string& transport);
+    /// Create a connection with \p cfg whose completions reach this session.
+    PostStatus AddConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why);
+    /// PrepareConnections() and the workload's connections, from UDP source port \p portBase.
     bool CreateConnections(const std::string& transport, uint16_t portBase, std::string& why);
     /// \return the inputs of the connections' timers for a path of round trip \p pathRtt.
     LinkTimerInputs TimerInputs(Time pathRtt) const;
@@ -255,6 +261,8 @@ class Session : public std::enable_shared_from_this<Session>
     /// the peer's frame address. \return why not ("" on success).
     std::string ConnectTo(const proto::DataAddress& peer,
                           const google::protobuf::RepeatedPtrField<proto::QueuePair>& qpns);
+    /// Tell the port where the peer receives (its data address).
+    void LearnPeerAddress(const proto::DataAddress& peer);
     bool AllocateBuffer(uint32_t access, std::string& why);
     uint8_t* Slot(size_t streamIndex, uint64_t slot);
     void VerifyFailed(const std::string& what);
@@ -346,7 +354,7 @@ class ClientSession final : public Session
  * VerifyingReceiver, the half it shares with the simulated hosts, driven through this
  * session's engine (ReceiveEngine).
  */
-class ServerSession final : public Session, private ReceiveEngine
+class ServerSession final : public Session, private ServerEngine
 {
   public:
     ServerSession(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel);
@@ -368,6 +376,12 @@ class ServerSession final : public Session, private ReceiveEngine
     void OnHello(const proto::Hello& hello);
     void OnFinish(const proto::Finish& finish);
     void Reject(const std::string& reason);
+    // The servers' engine access (ServerEngine): this session's EngineHost.
+    PostStatus CreateConnection(const ConnectionConfig& cfg,
+                                uint32_t& qpn,
+                                std::string* why) override;
+    PostStatus Connect(uint32_t qpn, uint32_t peerIp, uint32_t peerQpn) override;
+    MemoryRegion RegisterMemory(uint8_t* base, uint64_t length, uint32_t access) override;
     PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override;
     void CheckDone();
     void SendVerdict();

@@ -75,7 +75,7 @@ HostName(uint32_t ip)
 } // namespace
 
 /// Both halves of a SimHostServer.
-class SimHostServer::Impl : private ReceiveEngine
+class SimHostServer::Impl : private ServerEngine
 {
   public:
     Impl(ns3::Ptr<ns3::MetaRoceNic> nic, uint16_t dataPort, double timeoutSeconds);
@@ -117,7 +117,6 @@ class SimHostServer::Impl : private ReceiveEngine
     void SimSetup(uint64_t session,
                   const proto::Hello& hello,
                   const ConnectionConfig& cfg,
-                  uint32_t peerIp,
                   std::vector<uint8_t> buffer);
     void SimCompletion(ns3::Ptr<ns3::MetaRoceNic> nic, const Completion& c);
     void SimFinish(uint64_t session, const std::vector<uint64_t>& expected);
@@ -125,7 +124,12 @@ class SimHostServer::Impl : private ReceiveEngine
     void SimAbort(uint64_t session, const std::string& reason);
     void SimCheckDone();
     void SimVerdict();
-    /// The receiver's engine access: the NIC (ReceiveEngine).
+    // The servers' engine access (ServerEngine): the NIC.
+    PostStatus CreateConnection(const ConnectionConfig& cfg,
+                                uint32_t& qpn,
+                                std::string* why) override;
+    PostStatus Connect(uint32_t qpn, uint32_t peerIp, uint32_t peerQpn) override;
+    MemoryRegion RegisterMemory(uint8_t* base, uint64_t length, uint32_t access) override;
     PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override;
     void SimError(const std::string& what);
     void SimTeardown();
@@ -375,11 +379,9 @@ SimHostServer::Impl::OnHello(uint64_t session, const proto::Hello& hello)
         reject(why);
         return;
     }
-    const uint32_t peerIp = hello.address().ipv4();
     auto buffer = std::make_shared<std::vector<uint8_t>>(RegionBytes(hello.workload()), 0);
-    InSimulation([this, session, hello, cfg, peerIp, buffer] {
-        SimSetup(session, hello, cfg, peerIp, std::move(*buffer));
-    });
+    InSimulation(
+        [this, session, hello, cfg, buffer] { SimSetup(session, hello, cfg, std::move(*buffer)); });
 }
 
 std::string
@@ -471,46 +473,25 @@ void
 SimHostServer::Impl::SimSetup(uint64_t session,
                               const proto::Hello& hello,
                               const ConnectionConfig& cfg,
-                              uint32_t peerIp,
                               std::vector<uint8_t> buffer)
 {
     SimTeardown();
     m_sim = SimSession();
     m_sim.id = session;
-    const proto::Workload& w = hello.workload();
-    const bool write = w.op() == "write";
+    m_sim.buffer = std::move(buffer);
     SetupResult result;
-    for (uint32_t i = 0; i < w.connections() && result.why.empty(); ++i)
-    {
-        ConnectionConfig c = cfg;
-        c.sourcePortBase = uint16_t(SIM_SOURCE_PORT_BASE + i * PORTS_PER_CONNECTION);
-        uint32_t qpn = 0;
-        std::string why;
-        PostStatus st = m_nic->CreateConnection(c, qpn, &why);
-        if (st != PostStatus::OK)
-        {
-            result.why = "cannot create connection " + std::to_string(i) + ": " +
-                         PostStatusName(st) + (why.empty() ? "" : " (" + why + ")");
-            break;
-        }
-        m_sim.qpns.push_back(qpn);
-        st = m_nic->Connect(qpn, peerIp, hello.queue_pairs(int(i)).qpn());
-        if (st != PostStatus::OK)
-        {
-            result.why = std::string("cannot connect: ") + PostStatusName(st);
-        }
-    }
-    if (result.why.empty())
-    {
-        const uint64_t bytes = RegionBytes(w);
-        m_sim.buffer = std::move(buffer);
-        const uint32_t access = ACCESS_LOCAL_WRITE | (write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
-        m_sim.mr = m_nic->RegisterMemory(m_sim.buffer.data(), bytes, access);
-        if (m_sim.mr.lkey == 0)
-        {
-            result.why = "cannot register a " + std::to_string(bytes) + "-byte memory region";
-        }
-    }
+    ServerSide side;
+    result.why = SetUpServerSide(
+        *this,
+        hello,
+        cfg,
+        SIM_SOURCE_PORT_BASE,
+        m_sim.buffer,
+        [this](const std::string& what) { SimError(what); },
+        side);
+    m_sim.qpns = side.qpns;
+    m_sim.mr = side.mr;
+    m_sim.receiver = std::move(side.receiver);
     if (!result.why.empty())
     {
         SimTeardown();
@@ -519,23 +500,8 @@ SimHostServer::Impl::SimSetup(uint64_t session,
     else
     {
         ++m_stats.sessions;
-        VerifyingReceiver::Layout layout;
-        layout.write = write;
-        layout.size = w.message_size();
-        layout.depth = w.depth();
-        layout.streamsPerConnection = w.streams();
-        layout.qpns = m_sim.qpns;
-        layout.buffer = m_sim.buffer.data();
-        layout.lkey = m_sim.mr.lkey;
-        layout.patternSeed = w.pattern_seed();
-        ReceiveEngine& engine = *this;
-        m_sim.receiver =
-            std::make_unique<VerifyingReceiver>(engine, layout, [this](const std::string& what) {
-                SimError(what);
-            });
-        m_sim.receiver->PostAll();
         result.qpns = m_sim.qpns;
-        if (write)
+        if (hello.workload().op() == "write")
         {
             result.addr = m_sim.mr.addr;
             result.length = m_sim.mr.length;
@@ -543,6 +509,24 @@ SimHostServer::Impl::SimSetup(uint64_t session,
         }
     }
     boost::asio::post(m_io, [this, session, result] { OnSetupDone(session, result); });
+}
+
+PostStatus
+SimHostServer::Impl::CreateConnection(const ConnectionConfig& cfg, uint32_t& qpn, std::string* why)
+{
+    return m_nic->CreateConnection(cfg, qpn, why);
+}
+
+PostStatus
+SimHostServer::Impl::Connect(uint32_t qpn, uint32_t peerIp, uint32_t peerQpn)
+{
+    return m_nic->Connect(qpn, peerIp, peerQpn);
+}
+
+MemoryRegion
+SimHostServer::Impl::RegisterMemory(uint8_t* base, uint64_t length, uint32_t access)
+{
+    return m_nic->RegisterMemory(base, length, access);
 }
 
 PostStatus

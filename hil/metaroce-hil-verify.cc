@@ -341,5 +341,66 @@ VerifyingReceiver::MakeVerdict()
     return v;
 }
 
+std::string
+SetUpServerSide(ServerEngine& engine,
+                const proto::Hello& hello,
+                const ConnectionConfig& cfg,
+                uint32_t sourcePortBase,
+                std::vector<uint8_t>& buffer,
+                VerifyingReceiver::ErrorHandler onError,
+                ServerSide& side)
+{
+    const proto::Workload& w = hello.workload();
+    if (uint64_t(hello.queue_pairs_size()) != w.connections())
+    {
+        return "the Hello lists " + std::to_string(hello.queue_pairs_size()) + " queue pairs for " +
+               std::to_string(w.connections()) + " connections";
+    }
+    for (uint32_t i = 0; i < w.connections(); ++i)
+    {
+        ConnectionConfig c = cfg;
+        c.sourcePortBase = uint16_t(sourcePortBase + i * PORTS_PER_CONNECTION);
+        uint32_t qpn = 0;
+        std::string why;
+        PostStatus st = engine.CreateConnection(c, qpn, &why);
+        if (st != PostStatus::OK)
+        {
+            return "cannot create connection " + std::to_string(i) + ": " + PostStatusName(st) +
+                   (why.empty() ? "" : " (" + why + ")");
+        }
+        side.qpns.push_back(qpn);
+        st = engine.Connect(qpn, hello.address().ipv4(), hello.queue_pairs(int(i)).qpn());
+        if (st != PostStatus::OK)
+        {
+            return std::string("cannot connect: ") + PostStatusName(st);
+        }
+    }
+    const bool write = w.op() == "write";
+    const uint64_t bytes = RegionBytes(w);
+    if (buffer.size() != bytes)
+    {
+        return "the receive region has " + std::to_string(buffer.size()) + " bytes, not " +
+               std::to_string(bytes);
+    }
+    const uint32_t access = ACCESS_LOCAL_WRITE | (write ? uint32_t(ACCESS_REMOTE_WRITE) : 0u);
+    side.mr = engine.RegisterMemory(buffer.data(), bytes, access);
+    if (side.mr.lkey == 0)
+    {
+        return "cannot register a " + std::to_string(bytes) + "-byte memory region";
+    }
+    VerifyingReceiver::Layout layout;
+    layout.write = write;
+    layout.size = w.message_size();
+    layout.depth = w.depth();
+    layout.streamsPerConnection = w.streams();
+    layout.qpns = side.qpns;
+    layout.buffer = buffer.data();
+    layout.lkey = side.mr.lkey;
+    layout.patternSeed = w.pattern_seed();
+    side.receiver = std::make_unique<VerifyingReceiver>(engine, layout, std::move(onError));
+    side.receiver->PostAll();
+    return "";
+}
+
 } // namespace hil
 } // namespace metaroce

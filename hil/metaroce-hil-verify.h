@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,25 @@ class ReceiveEngine
 };
 
 /**
+ * The engine-access interface of the two servers: what setting up the server's side of a
+ * session (SetUpServerSide()) and receiving (VerifyingReceiver) need of the engine.
+ * metaroce-perf's ServerSession implements it over its EngineHost; a simulated host over its
+ * MetaRoceNic, in the simulator thread.
+ */
+class ServerEngine : public ReceiveEngine
+{
+  public:
+    /// Create a connection with settings \p cfg whose completions reach the session.
+    virtual PostStatus CreateConnection(const ConnectionConfig& cfg,
+                                        uint32_t& qpn,
+                                        std::string* why) = 0;
+    /// Connect local connection \p qpn to the peer's \p peerQpn at \p peerIp.
+    virtual PostStatus Connect(uint32_t qpn, uint32_t peerIp, uint32_t peerQpn) = 0;
+    /// Register \p length bytes at \p base with \p access. \return lkey 0 on failure
+    virtual MemoryRegion RegisterMemory(uint8_t* base, uint64_t length, uint32_t access) = 0;
+};
+
+/**
  * The receiving half of a server session, written once for metaroce-perf's (and so
  * metaroce-hild's) server and the simulated hosts: it keeps \p depth receives posted per
  * stream, checks every received message (CheckReceived()) against the client's pattern,
@@ -256,6 +276,33 @@ class VerifyingReceiver
     uint64_t m_errors{0};              //!< problems found
     std::string m_firstError;          //!< the first of them
 };
+
+/// What SetUpServerSide() made (the caller destroys it when the session ends, also after a
+/// failed set-up).
+struct ServerSide
+{
+    std::vector<uint32_t> qpns;                  //!< connections, in the Hello's order
+    MemoryRegion mr;                             //!< the receive region's registration
+    std::unique_ptr<VerifyingReceiver> receiver; //!< receiving, every receive posted
+};
+
+/**
+ * Set up the server's side of a session whose Hello passed CheckHello(), the same way for
+ * every server: connection i with \p cfg and UDP source ports from \p sourcePortBase + i x
+ * PORTS_PER_CONNECTION, connected to the Hello's queue pair i; the receive region \p buffer
+ * (zeroed, RegionBytes() long) registered, writable by the peer for a WRITE test; a
+ * VerifyingReceiver with every receive posted.
+ * \param onError the receiver's problem reports
+ * \param[out] side what was made (also on failure, for the caller to destroy)
+ * \return "" or why the session cannot be set up (for the Reject)
+ */
+std::string SetUpServerSide(ServerEngine& engine,
+                            const proto::Hello& hello,
+                            const ConnectionConfig& cfg,
+                            uint32_t sourcePortBase,
+                            std::vector<uint8_t>& buffer,
+                            VerifyingReceiver::ErrorHandler onError,
+                            ServerSide& side);
 
 } // namespace hil
 } // namespace metaroce

@@ -13,6 +13,8 @@
 
 #include "metaroce-hil-verify.h"
 
+#include <array>
+#include <cstdint>
 #include <cstring>
 #include <gtest/gtest.h>
 #include <vector>
@@ -322,6 +324,112 @@ TEST(HilVerifyTest, VerifyingReceiverVerdictNamesMissingMessagesAndABadFinish)
         EXPECT_EQ(v.errors(), 2u);
         EXPECT_EQ(v.first_error(), "Finish lists 2 streams, expected 1");
     }
+}
+
+/// A ServerEngine that records what the set-up asked of it, and can refuse connection N.
+class FakeServerEngine : public RecordingEngine, public ServerEngine
+{
+  public:
+    PostStatus CreateConnection(const ConnectionConfig& cfg,
+                                uint32_t& qpn,
+                                std::string* why) override
+    {
+        if (created.size() == refuseAt)
+        {
+            *why = "no room";
+            return PostStatus::QUEUE_FULL;
+        }
+        qpn = 100 + uint32_t(created.size());
+        created.push_back(cfg.sourcePortBase);
+        return PostStatus::OK;
+    }
+
+    PostStatus Connect(uint32_t qpn, uint32_t peerIp, uint32_t peerQpn) override
+    {
+        connected.push_back({qpn, peerIp, peerQpn});
+        return PostStatus::OK;
+    }
+
+    MemoryRegion RegisterMemory(uint8_t* base, uint64_t length, uint32_t access) override
+    {
+        MemoryRegion mr;
+        mr.addr = reinterpret_cast<uint64_t>(base);
+        mr.length = length;
+        mr.lkey = 9;
+        mr.rkey = 10;
+        registeredAccess = access;
+        return mr;
+    }
+
+    PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override
+    {
+        return RecordingEngine::PostRecv(qpn, wr);
+    }
+
+    std::vector<uint16_t> created;                  //!< source port bases
+    std::vector<std::array<uint32_t, 3>> connected; //!< qpn, peer ip, peer qpn
+    uint32_t registeredAccess{0};                   //!< access of the region
+    size_t refuseAt{SIZE_MAX};                      //!< refuse this connection
+};
+
+/// A checked Hello of \p connections connections, 2 streams, depth 4, 4 KiB WRITEs.
+proto::Hello
+SetUpHello(uint32_t connections)
+{
+    proto::Hello hello;
+    hello.mutable_address()->set_ipv4(0x0A000002);
+    proto::Workload* w = hello.mutable_workload();
+    w->set_op("write");
+    w->set_message_size(4096);
+    w->set_connections(connections);
+    w->set_streams(2);
+    w->set_depth(4);
+    w->set_pattern_seed(3);
+    for (uint32_t i = 0; i < connections; ++i)
+    {
+        hello.add_queue_pairs()->set_qpn(50 + i);
+    }
+    return hello;
+}
+
+// Both servers set up their side of a session with SetUpServerSide(): connection i from
+// source port base + 64 i, connected to the client's queue pair i; the region registered
+// writable for a WRITE test; every receive posted. A refused connection is reported, and what
+// was made is handed back for the teardown.
+TEST(HilVerifyTest, SetUpServerSideMakesTheConnectionsRegionAndReceives)
+{
+    const proto::Hello hello = SetUpHello(3);
+    std::vector<uint8_t> buffer(RegionBytes(hello.workload()), 0);
+    FakeServerEngine engine;
+    ServerSide side;
+    ServerEngine& server = engine;
+    EXPECT_EQ(SetUpServerSide(server, hello, ConnectionConfig(), 56000, buffer, nullptr, side), "");
+    EXPECT_EQ(engine.created, (std::vector<uint16_t>{56000, 56064, 56128}));
+    ASSERT_EQ(engine.connected.size(), 3u);
+    EXPECT_EQ(engine.connected[2], (std::array<uint32_t, 3>{102, 0x0A000002, 52}));
+    EXPECT_EQ(side.qpns, (std::vector<uint32_t>{100, 101, 102}));
+    EXPECT_EQ(side.mr.lkey, 9u);
+    EXPECT_EQ(engine.registeredAccess, uint32_t(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE));
+    ASSERT_NE(side.receiver, nullptr);
+    EXPECT_EQ(engine.posted.size(), 3u * 2 * 4) << "every slot of every stream";
+
+    FakeServerEngine refusing;
+    refusing.refuseAt = 1;
+    ServerSide partial;
+    ServerEngine& refused = refusing;
+    const std::string why =
+        SetUpServerSide(refused, hello, ConnectionConfig(), 56000, buffer, nullptr, partial);
+    EXPECT_EQ(why, "cannot create connection 1: QUEUE_FULL (no room)");
+    EXPECT_EQ(partial.qpns, (std::vector<uint32_t>{100})) << "made before the refusal";
+    EXPECT_EQ(partial.receiver, nullptr);
+
+    std::vector<uint8_t> small(10);
+    ServerSide wrong;
+    FakeServerEngine other;
+    ServerEngine& otherServer = other;
+    EXPECT_NE(SetUpServerSide(otherServer, hello, ConnectionConfig(), 56000, small, nullptr, wrong)
+                  .find("the receive region has 10 bytes"),
+              std::string::npos);
 }
 
 } // namespace
