@@ -179,8 +179,7 @@ ServerSession::OnFinish(const proto::Finish& finish)
     {
         return; // (Finish is accepted only while running, after the receiver exists)
     }
-    m_receiver->OnFinish(std::vector<uint64_t>(finish.messages_per_stream().begin(),
-                                               finish.messages_per_stream().end()));
+    m_receiver->OnFinish(finish);
     CheckDone();
     if (m_state == State::RUNNING)
     {
@@ -192,7 +191,7 @@ ServerSession::OnFinish(const proto::Finish& finish)
             auto self = weak.lock();
             if (!error && self && self->m_state == State::RUNNING)
             {
-                self->m_receiver->Error("messages missing at the receiver after the timeout");
+                self->m_receiver->StragglersTimedOut();
                 self->SendVerdict();
             }
         });

@@ -594,7 +594,7 @@ SimHostServer::Impl::SimFinishTimeout(uint64_t session)
 {
     if (session == m_sim.id && m_sim.receiver)
     {
-        m_sim.receiver->Error("messages missing at the receiver after the timeout");
+        m_sim.receiver->StragglersTimedOut();
         SimVerdict();
     }
 }

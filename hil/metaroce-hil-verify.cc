@@ -300,6 +300,19 @@ VerifyingReceiver::OnFinish(const std::vector<uint64_t>& expected)
     }
 }
 
+void
+VerifyingReceiver::OnFinish(const proto::Finish& finish)
+{
+    OnFinish(std::vector<uint64_t>(finish.messages_per_stream().begin(),
+                                   finish.messages_per_stream().end()));
+}
+
+void
+VerifyingReceiver::StragglersTimedOut()
+{
+    Error("messages missing at the receiver after the timeout");
+}
+
 bool
 VerifyingReceiver::Complete() const
 {

@@ -223,6 +223,10 @@ class VerifyingReceiver
     bool OnCompletion(const Completion& c);
     /// The sender's Finish with its counts per stream.
     void OnFinish(const std::vector<uint64_t>& expected);
+    /// The sender's Finish message.
+    void OnFinish(const proto::Finish& finish);
+    /// The wait for stragglers after Finish (the control timeout) ended before Complete().
+    void StragglersTimedOut();
     /// \return true once Finish arrived and every stream received what the sender completed.
     bool Complete() const;
     /// \return the Verdict: the counts checked against Finish, every error found.
