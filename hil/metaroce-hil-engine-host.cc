@@ -309,7 +309,9 @@ EngineHost::StartHostDelayProbe(Time period, Time window)
 void
 EngineHost::UpdateHostDelay(Time own)
 {
-    m_endpoint.SetHostDelay(std::max(own, m_peerDelay.Estimate(m_clock.Now())));
+    // This host's own delay, for every connection; each session gives its own connections
+    // their peer's (Endpoint::SetPeerHostDelay).
+    m_endpoint.SetHostDelay(own);
 }
 
 Time

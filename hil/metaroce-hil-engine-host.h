@@ -149,10 +149,10 @@ class EngineHost : private PumpSink
 
     /**
      * Peer \p peer (a session) reported its host delay \p delay (ControlChannel::
-     * SetHostDelayExchange): the engine's host delay is the larger of this host's and every
-     * peer's latest report of the last PEER_HOST_DELAY_WINDOW, as ACKs from a stalling peer
-     * come late. (The engine's host delay is endpoint-wide: one slow peer lengthens the
-     * timers of every connection of this host.)
+     * SetHostDelayExchange), kept for the summary (PeerHostDelay()). The connections of that
+     * peer wait it (the session sets it on them: Endpoint::SetPeerHostDelay); the endpoint's
+     * own host delay is this host's only, so one slow peer does not lengthen the timers of
+     * the other peers' connections.
      */
     void SetPeerHostDelay(const void* peer, Time delay);
     /// Forget peer \p peer's reports (its session ended).

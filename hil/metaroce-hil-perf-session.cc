@@ -284,10 +284,20 @@ Session::StartHostDelayExchange()
     // Report this host's delay to the peer and take the peer's, for this session's peer only.
     m_exchangingDelays = true;
     EngineHost* host = &m_host; // outlives the session, which stops the exchange in Teardown()
-    const void* peer = this;
-    m_channel->SetHostDelayExchange(
-        [host]() { return host->OwnHostDelay(); },
-        [host, peer](Time delay) { host->SetPeerHostDelay(peer, delay); });
+    Session* self = this;       // (the same)
+    m_channel->SetHostDelayExchange([host]() { return host->OwnHostDelay(); },
+                                    [self](Time delay) { self->OnPeerHostDelay(delay); });
+}
+
+void
+Session::OnPeerHostDelay(Time delay)
+{
+    // The peer's report lengthens the timers of this session's connections only.
+    m_host.SetPeerHostDelay(this, delay);
+    for (uint32_t qpn : m_qpns)
+    {
+        m_host.GetEndpoint().SetPeerHostDelay(qpn, delay);
+    }
 }
 
 void

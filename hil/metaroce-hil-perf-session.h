@@ -272,6 +272,8 @@ class Session : public std::enable_shared_from_this<Session>
     /// With --host-delay on, report this host's delay to the peer in the heartbeats and take
     /// the peer's (the server once it accepted the client).
     void StartHostDelayExchange();
+    /// The peer reported its host delay \p delay: this session's connections wait it.
+    void OnPeerHostDelay(Time delay);
     void Teardown();
     uint64_t Retransmissions() const;
     void PrintFinal(Time now);

@@ -723,6 +723,46 @@ TEST_F(PairTest, EveryRetransmissionTimerWaitsTheHostDelayLonger)
     EXPECT_EQ(A().HostDelay(), Endpoint::MAX_HOST_DELAY) << "no overflow of a deadline";
 }
 
+TEST_F(PairTest, APeersHostDelayLengthensOnlyItsConnectionsTimers)
+{
+    // Endpoint::SetPeerHostDelay: one connection's peer runs late (a HIL peer's report). That
+    // connection's RTO waits the larger of it and the endpoint's own delay; the endpoint's own
+    // host delay, and so every other connection, is unchanged.
+    auto firstRto = [this](const ConnectionConfig& cfg, Time own, Time peer) {
+        Build(cfg, 64 * 1024);
+        m_net->Link(m_a, m_b).blackHole = true;
+        A().SetHostDelay(own);
+        EXPECT_TRUE(A().SetPeerHostDelay(m_qa, peer));
+        EXPECT_EQ(A().HostDelay(), own) << "the endpoint's own delay is not the peer's";
+        Write(1, 0, 3000);
+        while (CounterA(Counter::RTO) == 0 && m_net->Now() < MilliSeconds(100))
+        {
+            m_net->RunUntil(m_net->Now() + NanoSeconds(100));
+        }
+        return m_net->Now();
+    };
+    ConnectionConfig irn = RoceConfig();
+    irn.rocev2.recovery = "irn";
+    for (const ConnectionConfig& cfg : {ConnectionConfig(), irn})
+    {
+        const Time plain = firstRto(cfg, 0, 0);
+        EXPECT_NEAR(double(firstRto(cfg, 0, MicroSeconds(700)) - plain),
+                    double(MicroSeconds(700)),
+                    double(NanoSeconds(100)))
+            << cfg.transport;
+        EXPECT_NEAR(double(firstRto(cfg, MicroSeconds(300), MicroSeconds(700)) - plain),
+                    double(MicroSeconds(700)),
+                    double(NanoSeconds(100)))
+            << "the larger of the two, not their sum: " << cfg.transport;
+        EXPECT_NEAR(double(firstRto(cfg, MicroSeconds(900), MicroSeconds(700)) - plain),
+                    double(MicroSeconds(900)),
+                    double(NanoSeconds(100)))
+            << cfg.transport;
+    }
+    Build(ConnectionConfig(), 64 * 1024);
+    EXPECT_FALSE(A().SetPeerHostDelay(77, MicroSeconds(1))) << "no such connection";
+}
+
 TEST_F(PairTest, AConnectionTimeoutReportsOneErrorAcrossStreams)
 {
     // Work on three streams when the connection times out: one work request completes with

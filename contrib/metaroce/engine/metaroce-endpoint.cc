@@ -451,6 +451,18 @@ Endpoint::SetHostDelay(Time delay)
     m_shared.hostDelay = std::min(std::max<Time>(delay, 0), MAX_HOST_DELAY);
 }
 
+bool
+Endpoint::SetPeerHostDelay(uint32_t qpn, Time delay)
+{
+    TransportConnection* c = Find(qpn);
+    if (c == nullptr)
+    {
+        return false;
+    }
+    c->SetPeerHostDelay(std::min(std::max<Time>(delay, 0), MAX_HOST_DELAY));
+    return true;
+}
+
 Time
 Endpoint::HostDelay() const
 {

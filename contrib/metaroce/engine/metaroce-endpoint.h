@@ -150,6 +150,15 @@ class Endpoint
      */
     void SetHostDelay(Time delay);
 
+    /**
+     * Set the host delay of connection \p qpn's peer: how late the peer may acknowledge
+     * because it did not run (the HIL's peer reports). The connection's retransmission
+     * timers armed from now on wait the larger of it and SetHostDelay()'s, with the same
+     * limits. Other connections are not affected. 0 (the default) changes nothing.
+     * \return false if there is no such connection
+     */
+    bool SetPeerHostDelay(uint32_t qpn, Time delay);
+
     /// The largest host delay SetHostDelay() takes.
     static constexpr Time MAX_HOST_DELAY = MilliSeconds(10000);
     /// \return the host delay (SetHostDelay()).

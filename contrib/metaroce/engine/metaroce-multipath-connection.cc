@@ -244,6 +244,12 @@ MultipathRole::Qpn() const
     return m_conn.Qpn();
 }
 
+Time
+MultipathRole::HostDelay() const
+{
+    return m_conn.HostDelay();
+}
+
 uint16_t
 MultipathRole::NakSourcePort() const
 {

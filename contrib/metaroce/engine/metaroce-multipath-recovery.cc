@@ -105,7 +105,7 @@ MultipathRequester::ArmRto(PathState& path, Time now)
     // A software host may act on a packet late (Endpoint::SetHostDelay): added outside the
     // drain bound and the jitter, which are about the network, and at most a quarter of the
     // connection timeout, which must still leave room for retransmissions.
-    Time hostDelay = std::min(m_ep.hostDelay, m_cfg.connectionTimeout / 4);
+    Time hostDelay = std::min(HostDelay(), m_cfg.connectionTimeout / 4);
     m_timers.Set(path.id, RequesterPathTimer::RTO, now + rto + jitter + hostDelay);
 }
 

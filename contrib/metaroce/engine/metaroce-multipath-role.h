@@ -45,6 +45,8 @@ class MultipathRole
     uint32_t RemoteQpn() const;
     /// \return the local connection number.
     uint32_t Qpn() const;
+    /// \return the host delay the connection's timers wait (TransportConnection::HostDelay).
+    Time HostDelay() const;
     /// \return the UDP source port NAKs leave on.
     uint16_t NakSourcePort() const;
 

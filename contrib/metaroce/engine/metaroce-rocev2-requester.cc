@@ -356,7 +356,7 @@ void
 RoceRequester::ArmRto(Time now)
 {
     Time rto = m_recovery->Rto(*this);
-    m_rtoDeadline = rto == TIME_INFINITE ? TIME_INFINITE : now + rto + m_ep.hostDelay;
+    m_rtoDeadline = rto == TIME_INFINITE ? TIME_INFINITE : now + rto + m_conn.HostDelay();
 }
 
 void

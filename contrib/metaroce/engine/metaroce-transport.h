@@ -19,6 +19,7 @@
 #include "metaroce-verbs.h"
 #include "metaroce-wire.h"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -133,6 +134,19 @@ class TransportConnection
         return m_cfg;
     }
 
+    /// Set the peer's host delay (Endpoint::SetPeerHostDelay).
+    void SetPeerHostDelay(Time delay)
+    {
+        m_peerHostDelay = delay;
+    }
+
+    /// \return the host delay its retransmission timers wait: this host's (the endpoint's)
+    /// or its peer's, whichever is larger.
+    Time HostDelay() const
+    {
+        return std::max(m_ep.hostDelay, m_peerHostDelay);
+    }
+
     /// \return the per-connection counters.
     const CounterSet& Counters() const
     {
@@ -244,6 +258,7 @@ class TransportConnection
     }
 
     EndpointShared& m_ep;                                //!< shared endpoint state
+    Time m_peerHostDelay{0};                             //!< SetPeerHostDelay()
     uint32_t m_qpn;                                      //!< local connection number
     std::shared_ptr<const ConnectionConfig> m_sharedCfg; //!< the settings (shared, immutable)
     const ConnectionConfig& m_cfg;                       //!< *m_sharedCfg
