@@ -8,9 +8,10 @@
 #    latency) at 0%, 1% and 5% drops: MetaRoCE, RoCEv2 IRN and RoCEv2 go-back-N, retransmissions
 #    against the drops the forwarder made, and the data frames it forwarded against the
 #    sender's count. Section "HIL through the loss-injecting forwarder".
-# 3. metaroce-perf with --threads 1 and --threads 2 on both sides (UDP port, the veth pair of
-#    part 1), against the blast: goodput, and the CPU time both sides used per GB delivered.
-#    Section "HIL with several engine threads".
+# 3. metaroce-perf with --threads 1 and --threads 2 on both sides (the veth pair of part 1;
+#    THREAD_MODES, default "udp", any of the port modes of part 1), against the blast: goodput,
+#    and the CPU time both sides used per GB delivered. Section "HIL with several engine
+#    threads".
 #
 #   sudo hil/bench/metaroce-hil-bench.sh [BUILD_DIR] [SECONDS] [ROUNDS]
 #
@@ -227,20 +228,22 @@ for round in $(seq 1 "$ROUNDS"); do
     echo "round $round: plain UDP blast..."
     blast
     ROWS+="| $round | plain UDP blast (received) | - | $BLAST_RECV | 1.00 | - | - | - | - | - |"$'\n'
+    for mode in ${THREAD_MODES:-udp}; do
     for transport in metaroce rocev2; do
         for threads in 1 2; do
-            echo "round $round: metaroce-perf $transport --threads $threads..."
-            PERF_THREADS=$threads perf_run "$transport" udp
+            echo "round $round: metaroce-perf $transport $mode --threads $threads..."
+            PERF_THREADS=$threads perf_run "$transport" "$mode"
             per_gb=$(python3 -c "import sys; c, b = map(float, sys.argv[1:]); print(f'{c / (b / 1e9):.2f}' if b else '-')" "${PERF_CPU:-0}" "${PERF_BYTES:-0}")
-            ROWS+="| $round | metaroce-perf, $transport | $threads | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_CPU | $per_gb | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
+            ROWS+="| $round | metaroce-perf, $transport, $mode port | $threads | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_CPU | $per_gb | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
         done
+    done
     done
 done
 SECTION=$(cat <<MD
 ## HIL with several engine threads
 
 Measured by \`hil/bench/metaroce-hil-bench.sh\` (PARTS=threads) on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
-kernel $(uname -r)): the veth pair of "HIL on a veth pair", UDP port, engine MTU $MTU,
+kernel $(uname -r)): the veth pair of "HIL on a veth pair", port modes: ${THREAD_MODES:-udp}, engine MTU $MTU,
 ${SECONDS_PER_RUN} s per measurement, messages of $SIZE bytes, RDMA WRITE with immediate, 1
 connection and 1 stream per session, MetaRoCE with 8 paths. \`--threads N\` on both sides: the
 client runs N sessions, one per engine thread, and the server places each on its own thread;
