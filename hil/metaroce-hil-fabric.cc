@@ -334,6 +334,7 @@ class TapBridge
         }
         if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort)
         {
+            bool marked = false;
             if (g_lagEcnUs > 0 && parsed.meta.ecn != metaroce::Ecn::NOT_ECT &&
                 parsed.meta.ecn != metaroce::Ecn::CE && CurrentLagUs() > g_lagEcnUs)
             {
@@ -343,7 +344,7 @@ class TapBridge
                 // [M]; docs/hil.md, "Keeping up"). The ICRC does not cover the ECN bits.
                 metaroce::SetIpv4Ecn(m_buffer.data() + metaroce::ETHERNET_HEADER_SIZE,
                                      metaroce::Ecn::CE);
-                ++m_counters.lagCe;
+                marked = true; // counted once the frame is in the fabric
             }
             Ptr<Packet> fabricFrame = MetaRoceCreateFrame(frame, size, 0, 0);
             const uint8_t priority = m_port->ClassifyFrame(fabricFrame);
@@ -356,6 +357,7 @@ class TapBridge
             {
                 ++m_counters.toFabricFrames;
                 m_counters.toFabricBytes += size;
+                m_counters.lagCe += marked ? 1 : 0;
             }
             else
             {

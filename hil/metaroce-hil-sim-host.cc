@@ -671,6 +671,13 @@ SimHostServer::Impl::SimTeardown()
     m_sim.qpns.clear();
     m_sim.receiver.reset();
     m_sim.mr = MemoryRegion();
+    if (!m_sim.buffer.empty())
+    {
+        // Freed on the Asio thread, as it was made there: giving back a large region's pages
+        // would stall the real-time simulation.
+        boost::asio::post(m_io, [freed = std::move(m_sim.buffer)]() {});
+        m_sim.buffer.clear();
+    }
 }
 
 // ---- SimHostServer --------------------------------------------------------------------------
