@@ -506,7 +506,7 @@ TEST(HilLoopback, TwoEngineThreadsOnEachSideRunTwoVerifiedSessions)
                     "--threads",
                     "2",
                     "--data-port",
-                    "4896",
+                    "4911",
                     "--sport-base",
                     "40000"});
     Process client({METAROCE_PERF_BIN,
@@ -516,7 +516,7 @@ TEST(HilLoopback, TwoEngineThreadsOnEachSideRunTwoVerifiedSessions)
                     "--threads",
                     "2",
                     "--data-port",
-                    "4897",
+                    "4912",
                     "--sport-base",
                     "30000",
                     "--size",
@@ -545,7 +545,7 @@ TEST(HilLoopback, TwoEngineThreadsOnEachSideRunTwoVerifiedSessions)
     for (int shard = 0; shard < 2; ++shard)
     {
         const std::string port =
-            "final: port udp 127.0.0.1:4896 (shard " + std::to_string(shard) + " of 2): tx ";
+            "final: port udp 127.0.0.1:4911 (shard " + std::to_string(shard) + " of 2): tx ";
         const size_t at = srv.find(port);
         ASSERT_NE(at, std::string::npos) << srv;
         const std::string line = srv.substr(at, srv.find('\n', at) - at);
@@ -566,7 +566,7 @@ TEST(HilLoopback, AOneShotServerServesEverySessionOfAThreadedClient)
                                               "--threads",
                                               "2",
                                               "--data-port",
-                                              "4898",
+                                              "4913",
                                               "--sport-base",
                                               "40000"};
     const std::vector<std::string> clientArgs{METAROCE_PERF_BIN,
@@ -576,7 +576,7 @@ TEST(HilLoopback, AOneShotServerServesEverySessionOfAThreadedClient)
                                               "--threads",
                                               "2",
                                               "--data-port",
-                                              "4899",
+                                              "4914",
                                               "--sport-base",
                                               "30000"};
     {
@@ -870,14 +870,14 @@ TEST(HilUdpPort, ShardsOfOneDataPortEachReceiveTheirQpnClass)
 TEST(HilLoopback, TheSameDataPortOnBothSidesIsRefusedWithTheReason)
 {
     std::string control = std::to_string(20000 + (getpid() + 7) % 20000);
-    Process server({METAROCE_PERF_BIN, "--port", control, "--data-port", "4895"});
+    Process server({METAROCE_PERF_BIN, "--port", control, "--data-port", "4915"});
     Process client(
-        {METAROCE_PERF_BIN, "127.0.0.1", "--port", control, "--data-port", "4895", "--iters", "1"});
+        {METAROCE_PERF_BIN, "127.0.0.1", "--port", control, "--data-port", "4915", "--iters", "1"});
     const int clientStatus = client.Wait(std::chrono::milliseconds(20000));
     const int serverStatus = server.Wait(std::chrono::milliseconds(5000));
     EXPECT_EQ(clientStatus, 1) << client.Output() << server.Output();
     EXPECT_EQ(serverStatus, 1) << server.Output();
-    const std::string reason = "the peer's data address is this program's own (udp 127.0.0.1:4895)";
+    const std::string reason = "the peer's data address is this program's own (udp 127.0.0.1:4915)";
     EXPECT_NE(client.Output().find(reason), std::string::npos) << client.Output();
     EXPECT_NE(server.Output().find(reason), std::string::npos) << server.Output();
     EXPECT_EQ(ParseResult(client.Output())["status"], "FAIL") << client.Output();
