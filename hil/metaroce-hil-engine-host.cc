@@ -300,18 +300,12 @@ EngineHost::StartHostDelayProbe(Time period, Time window)
     m_hostDelay = std::make_unique<HostDelayProbe>(
         m_io,
         m_clock,
-        [this](Time own) { UpdateHostDelay(own); },
+        // This host's own delay, for every connection; each session gives its own
+        // connections their peer's (Endpoint::SetPeerHostDelay).
+        [this](Time own) { m_endpoint.SetHostDelay(own); },
         period,
         window);
     m_hostDelay->Start();
-}
-
-void
-EngineHost::UpdateHostDelay(Time own)
-{
-    // This host's own delay, for every connection; each session gives its own connections
-    // their peer's (Endpoint::SetPeerHostDelay).
-    m_endpoint.SetHostDelay(own);
 }
 
 Time
@@ -321,17 +315,15 @@ EngineHost::OwnHostDelay() const
 }
 
 void
-EngineHost::SetPeerHostDelay(const void* peer, Time delay)
+EngineHost::RecordPeerHostDelay(const void* peer, Time delay)
 {
     m_peerDelay.Set(peer, m_clock.Now(), delay);
-    UpdateHostDelay(OwnHostDelay());
 }
 
 void
 EngineHost::ForgetPeerHostDelay(const void* peer)
 {
     m_peerDelay.Forget(peer);
-    UpdateHostDelay(OwnHostDelay());
 }
 
 void

@@ -154,14 +154,14 @@ class EngineHost : private PumpSink
      * own host delay is this host's only, so one slow peer does not lengthen the timers of
      * the other peers' connections.
      */
-    void SetPeerHostDelay(const void* peer, Time delay);
+    void RecordPeerHostDelay(const void* peer, Time delay);
     /// Forget peer \p peer's reports (its session ended).
     void ForgetPeerHostDelay(const void* peer);
 
     /// How long a peer's report counts (several heartbeats, which come at least once a second).
     static constexpr Time PEER_HOST_DELAY_WINDOW = MilliSeconds(4000);
 
-    /// \return the peers' reports (SetPeerHostDelay()).
+    /// \return the peers' reports (RecordPeerHostDelay()), for the summary.
     const PeerHostDelays& PeerHostDelay() const
     {
         return m_peerDelay;
@@ -209,8 +209,6 @@ class EngineHost : private PumpSink
     void DoWaitTimer(Time deadline);
     void OnTimer(const boost::system::error_code& error, uint64_t generation, bool soon);
     void DoWaitWritable();
-    /// Set the engine's host delay: the larger of this host's, \p own, and the peers'.
-    void UpdateHostDelay(Time own);
     void OnWritable(const boost::system::error_code& error);
     /// Flush the port after a pump run. \return BLOCKED if it kept datagrams, else \p state.
     EnginePump::State FlushPort(EnginePump::State state);

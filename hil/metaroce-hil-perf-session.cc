@@ -293,7 +293,7 @@ void
 Session::OnPeerHostDelay(Time delay)
 {
     // The peer's report lengthens the timers of this session's connections only.
-    m_host.SetPeerHostDelay(this, delay);
+    m_host.RecordPeerHostDelay(this, delay);
     for (uint32_t qpn : m_qpns)
     {
         m_host.GetEndpoint().SetPeerHostDelay(qpn, delay);

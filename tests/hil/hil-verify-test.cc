@@ -327,7 +327,7 @@ TEST(HilVerifyTest, VerifyingReceiverVerdictNamesMissingMessagesAndABadFinish)
 }
 
 /// A ServerEngine that records what the set-up asked of it, and can refuse connection N.
-class FakeServerEngine : public RecordingEngine, public ServerEngine
+class FakeServerEngine : public ServerEngine
 {
   public:
     PostStatus CreateConnection(const ConnectionConfig& cfg,
@@ -363,13 +363,15 @@ class FakeServerEngine : public RecordingEngine, public ServerEngine
 
     PostStatus PostRecv(uint32_t qpn, const RecvWr& wr) override
     {
-        return RecordingEngine::PostRecv(qpn, wr);
+        posted.emplace_back(qpn, wr);
+        return PostStatus::OK;
     }
 
-    std::vector<uint16_t> created;                  //!< source port bases
-    std::vector<std::array<uint32_t, 3>> connected; //!< qpn, peer ip, peer qpn
-    uint32_t registeredAccess{0};                   //!< access of the region
-    size_t refuseAt{SIZE_MAX};                      //!< refuse this connection
+    std::vector<std::pair<uint32_t, RecvWr>> posted; //!< receives, in order
+    std::vector<uint16_t> created;                   //!< source port bases
+    std::vector<std::array<uint32_t, 3>> connected;  //!< qpn, peer ip, peer qpn
+    uint32_t registeredAccess{0};                    //!< access of the region
+    size_t refuseAt{SIZE_MAX};                       //!< refuse this connection
 };
 
 /// A checked Hello of \p connections connections, 2 streams, depth 4, 4 KiB WRITEs.
