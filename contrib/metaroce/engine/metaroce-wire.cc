@@ -16,15 +16,29 @@ namespace metaroce
 namespace
 {
 
-/// \return \p b with its bit order reversed (the SACK bitmap is MSB-first on the wire and
-/// LSB-first in memory).
-inline uint8_t
-ReverseBits(uint8_t b)
+/// \return \p w with the bit order of each of its bytes reversed (the bytes stay in place).
+inline uint64_t
+ReverseBitsInBytes(uint64_t w)
 {
-    b = uint8_t((b & 0xF0) >> 4 | (b & 0x0F) << 4);
-    b = uint8_t((b & 0xCC) >> 2 | (b & 0x33) << 2);
-    b = uint8_t((b & 0xAA) >> 1 | (b & 0x55) << 1);
-    return b;
+    w = (w & 0xF0F0F0F0F0F0F0F0ULL) >> 4 | (w & 0x0F0F0F0F0F0F0F0FULL) << 4;
+    w = (w & 0xCCCCCCCCCCCCCCCCULL) >> 2 | (w & 0x3333333333333333ULL) << 2;
+    w = (w & 0xAAAAAAAAAAAAAAAAULL) >> 1 | (w & 0x5555555555555555ULL) << 1;
+    return w;
+}
+
+/// \return the SACK bitmap word of the 8 wire bytes at \p p: byte i holds bits 8i..8i+7 of
+/// the word, most significant first (a little-endian word with each byte's bits reversed)
+inline uint64_t
+ReadSackWord(const uint8_t* p)
+{
+    return ReverseBitsInBytes(__builtin_bswap64(ReadU64(p)));
+}
+
+/// Write the SACK bitmap word \p w as its 8 wire bytes at \p p (ReadSackWord's inverse).
+inline void
+WriteSackWord(uint8_t* p, uint64_t w)
+{
+    WriteU64(p, __builtin_bswap64(ReverseBitsInBytes(w)));
 }
 
 } // namespace
@@ -177,9 +191,9 @@ Mah::Read(const uint8_t* p)
     h.cumulativePsn = ReadU24(p + CUMULATIVE_PSN);
     h.triggerPsn = ReadU24(p + TRIGGER_PSN);
     h.rateHint = ReadU32(p + RATE_HINT);
-    for (uint32_t byte = 0; byte < SACK_BYTES; ++byte)
+    for (uint32_t word = 0; word < SACK_BYTES / 8; ++word)
     {
-        h.sack[byte / 8] |= uint64_t(ReverseBits(p[SACK + byte])) << (8 * (byte % 8));
+        h.sack[word] = ReadSackWord(p + SACK + 8 * word);
     }
     return h;
 }
@@ -196,9 +210,9 @@ Mah::Write(uint8_t* p) const
     p[TRIGGER_PSN - 1] = 0;
     WriteU24(p + TRIGGER_PSN, triggerPsn);
     WriteU32(p + RATE_HINT, rateHint);
-    for (uint32_t byte = 0; byte < SACK_BYTES; ++byte)
+    for (uint32_t word = 0; word < SACK_BYTES / 8; ++word)
     {
-        p[SACK + byte] = ReverseBits(uint8_t(sack[byte / 8] >> (8 * (byte % 8))));
+        WriteSackWord(p + SACK + 8 * word, sack[word]);
     }
 }
 
