@@ -84,6 +84,7 @@ TEST(PolicyNamesTest, RecoveryPoliciesAreCheckedByName)
         {PolicyKind::INITIAL_WINDOW, &ConnectionConfig::initialWindow},
         {PolicyKind::ACK_POLICY, &ConnectionConfig::ackPolicy},
         {PolicyKind::RETURN_WINDOW, &ConnectionConfig::returnWindow},
+        {PolicyKind::CONFIRM_HOLD, &ConnectionConfig::confirmHold},
     };
     for (const auto& [kind, field] : kinds)
     {

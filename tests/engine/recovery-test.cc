@@ -450,6 +450,43 @@ TEST_F(RecoveryTest, SilentPathIsSuspectedFromTheOtherPathsBeforeItsRto)
     EXPECT_LE(crossPath - MicroSeconds(50), MicroSeconds(30)) << "a few round trips of ~5 us";
 }
 
+TEST_F(RecoveryTest, AHeldPathTakesNoSendsWhileItsConfirmationIsOut)
+{
+    // A paced sender (as under a receiver's rate hint) sprays a long transfer; path 2 becomes
+    // a black hole 50 us in. With "none" it keeps taking its share of the paced sends until
+    // it is found failed; with "hold" it takes none once a confirmation probe asks it about
+    // an overdue packet, so fewer packets go into the hole and the others carry them.
+    std::map<std::string, uint64_t> intoTheHole;
+    for (const char* hold : {"none", "hold"})
+    {
+        SCOPED_TRACE(hold);
+        ConnectionConfig cfg = ConnectionConfig();
+        cfg.confirmHold = hold;
+        cfg.lineRateBps = 50e9;
+        Build(cfg, 8 << 20);
+        uint64_t sentBefore = 0;
+        m_net->At(MicroSeconds(50), [this, &sentBefore] {
+            sentBefore = PathOf(2).packetsSent;
+            m_net->Link(m_a, m_b, 2).dropIf = [](const WireInfo&) { return true; };
+        });
+        Write(1, 0, uint32_t(m_src.size()));
+        Time t = 0;
+        while (PathOf(2).status == PathStatus::ACTIVE && t < MilliSeconds(5))
+        {
+            t += MicroSeconds(1);
+            m_net->RunUntil(t);
+        }
+        ASSERT_NE(PathOf(2).status, PathStatus::ACTIVE) << "the hole is never found";
+        intoTheHole[hold] = PathOf(2).packetsSent - sentBefore;
+        m_net->RunUntilIdle(MilliSeconds(100));
+        ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+        EXPECT_EQ(m_src, m_dst);
+    }
+    EXPECT_GT(intoTheHole["hold"], 0u);
+    EXPECT_LT(2 * intoTheHole["hold"], intoTheHole["none"]);
+}
+
 TEST_F(RecoveryTest, CongestionAloneSuspectsNoPath)
 {
     // A bottleneck with ECN and a deep queue: RTTs rise and marks arrive, ACKs still flow on

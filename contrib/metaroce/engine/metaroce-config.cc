@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 776;
+constexpr size_t CONNECTION_CONFIG_SIZE = 808;
 } // namespace
 
 bool
@@ -35,6 +35,7 @@ ConnectionConfig::Validate(std::string& why) const
         {PolicyKind::INITIAL_WINDOW, &initialWindow},
         {PolicyKind::ACK_POLICY, &ackPolicy},
         {PolicyKind::RETURN_WINDOW, &returnWindow},
+        {PolicyKind::CONFIRM_HOLD, &confirmHold},
     };
     for (const auto& [kind, name] : named)
     {
@@ -198,6 +199,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     failureThreshold,
                     probeInterval,
                     returnWindow,
+                    confirmHold,
                     connectionTimeout,
                     retryLimit,
                     rnrRetryDelay,
@@ -248,6 +250,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                              o.failureThreshold,
                                              o.probeInterval,
                                              o.returnWindow,
+                                             o.confirmHold,
                                              o.connectionTimeout,
                                              o.retryLimit,
                                              o.rnrRetryDelay,

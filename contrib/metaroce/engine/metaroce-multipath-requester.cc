@@ -59,6 +59,7 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_crossPathFailure(conn.Config().failureDetection == "cross-path"),
       m_adaptiveRto(conn.Config().rtoPolicy == "adaptive"),
       m_returnShare(conn.Config().returnWindow == "share"),
+      m_holdConfirming(conn.Config().confirmHold == "hold"),
       m_perConnectionStart(conn.Config().initialWindow != "per-path"),
       m_coalescedAcks(conn.Config().ackPolicy == "coalesced"),
       m_repeatedAcks(m_coalescedAcks && conn.Config().ackRepeat > 0)
@@ -348,6 +349,7 @@ MultipathRequester::SyncPathIndex(const PathState& path)
     m_withRoom.Assign(path.id, path.Usable() && path.inflight < uint32_t(path.cwnd));
     m_hasRoom.Assign(path.id, path.HasRoom());
     m_withLosses.Assign(path.id, !path.lostPsns.empty());
+    m_confirming.Assign(path.id, path.confirmOut);
     m_inflightTotal += path.inflight - m_indexedInflight[path.id];
     m_indexedInflight[path.id] = path.inflight;
 }
@@ -384,11 +386,13 @@ MultipathRequester::CheckInvariants() const
     PathSet withRoom;
     PathSet hasRoom;
     PathSet withLosses;
+    PathSet confirming;
     for (const PathState& p : m_paths)
     {
         withRoom.Assign(p.id, p.Usable() && p.inflight < uint32_t(p.cwnd));
         hasRoom.Assign(p.id, p.HasRoom());
         withLosses.Assign(p.id, !p.lostPsns.empty());
+        confirming.Assign(p.id, p.confirmOut);
     }
     if (!(withRoom == m_withRoom))
     {
@@ -401,6 +405,10 @@ MultipathRequester::CheckInvariants() const
     if (!(withLosses == m_withLosses))
     {
         return "the path index's paths with lost PSNs are stale";
+    }
+    if (!(confirming == m_confirming))
+    {
+        return "the path index's paths awaiting a confirmation are stale";
     }
     return {};
 }
@@ -554,6 +562,30 @@ MultipathRequester::SendDueProbe(Time now, TxDatagram& out)
     return SendProbe(now, out, m_paths[m_probeNow.PopFirst()]);
 }
 
+PathSet
+MultipathRequester::SendablePaths(Time now) const
+{
+    if (!m_holdConfirming || !m_confirming.Any())
+    {
+        return m_hasRoom;
+    }
+    // "hold": a path asked to confirm an overdue packet that has also been silent for a round
+    // trip (no ACK of its own) takes nothing more until the reply, while another path has
+    // room; a path that lost a packet but still acknowledges the others keeps sending.
+    const Time silence = FallbackRtt();
+    PathSet held;
+    for (PathSet c = m_confirming.Intersect(m_hasRoom); c.Any();)
+    {
+        const PathState& p = m_paths[c.PopFirst()];
+        if (silence >= 0 && now - p.lastAck > silence)
+        {
+            held.Insert(p.id);
+        }
+    }
+    const PathSet others = m_hasRoom.Without(held);
+    return others.Any() ? others : m_hasRoom;
+}
+
 bool
 MultipathRequester::PollData(Time now, TxDatagram& out)
 {
@@ -623,7 +655,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
             continue;
         }
         VerifyPathIndex(false);
-        int pid = m_scheduler->Select(m_paths, m_hasRoom, now);
+        int pid = m_scheduler->Select(m_paths, SendablePaths(now), now);
         if (pid < 0)
         {
             return false;
@@ -638,7 +670,7 @@ MultipathRequester::SendData(Time now, TxDatagram& out)
         return false;
     }
     VerifyPathIndex(false);
-    int pid = m_scheduler->Select(m_paths, m_hasRoom, now);
+    int pid = m_scheduler->Select(m_paths, SendablePaths(now), now);
     uint32_t slot;
     uint32_t packetIndex;
     if (pid < 0 || !NextNewPacket(slot, packetIndex))

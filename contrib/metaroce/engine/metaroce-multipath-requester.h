@@ -97,6 +97,14 @@ class MultipathRequester : public MultipathRole
     }
 
     /**
+     * \param now the current time
+     * \return the paths a packet may go on now: those with room (m_hasRoom), less the paths
+     *         awaiting a confirmation and silent for a round trip while another path has
+     *         room (confirmHold "hold")
+     */
+    PathSet SendablePaths(Time now) const;
+
+    /**
      * Place a READ response or atomic response packet \p pkt (which arrived on the
      * responder's path state) into the local buffer of the request it names.
      * \return 0 if it is to be acknowledged (\p duplicate: it was placed before, or answers
@@ -468,6 +476,7 @@ class MultipathRequester : public MultipathRole
     PathSet m_withRoom;                      //!< usable paths with inflight < cwnd
     PathSet m_hasRoom;                       //!< paths where PathState::HasRoom() holds
     PathSet m_withLosses;                    //!< paths with PSNs to resend (lostPsns)
+    PathSet m_confirming;                    //!< paths with a confirmation out (confirmOut)
     uint32_t m_inflightTotal{0};             //!< sum of the paths' inflight
     std::vector<uint32_t> m_indexedInflight; //!< each path's inflight as m_inflightTotal has it
     std::vector<uint32_t> m_lostScratch;     //!< reused by loss detection
@@ -483,6 +492,7 @@ class MultipathRequester : public MultipathRole
     bool m_crossPathFailure{false};   //!< failureDetection "cross-path"
     bool m_adaptiveRto{false};        //!< rtoPolicy "adaptive"
     bool m_returnShare{false};        //!< returnWindow "share"
+    bool m_holdConfirming{false};     //!< confirmHold "hold"
     bool m_perConnectionStart{false}; //!< initialWindow "per-connection" or "bdp"
     bool m_coalescedAcks{false};      //!< ackPolicy "coalesced" (AckReq only when pausing)
     bool m_repeatedAcks{false};       //!< "coalesced" with ackRepeat > 0

@@ -94,6 +94,18 @@ class PathSet
     }
 
     /**
+     * \param other another set
+     * \return the members of this set that are not in \p other
+     */
+    PathSet Without(const PathSet& other) const
+    {
+        PathSet s;
+        s.m_bits[0] = m_bits[0] & ~other.m_bits[0];
+        s.m_bits[1] = m_bits[1] & ~other.m_bits[1];
+        return s;
+    }
+
+    /**
      * \return the smallest id at least \p from, or if there is none the smallest id: the
      * next member in round-robin order from \p from (the set must not be empty; from < 128).
      */

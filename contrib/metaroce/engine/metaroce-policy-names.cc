@@ -40,6 +40,8 @@ PolicyField(PolicyKind kind)
         return "ackPolicy";
     case PolicyKind::RETURN_WINDOW:
         return "returnWindow";
+    case PolicyKind::CONFIRM_HOLD:
+        return "confirmHold";
     }
     return "?";
 }
@@ -62,6 +64,7 @@ PolicyNames(PolicyKind kind)
     static const std::vector<std::string> rateControls{"dcqcn", "none"};
     static const std::vector<std::string> ackPolicies{"coalesced", "per-path"};
     static const std::vector<std::string> returnWindows{"share", "initial"};
+    static const std::vector<std::string> confirmHolds{"none", "hold"};
     switch (kind)
     {
     case PolicyKind::TRANSPORT:
@@ -88,6 +91,8 @@ PolicyNames(PolicyKind kind)
         return ackPolicies;
     case PolicyKind::RETURN_WINDOW:
         return returnWindows;
+    case PolicyKind::CONFIRM_HOLD:
+        return confirmHolds;
     }
     return transports;
 }

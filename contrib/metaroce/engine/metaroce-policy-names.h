@@ -37,6 +37,7 @@ enum class PolicyKind : uint8_t
     ROCE_RATE_CONTROL,  //!< ConnectionConfig::rocev2.dcqcn: "dcqcn" if true, else "none"
     ACK_POLICY,         //!< ConnectionConfig::ackPolicy
     RETURN_WINDOW,      //!< ConnectionConfig::returnWindow
+    CONFIRM_HOLD,       //!< ConnectionConfig::confirmHold
 };
 
 /// \return the ConnectionConfig field that \p kind names ("congestionControl", ...).

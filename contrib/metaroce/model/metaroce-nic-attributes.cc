@@ -400,6 +400,10 @@ MetaRoceNic::GetTypeId()
                                                             RETURN_WINDOW_INITIAL + 1,
                                                             cc.returnWindow,
                                                             METAROCE_CONN(returnWindow));
+    static const PolicyAttribute<ConfirmHold> confirmHold(PolicyKind::CONFIRM_HOLD,
+                                                          CONFIRM_HOLD_HOLD + 1,
+                                                          cc.confirmHold,
+                                                          METAROCE_CONN(confirmHold));
     static const PolicyAttribute<RoceRecovery> recovery(PolicyKind::ROCE_RECOVERY,
                                                         ROCE_RECOVERY_IRN + 1,
                                                         cc.rocev2.recovery,
@@ -687,6 +691,13 @@ MetaRoceNic::GetTypeId()
                           returnWindow.initialValue,
                           returnWindow.accessor,
                           returnWindow.checker)
+            .AddAttribute("ConfirmHold",
+                          "\"none\": a path asked to confirm an overdue packet (LossDetection "
+                          "\"rack-confirm\") keeps taking its share of the sends; \"hold\": it "
+                          "takes no packet until the reply while another path has room.",
+                          confirmHold.initialValue,
+                          confirmHold.accessor,
+                          confirmHold.checker)
             .AddAttribute("AckPolicy",
                           "MetaRoCE ACKs: \"coalesced\" (one ACK per connection with a record "
                           "per path, after AckCoalescePackets packets or at once when due) or "

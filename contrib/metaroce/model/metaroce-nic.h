@@ -196,6 +196,13 @@ class MetaRoceNic : public Object, public MetaRocePortOwner
         RETURN_WINDOW_INITIAL, //!< "initial": InitialPathWindow
     };
 
+    /// ConfirmHold attribute (metaroce::PolicyKind::CONFIRM_HOLD).
+    enum ConfirmHold
+    {
+        CONFIRM_HOLD_NONE, //!< "none": a path awaiting a confirmation keeps taking its share
+        CONFIRM_HOLD_HOLD, //!< "hold": it takes no packet while another path has room
+    };
+
     /// RoceRecovery attribute (metaroce::PolicyKind::ROCE_RECOVERY).
     enum RoceRecovery
     {

@@ -132,6 +132,7 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
             {"InitialWindow", PolicyKind::INITIAL_WINDOW, engine.initialWindow},
             {"AckPolicy", PolicyKind::ACK_POLICY, engine.ackPolicy},
             {"ReturnWindow", PolicyKind::RETURN_WINDOW, engine.returnWindow},
+            {"ConfirmHold", PolicyKind::CONFIRM_HOLD, engine.confirmHold},
         };
         Ptr<MetaRoceNic> nic = CreateObject<MetaRoceNic>();
         StringValue name;
@@ -200,6 +201,8 @@ class MetaRoceNicPolicyAttributeTestCase : public TestCase
         byValue("AckPolicy", EnumValue(MetaRoceNic::ACK_POLICY_PER_PATH), "per-path");
         byValue("ReturnWindow", EnumValue(MetaRoceNic::RETURN_WINDOW_SHARE), "share");
         byValue("ReturnWindow", EnumValue(MetaRoceNic::RETURN_WINDOW_INITIAL), "initial");
+        byValue("ConfirmHold", EnumValue(MetaRoceNic::CONFIRM_HOLD_HOLD), "hold");
+        byValue("ConfirmHold", EnumValue(MetaRoceNic::CONFIRM_HOLD_NONE), "none");
         const metaroce::ConnectionConfig& cfg = nic->GetDefaultConnectionConfig();
         NS_TEST_ASSERT_MSG_EQ(cfg.transport, "rocev2", "Transport reaches the engine");
         NS_TEST_ASSERT_MSG_EQ(cfg.congestionControl, "dctcp", "CongestionControl reaches it");
