@@ -18,6 +18,21 @@ namespace hil
 {
 namespace perf
 {
+namespace
+{
+
+/// \return what the engine of \p shard holds: "shard 0: 2 connection(s), 1 memory region(s)
+/// of 4096 bytes" (call on the shard's thread, or after it ended).
+std::string
+EngineHoldings(Shard& shard)
+{
+    Endpoint& ep = shard.host->GetEndpoint();
+    return "shard " + std::to_string(shard.index) + ": " + std::to_string(ep.ConnectionCount()) +
+           " connection(s), " + std::to_string(ep.RegionCount()) + " memory region(s) of " +
+           std::to_string(ep.RegisteredBytes()) + " bytes";
+}
+
+} // namespace
 
 // ---------------------------------------------------------------------------------------------
 // PerfApp
@@ -224,7 +239,15 @@ PerfApp::JoinShards()
                      pc.rxMalformed,
                      pc.rxIgnored,
                      host.DropSummary());
+        spdlog::info("final: engine of {}", EngineHoldings(*shard));
     }
+}
+
+size_t
+PerfApp::OpenSessions()
+{
+    std::lock_guard<std::mutex> lock(m_sessionsMutex);
+    return m_sessions.size();
 }
 
 void
@@ -866,9 +889,21 @@ PerfApp::SessionDone(Session* session, int code)
     }
     if (m_opts.daemon)
     {
-        spdlog::info("session with {} ended ({}); waiting for the next client",
-                     session->Name(),
-                     code == 0 ? "ok" : "error");
+        // What it gave back (Teardown() ran), and what is left once it is destroyed: the
+        // handler above, queued first, drops what should be its last reference.
+        const std::string ended =
+            "session with " + session->Name() + " ended (" + (code == 0 ? "ok" : "error") +
+            "); reclaimed " + std::to_string(session->ReclaimedConnections()) +
+            " connection(s) and " + std::to_string(session->ReclaimedBytes()) + " registered bytes";
+        Shard* shard = &session->GetShard();
+        boost::asio::post(*shard->io, [this, shard, ended]() {
+            spdlog::info("{}; left: {} session(s) open, {} in memory, engine of {}; waiting for "
+                         "the next client",
+                         ended,
+                         OpenSessions(),
+                         m_sessionObjects.load(),
+                         EngineHoldings(*shard));
+        });
         return;
     }
     boost::asio::post(m_io, [this, code]() { OneShotDone(code); });

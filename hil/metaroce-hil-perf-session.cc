@@ -38,6 +38,7 @@ Session::Session(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> cha
     // Timers for software endpoints (metaroce-hil-timers.h); CreateConnections() adds the
     // round trip measured on the control connection.
     ApplyLinkTimers(m_ccfg, TimerInputs(0));
+    m_app.CountSessionObject(1);
 }
 
 uint32_t
@@ -63,6 +64,7 @@ Session::TimerInputs(Time pathRtt) const
 Session::~Session()
 {
     Teardown();
+    m_app.CountSessionObject(-1);
 }
 
 void
@@ -81,16 +83,24 @@ Session::Teardown()
         m_channel->SetHostDelayExchange(nullptr, nullptr);
         m_host.ForgetPeerHostDelay(this);
     }
-    Endpoint& ep = m_host.GetEndpoint();
-    for (uint32_t qpn : m_qpns)
+    if (!m_qpns.empty() || m_mr.lkey != 0)
     {
-        m_host.ClearCompletionHandler(qpn);
-        m_host.DestroyConnection(qpn);
-    }
-    if (m_mr.lkey != 0)
-    {
-        ep.DeregisterMemory(m_mr.lkey);
-        m_mr = MemoryRegion();
+        // What the engine gives back, as it counts it (the daemon reports it at the end).
+        Endpoint& ep = m_host.GetEndpoint();
+        const size_t connections = ep.ConnectionCount();
+        const uint64_t bytes = ep.RegisteredBytes();
+        for (uint32_t qpn : m_qpns)
+        {
+            m_host.ClearCompletionHandler(qpn);
+            m_host.DestroyConnection(qpn);
+        }
+        if (m_mr.lkey != 0)
+        {
+            ep.DeregisterMemory(m_mr.lkey);
+            m_mr = MemoryRegion();
+        }
+        m_reclaimedConnections = connections - ep.ConnectionCount();
+        m_reclaimedBytes = bytes - ep.RegisteredBytes();
     }
     if (m_channel)
     {

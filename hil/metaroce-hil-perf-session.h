@@ -215,6 +215,18 @@ class Session : public std::enable_shared_from_this<Session>
         return m_shard;
     }
 
+    /// \return the engine connections its teardown destroyed (0 before it).
+    size_t ReclaimedConnections() const
+    {
+        return m_reclaimedConnections;
+    }
+
+    /// \return the registered bytes its teardown released in the engine (0 before it).
+    uint64_t ReclaimedBytes() const
+    {
+        return m_reclaimedBytes;
+    }
+
   protected:
     Session(PerfApp& app, Shard& shard, std::shared_ptr<ControlChannel> channel, bool client);
 
@@ -323,6 +335,8 @@ class Session : public std::enable_shared_from_this<Session>
     bool m_exchangingDelays{false};               //!< StartHostDelayExchange() ran
     bool m_torn{false};                           //!< Teardown() ran
     bool m_scenarioWritten{false};                //!< results: the Scenario record went out
+    size_t m_reclaimedConnections{0};             //!< Teardown(): engine connections destroyed
+    uint64_t m_reclaimedBytes{0};                 //!< Teardown(): registered bytes released
     // The engine host outlives sessions (a daemon serves many): what it had counted before
     // this session, so that the summary reports this session's share.
     PortCounters m_portAtStart; //!< port counters then
@@ -423,6 +437,13 @@ class PerfApp
 
     /// Session \p session ended with \p code (-1: before its Hello). Called on its shard.
     void SessionDone(Session* session, int code);
+
+    /// A Session object was made (+1) or destroyed (-1): the daemon reports how many exist.
+    void CountSessionObject(int delta)
+    {
+        m_sessionObjects += delta;
+    }
+
     /// A client session's figures at its end, for the total over sessions (any shard).
     void AddTotals(const SessionTotals& totals);
     /// An accepted client runs \p sessions at once (its Hello): a one-shot server serves
@@ -493,8 +514,11 @@ class PerfApp
     void Stop(int code);
     /// Join the shards' threads and log their ports' final counters (after the main loop).
     void JoinShards();
+    /// \return the sessions in the session list (any shard; those still without a Hello too).
+    size_t OpenSessions();
 
     PerfOptions m_opts;                             //!< options
+    std::atomic<int64_t> m_sessionObjects{0};       //!< Session objects alive (outlives m_io)
     ConnectionConfig m_connection;                  //!< the options' connection settings
     boost::asio::io_context m_io;                   //!< the one context
     HostClock m_clock;                              //!< time

@@ -364,6 +364,33 @@ TEST_P(DefectTest, DeregisteredSourceSendsNoBytes)
     EXPECT_TRUE(DestinationUntouched());
 }
 
+// The endpoint counts its registered regions and their bytes (the HIL daemon reports them after
+// a session's teardown): a virtual region counts its length, a deregistration gives it back,
+// and a key that is unknown or deregistered already changes nothing.
+
+TEST(RegisteredMemoryTest, RegionsAndBytesAreCountedUntilDeregistered)
+{
+    Endpoint e{EndpointConfig()};
+    std::vector<uint8_t> buffer(4096);
+    EXPECT_EQ(e.RegionCount(), 0u);
+    EXPECT_EQ(e.RegisteredBytes(), 0u);
+    const MemoryRegion real = e.RegisterMemory(buffer.data(), buffer.size(), ACCESS_LOCAL_WRITE);
+    const MemoryRegion virt = e.RegisterMemory(nullptr, 1 << 20, ACCESS_REMOTE_WRITE, 1 << 30);
+    ASSERT_NE(real.lkey, 0u);
+    ASSERT_NE(virt.lkey, 0u);
+    EXPECT_EQ(e.RegisterMemory(buffer.data(), 0, ACCESS_LOCAL_WRITE).lkey, 0u); // refused
+    EXPECT_EQ(e.RegionCount(), 2u);
+    EXPECT_EQ(e.RegisteredBytes(), 4096u + (1u << 20));
+    ASSERT_TRUE(e.DeregisterMemory(virt.lkey));
+    EXPECT_FALSE(e.DeregisterMemory(virt.lkey));
+    EXPECT_FALSE(e.DeregisterMemory(real.lkey + 1));
+    EXPECT_EQ(e.RegionCount(), 1u);
+    EXPECT_EQ(e.RegisteredBytes(), 4096u);
+    ASSERT_TRUE(e.DeregisterMemory(real.lkey));
+    EXPECT_EQ(e.RegionCount(), 0u);
+    EXPECT_EQ(e.RegisteredBytes(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes,
                          DefectTest,
                          ::testing::Values("metaroce", "gbn", "irn"),

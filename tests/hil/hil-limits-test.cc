@@ -8,7 +8,9 @@
  * \file
  * metaroce-hild under hostile load (issue 21): idle control connections beyond a low
  * descriptor limit, a flood of connections that never say Hello, and garbage before a clean
- * session. Each test runs the daemon in a network namespace pair it creates and removes, and is
+ * session; and its hardening (issue 19): an oversized length prefix, half-open and trickling
+ * control connections, a client killed mid-transfer whose connections and memory must come
+ * back. Each test runs the daemon in a network namespace pair it creates and removes, and is
  * bounded in time; without root they are skipped.
  */
 
@@ -16,6 +18,7 @@
 
 #include <csignal>
 #include <gtest/gtest.h>
+#include <regex>
 #include <thread>
 
 namespace metaroce
@@ -58,6 +61,72 @@ IdleConnections(int count, double holdSeconds)
                        "time.sleep(" +
                        std::to_string(holdSeconds) + ")\n";
     return {"python3", "-c", code};
+}
+
+/**
+ * A Python program for namespace B: open a control connection to the daemon, print "port N"
+ * (its local port), send the bytes \p now at once, then the bytes \p trickle one every
+ * \p everyMs ms (both in hex), reading what the daemon sends, until the daemon closes the
+ * connection or \p limitSeconds have passed; then print "closed after S s, sent B bytes" (or
+ * "still open after ...").
+ */
+std::vector<std::string>
+ControlBytes(const std::string& now, const std::string& trickle, int everyMs, double limitSeconds)
+{
+    std::string code = "import socket,time,select\n"
+                       "s=socket.create_connection(('10.250.1.1', 18515))\n"
+                       "print('port', s.getsockname()[1], flush=True)\n"
+                       "now=bytes.fromhex('" +
+                       now + "'); t=bytes.fromhex('" + trickle +
+                       "')\n"
+                       "start=time.time(); due=start; end=start+" +
+                       std::to_string(limitSeconds) +
+                       "; closed=False\n"
+                       "s.sendall(now); sent=len(now)\n"
+                       "while not closed and time.time()<end:\n"
+                       "    try:\n"
+                       "        if t and time.time()>=due:\n"
+                       "            s.send(t[:1]); t=t[1:]; sent+=1; due+=" +
+                       std::to_string(everyMs / 1000.0) +
+                       "\n"
+                       "        if select.select([s],[],[],0.02)[0]:\n"
+                       "            closed=s.recv(65536)==b''\n"
+                       "    except OSError:\n"
+                       "        closed=True\n"
+                       "print('closed' if closed else 'still open', 'after %.2f s, sent %d bytes'"
+                       " % (time.time()-start, sent), flush=True)\n";
+    return {"python3", "-c", code};
+}
+
+/// What ControlBytes() printed: its port, whether the daemon closed it, when, and how much it
+/// had sent by then.
+struct ControlBytesEnd
+{
+    std::string port;   //!< local port ("" if it never connected)
+    bool closed{false}; //!< the daemon closed the connection
+    double seconds{-1}; //!< when, after the first byte
+    uint64_t bytes{0};  //!< bytes sent by then
+};
+
+/// \return what ControlBytes() printed in \p output.
+ControlBytesEnd
+ParseControlBytes(const std::string& output)
+{
+    ControlBytesEnd end;
+    std::smatch m;
+    if (std::regex_search(output, m, std::regex("port (\\d+)")))
+    {
+        end.port = m[1];
+    }
+    if (std::regex_search(output,
+                          m,
+                          std::regex("(closed|still open) after ([0-9.]+) s, sent (\\d+) bytes")))
+    {
+        end.closed = m[1] == "closed";
+        end.seconds = std::stod(m[2]);
+        end.bytes = std::stoull(m[3]);
+    }
+    return end;
 }
 
 /// \return how many times \p text occurs in \p output.
@@ -113,6 +182,44 @@ class HilLimitsTest : public ::testing::Test
         EXPECT_EQ(client.Wait(RUN_LIMIT), 0) << client.Output() << "\n--- daemon (tail) ---\n"
                                              << Tail(daemon);
         return ParseResult(client.Output());
+    }
+
+    /// Start ControlBytes(\p now, \p trickle, \p everyMs, 10 s) in namespace B; \return it
+    /// once it has connected.
+    std::unique_ptr<Process> SendControlBytes(const std::string& now,
+                                              const std::string& trickle,
+                                              int everyMs)
+    {
+        auto p =
+            std::make_unique<Process>(InNetns(m_net->B(), ControlBytes(now, trickle, everyMs, 10)));
+        EXPECT_TRUE(WaitForOutput(*p, "port", milliseconds(5000))) << p->Output();
+        return p;
+    }
+
+    /// Wait for \p p (SendControlBytes()), check that the daemon closed its connection, and
+    /// \return what it printed.
+    static ControlBytesEnd ClosedByTheDaemon(Process& p)
+    {
+        EXPECT_EQ(p.Wait(milliseconds(15000)), 0) << p.Output();
+        const ControlBytesEnd end = ParseControlBytes(p.Output());
+        EXPECT_FALSE(end.port.empty()) << p.Output();
+        EXPECT_TRUE(end.closed) << p.Output();
+        return end;
+    }
+
+    /// Check that \p daemon says (within 2 s) that the connection from \p port of namespace B
+    /// ended before a valid Hello for the reason \p before + its address + \p after.
+    static void ExpectEndedBeforeHello(const Process& daemon,
+                                       const std::string& port,
+                                       const std::string& before,
+                                       const std::string& after)
+    {
+        const std::string peer = "10.250.1.2:" + port;
+        EXPECT_TRUE(WaitForOutput(daemon,
+                                  "control connection from " + peer +
+                                      " ended before a valid Hello: " + before + peer + after,
+                                  milliseconds(2000)))
+            << Tail(daemon);
     }
 
     /// \return the last few KB of \p p's output (it may be huge when the test fails).
@@ -215,6 +322,157 @@ TEST_F(HilLimitsTest, SessionResultCountsOnlyItsOwnMalformedInput)
         << daemon->Output();
     EXPECT_LT(std::stoull(server["malformed"]), 100u) << daemon->Output();
     EXPECT_GE(std::stoull(server["malformed_lifetime"]), 1000u) << daemon->Output();
+}
+
+// Issue 19: a length prefix above the 1 MiB limit (here 16 MiB, then three bytes) ends that
+// control connection at once, long before the timeout, with a line that says why; the daemon
+// keeps serving and a client right after it passes.
+
+TEST_F(HilLimitsTest, OversizedLengthPrefixClosesOnlyThatConnection)
+{
+    auto daemon = Daemon(0, {"--timeout", "30"});
+    auto oversized = SendControlBytes("01000000616263", "", 0);
+    const ControlBytesEnd end = ClosedByTheDaemon(*oversized);
+    EXPECT_GE(end.seconds, 0.0) << oversized->Output();
+    EXPECT_LT(end.seconds, 2.0) << oversized->Output(); // the length check, not the 30 s timeout
+    EXPECT_EQ(end.bytes, 7u) << oversized->Output();
+    ExpectEndedBeforeHello(*daemon,
+                           end.port,
+                           "malformed control stream from ",
+                           ": message length 16777216 exceeds 1048576");
+    auto result = RunClient({"--iters", "50", "--size", "16K"}, *daemon);
+    EXPECT_EQ(result["status"], "PASS");
+    EXPECT_EQ(result["verified"], "50");
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(milliseconds(5000)), 0) << Tail(*daemon);
+}
+
+// Issue 19: with --timeout 2, a connection that says nothing (half-open from the daemon's side)
+// and one that trickles a header and then a body one byte every 250 ms are each closed by the
+// daemon after the timeout: the trickle keeps bytes coming, but no message completes. A client
+// run while the trickle goes on passes. (One after the other: the daemon logs such ends at most
+// once a second.)
+
+TEST_F(HilLimitsTest, HalfOpenAndTricklingConnectionsAreDroppedAfterTheTimeout)
+{
+    auto daemon = Daemon(0, {"--timeout", "2"});
+    // (The daemon checks the silence every quarter of the timeout: closed within 2.5 s of the
+    // last complete message, plus scheduling.)
+    auto halfOpen = SendControlBytes("", "", 0);
+    const ControlBytesEnd silent = ClosedByTheDaemon(*halfOpen);
+    EXPECT_GE(silent.seconds, 1.9) << halfOpen->Output();
+    EXPECT_LT(silent.seconds, 5.0) << halfOpen->Output();
+    EXPECT_EQ(silent.bytes, 0u) << halfOpen->Output();
+    // A header announcing a 200-byte message, then its body, a byte every 250 ms (51 s in all).
+    auto trickle = SendControlBytes("", "000000c8" + std::string(400, '0'), 250);
+    auto result = RunClient({"--iters", "50", "--size", "16K"}, *daemon);
+    EXPECT_EQ(result["status"], "PASS");
+    EXPECT_EQ(result["verified"], "50");
+    const ControlBytesEnd slow = ClosedByTheDaemon(*trickle);
+    EXPECT_GE(slow.seconds, 2.5) << trickle->Output(); // the header took 0.75 s of it
+    EXPECT_LT(slow.seconds, 6.0) << trickle->Output();
+    EXPECT_GE(slow.bytes, 8u) << trickle->Output(); // the body was still coming
+    EXPECT_LT(slow.bytes, 204u) << trickle->Output();
+    for (const std::string& port : {silent.port, slow.port})
+    {
+        ExpectEndedBeforeHello(*daemon, port, "peer ", " vanished: no control message for ");
+    }
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(milliseconds(5000)), 0) << Tail(*daemon);
+}
+
+/// What the daemon says after a session ended: what its teardown gave back and what is left.
+struct SessionEnd
+{
+    std::string status;               //!< "ok" or "error"
+    uint64_t reclaimedConnections{0}; //!< engine connections the teardown destroyed
+    uint64_t reclaimedBytes{0};       //!< registered bytes it released
+    std::vector<uint64_t> left;       //!< sessions open, in memory; engine connections,
+                                      //!< regions, registered bytes
+};
+
+/// \return the daemon's session-end lines in \p output, in order.
+std::vector<SessionEnd>
+SessionEnds(const std::string& output)
+{
+    const std::regex line(
+        "ended \\((ok|error)\\); reclaimed (\\d+) connection\\(s\\) and (\\d+) "
+        "registered bytes; left: (\\d+) session\\(s\\) open, (\\d+) in memory, "
+        "engine of shard 0: (\\d+) connection\\(s\\), (\\d+) memory region\\(s\\) "
+        "of (\\d+) bytes; waiting for the next client");
+    std::vector<SessionEnd> ends;
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+         it != std::sregex_iterator();
+         ++it)
+    {
+        SessionEnd end;
+        end.status = (*it)[1];
+        end.reclaimedConnections = std::stoull((*it)[2]);
+        end.reclaimedBytes = std::stoull((*it)[3]);
+        for (size_t i = 4; i <= 8; ++i)
+        {
+            end.left.push_back(std::stoull((*it)[i]));
+        }
+        ends.push_back(end);
+    }
+    return ends;
+}
+
+// Issue 19: a client killed (SIGKILL) mid-transfer against a single-thread daemon. Its session
+// ends in error, and what it held comes back: its engine connection and registered memory (the
+// daemon's count after the teardown), the Session object, and the daemon's descriptors (as
+// many as before the client came). A second client then passes, and the daemon exits holding
+// nothing.
+
+TEST_F(HilLimitsTest, AKilledClientsConnectionsAndMemoryAreReclaimed)
+{
+    auto daemon = Daemon(0, {"--threads", "1", "--mtu", "4096"});
+    // A first client makes the engine (the data port's sockets), so that the count of
+    // descriptors after it is the daemon's own with no client.
+    auto first = RunClient({"--mtu", "4096", "--size", "16K", "--iters", "50"}, *daemon);
+    EXPECT_EQ(first["status"], "PASS");
+    ASSERT_TRUE(WaitForOutput(*daemon, "waiting for the next client", milliseconds(5000)))
+        << Tail(*daemon);
+    Process killed(InNetns(m_net->B(),
+                           {METAROCE_PERF_BIN, "10.250.1.1", "--mtu", "4096", "--duration", "30"}));
+    ASSERT_TRUE(WaitForOutput(killed, "accepted", milliseconds(10000))) << killed.Output();
+    std::this_thread::sleep_for(milliseconds(500));
+    EXPECT_EQ(TcpSocketsHeld(daemon->Pid()), 2u); // the listener and its control connection
+    killed.Signal(SIGKILL);
+    EXPECT_EQ(killed.Wait(milliseconds(5000)), 128 + SIGKILL);
+    ASSERT_TRUE(WaitForOutput(*daemon, "ended (error)", milliseconds(5000))) << Tail(*daemon);
+    std::vector<SessionEnd> ends = SessionEnds(daemon->Output());
+    ASSERT_EQ(ends.size(), 2u) << Tail(*daemon);
+    EXPECT_EQ(ends[0].status, "ok");
+    EXPECT_EQ(ends[1].status, "error");
+    for (const SessionEnd& end : ends)
+    {
+        EXPECT_EQ(end.reclaimedConnections, 1u) << Tail(*daemon);
+        EXPECT_GT(end.reclaimedBytes, 0u) << Tail(*daemon);
+        EXPECT_EQ(end.left, std::vector<uint64_t>(5, 0)) << Tail(*daemon);
+    }
+    // Its control socket is closed (before the line above): the listener is the daemon's only
+    // TCP socket. (Not a count of all descriptors: the UDP port keeps its send sockets, one per
+    // UDP source port used so far, for the next sessions.)
+    EXPECT_EQ(TcpSocketsHeld(daemon->Pid()), 1u);
+    auto second = RunClient({"--mtu", "4096", "--size", "16K", "--iters", "50"}, *daemon);
+    EXPECT_EQ(second["status"], "PASS");
+    EXPECT_EQ(second["verified"], "50");
+    const auto deadline = std::chrono::steady_clock::now() + milliseconds(5000);
+    while (SessionEnds(daemon->Output()).size() < 3 && std::chrono::steady_clock::now() < deadline)
+    {
+        std::this_thread::sleep_for(milliseconds(20));
+    }
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(milliseconds(5000)), 0) << Tail(*daemon);
+    const std::string out = daemon->Output();
+    ends = SessionEnds(out);
+    ASSERT_EQ(ends.size(), 3u) << Tail(*daemon);
+    EXPECT_EQ(ends[2].status, "ok");
+    EXPECT_EQ(ends[2].left, std::vector<uint64_t>(5, 0)) << Tail(*daemon);
+    EXPECT_NE(out.find("final: engine of shard 0: 0 connection(s), 0 memory region(s) of 0 bytes"),
+              std::string::npos)
+        << Tail(*daemon);
 }
 
 } // namespace

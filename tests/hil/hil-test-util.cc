@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -280,6 +282,40 @@ CpuTime(pid_t pid)
         }
     }
     return std::chrono::milliseconds(ticks * 1000 / uint64_t(sysconf(_SC_CLK_TCK)));
+}
+
+size_t
+TcpSocketsHeld(pid_t pid)
+{
+    const std::string proc = "/proc/" + std::to_string(pid);
+    std::set<std::string> inodes; // of the process's sockets
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator(proc + "/fd", ec);
+         !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec))
+    {
+        std::error_code linkError;
+        const std::string target = std::filesystem::read_symlink(it->path(), linkError).string();
+        if (!linkError && target.rfind("socket:[", 0) == 0)
+        {
+            inodes.insert(target.substr(8, target.size() - 9));
+        }
+    }
+    std::ifstream tcp(proc + "/net/tcp");
+    std::string line;
+    std::getline(tcp, line); // the header
+    size_t held = 0;
+    while (std::getline(tcp, line))
+    {
+        // sl local rem st queues timer retransmits uid timeout inode ...
+        std::istringstream fields(line);
+        std::string field;
+        for (int i = 0; i < 10 && fields >> field; ++i)
+        {
+        }
+        held += inodes.count(field);
+    }
+    return held;
 }
 
 int

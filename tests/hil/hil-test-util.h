@@ -137,6 +137,10 @@ int BlastRandomDatagrams(const std::string& ns, int size, int count, int seed, s
 /// \return user plus system CPU time process \p pid has used so far (0 if it is gone).
 std::chrono::milliseconds CpuTime(pid_t pid);
 
+/// \return how many IPv4 TCP sockets (listeners too) process \p pid holds open (0 if it is
+/// gone): its descriptors that are sockets listed in its network namespace's /proc/net/tcp.
+size_t TcpSocketsHeld(pid_t pid);
+
 /// \return the key=value fields of the last line starting with "RESULT" in \p output.
 std::map<std::string, std::string> ParseResult(const std::string& output);
 

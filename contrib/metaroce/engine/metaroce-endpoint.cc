@@ -424,6 +424,18 @@ Endpoint::ConnectionCount() const
     return m_live;
 }
 
+size_t
+Endpoint::RegionCount() const
+{
+    return m_shared.memory.Size();
+}
+
+uint64_t
+Endpoint::RegisteredBytes() const
+{
+    return m_shared.memory.Bytes();
+}
+
 std::string
 Endpoint::CheckInvariants() const
 {

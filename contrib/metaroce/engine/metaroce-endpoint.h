@@ -130,6 +130,10 @@ class Endpoint
     const TransportConnection* GetConnection(uint32_t qpn) const;
     /// \return the number of live connections.
     size_t ConnectionCount() const;
+    /// \return the number of registered memory regions.
+    size_t RegionCount() const;
+    /// \return the bytes of the registered memory regions.
+    uint64_t RegisteredBytes() const;
     /**
      * Check every connection's derived state against its source (TransportConnection::
      * CheckInvariants). \return "" if all agree, else the first disagreement with its QPN;

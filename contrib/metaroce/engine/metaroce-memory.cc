@@ -37,6 +37,7 @@ MemoryTable::Register(uint8_t* base, uint64_t length, uint32_t access, uint64_t 
     e.length = length;
     e.access = access;
     e.key = ((index + 1) << 8) | m_tag;
+    m_bytes += length;
     mr.lkey = e.key;
     mr.rkey = e.key;
     mr.addr = iova;
@@ -52,6 +53,7 @@ MemoryTable::Deregister(uint32_t lkey)
     {
         return false;
     }
+    m_bytes -= m_entries[index].length;
     m_entries[index] = Entry{};
     m_free.push_back(index);
     return true;

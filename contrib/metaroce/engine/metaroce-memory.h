@@ -57,6 +57,12 @@ class MemoryTable
     /// \return the number of registered regions.
     size_t Size() const;
 
+    /// \return the bytes of the registered regions (virtual ones included).
+    uint64_t Bytes() const
+    {
+        return m_bytes;
+    }
+
   private:
     /// One region.
     struct Entry
@@ -71,6 +77,7 @@ class MemoryTable
     std::vector<Entry> m_entries; //!< regions by index
     std::vector<uint32_t> m_free; //!< free indexes
     uint8_t m_tag{0};             //!< last tag handed out
+    uint64_t m_bytes{0};          //!< sum of the registered regions' lengths
 };
 
 /**
