@@ -44,6 +44,12 @@ ControlChannel::ControlChannel(boost::asio::ip::tcp::socket socket,
         }
         m_peerName = remote.address().to_string() + ":" + std::to_string(remote.port());
     }
+    else
+    {
+        // The peer reset the connection before it was set up: say so in every message that
+        // names it, rather than an empty name.
+        m_peerName = "(a peer whose address is gone: " + ec.message() + ")";
+    }
     m_socket.set_option(boost::asio::ip::tcp::no_delay(true), ec);
 }
 

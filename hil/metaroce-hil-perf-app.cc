@@ -433,6 +433,10 @@ PerfApp::OpenPort(uint32_t index,
         rc.busyPollUs = m_opts.busyPollUs;
         rc.backlogEcn = m_opts.backlogEcn < 0 ? BACKLOG_ECN_DEFAULT : uint32_t(m_opts.backlogEcn);
         ParseRawIoMode(m_opts.rawIo, rc.io); // checked by ParsePerfOptions()
+        if (!m_opts.xdpMode.empty())
+        {
+            ParseXdpMode(m_opts.xdpMode, rc.xdpMode); // checked by ParsePerfOptions()
+        }
         rc.ringRetireMs = m_opts.ringRetireMs;
         if (!m_opts.peerMac.empty())
         {

@@ -210,20 +210,34 @@ PerfCommandLine::AddFrameOptions()
                   return ParseMac(v, mac);
               },
               "a MAC address (aa:bb:cc:dd:ee:ff)"));
-    o.Add("raw-io",
+    o.Add(
+        "raw-io",
+        "MODE",
+        "raw mode, auto|ring|ring-v3|xdp|socket: PACKET_MMAP rings (ring: TPACKET_V2, frame by "
+        "frame; ring-v3: TPACKET_V3 "
+        "receive blocks, fewer wake-ups but a lone frame waits up to the block-retire timer), "
+        "an AF_XDP socket (xdp: see --xdp-mode; frames up to 3840 bytes, so --mtu 3584 at most) or "
+        "recvmmsg/sendmmsg; auto is ring, falling back to socket with a warning (default auto)",
+        Matching(
+            p.rawIo,
+            [](const std::string& v) {
+                RawIoMode mode;
+                return ParseRawIoMode(v, mode);
+            },
+            "one of auto|ring|ring-v3|xdp|socket"));
+    o.Add("xdp-mode",
           "MODE",
-          "raw mode, auto|ring|ring-v3|xdp|socket: PACKET_MMAP rings (ring: TPACKET_V2, frame by "
-          "frame; ring-v3: TPACKET_V3 "
-          "receive blocks, fewer wake-ups but a lone frame waits up to the block-retire timer), "
-          "an AF_XDP socket (xdp: copy mode, frames up to 3840 bytes, so --mtu 3584 at most) or "
-          "recvmmsg/sendmmsg; auto is ring, falling back to socket with a warning (default auto)",
+          "raw mode, --raw-io xdp, auto|zerocopy|native|generic: zero-copy in the driver's XDP, "
+          "copy mode in the driver's (native) XDP, or copy mode in generic XDP, which every "
+          "interface has; auto is zerocopy where the driver has it, else generic, and says why "
+          "it passed zerocopy over (default auto)",
           Matching(
-              p.rawIo,
+              p.xdpMode,
               [](const std::string& v) {
-                  RawIoMode mode;
-                  return ParseRawIoMode(v, mode);
+                  XdpMode mode;
+                  return ParseXdpMode(v, mode);
               },
-              "one of auto|ring|ring-v3|xdp|socket"));
+              "one of auto|zerocopy|native|generic"));
     o.Add("ring-retire-ms",
           "MS",
           "raw mode, ring-v3: hand a partly filled receive block over after MS (1..100, default "
@@ -450,6 +464,10 @@ PerfCommandLine::Finish(const std::vector<std::string>& args)
     {
         return "--port-mode tap needs --dev TAPNAME and --local-ip (the engine's address behind "
                "the TAP)";
+    }
+    if (!p.xdpMode.empty() && (p.portMode != "raw" || p.rawIo != "xdp"))
+    {
+        return "--xdp-mode " + p.xdpMode + " needs --port-mode raw --raw-io xdp";
     }
     if (p.threads > 1 && (p.portMode == "tap" || p.rawIo == "xdp"))
     {

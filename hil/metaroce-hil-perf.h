@@ -92,7 +92,8 @@ struct PerfOptions
     std::string tapAddress;       //!< tap mode: kernel-side address "A.B.C.D/N" ("": none)
     std::string localIp;          //!< engine address (default: from the control connection)
     std::string peerMac;          //!< raw mode: static destination MAC
-    std::string rawIo{"auto"};    //!< raw mode: "auto", "ring", "ring-v3" or "socket"
+    std::string rawIo{"auto"};    //!< raw mode: "auto", "ring", "ring-v3", "xdp" or "socket"
+    std::string xdpMode;          //!< --raw-io xdp: "auto", "zerocopy", "native", "generic"
     uint32_t ringRetireMs{1};     //!< raw mode, ring-v3: receive block retire timeout, ms
     uint16_t dataPort{4791};      //!< UDP port datagrams are received on
     FaultConfig faults;           //!< egress faults

@@ -302,7 +302,7 @@ RawFramePort::Open(boost::asio::io_context& io,
     {
         // The packet socket served the interface queries; the port polls the AF_XDP socket.
         std::string why;
-        auto xdp = XdpSocket::Open(cfg.device, ifindex, cfg.dataPort, why);
+        auto xdp = XdpSocket::Open(cfg.device, ifindex, cfg.dataPort, cfg.xdpMode, why);
         if (!xdp)
         {
             return fail(why);

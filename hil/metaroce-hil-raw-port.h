@@ -13,6 +13,7 @@
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-packet-ring.h"
 #include "metaroce-hil-tx-batch.h"
+#include "metaroce-hil-xdp.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -66,8 +67,9 @@ struct RawPortConfig
     uint32_t txBatch{64};
     /// SO_BUSY_POLL on the packet socket, microseconds (0: off; see docs/hil.md).
     uint32_t busyPollUs{0};
-    RawIoMode io{RawIoMode::AUTO}; //!< rings or socket calls
-    uint32_t ringRetireMs{1};      //!< TPACKET_V3: hand over a partly filled block after this
+    RawIoMode io{RawIoMode::AUTO};  //!< rings or socket calls
+    XdpMode xdpMode{XdpMode::AUTO}; //!< RawIoMode::XDP: how the AF_XDP socket attaches
+    uint32_t ringRetireMs{1};       //!< TPACKET_V3: hand over a partly filled block after this
     /// Mark CE on frames read while the socket or ring held more than this many (0: off).
     uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
     /**

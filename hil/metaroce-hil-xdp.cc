@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <spdlog/spdlog.h>
 #include <vector>
 
 #ifdef METAROCE_HIL_XDP
@@ -111,40 +112,116 @@ class XdpSocket::Impl
         xsk_ring_cons__release(&comp, n);
     }
 
-    std::string ifname;           //!< interface
-    int ifindex{0};               //!< its index
-    bpf_object* object{nullptr};  //!< the XDP program and its maps
-    int link{-1};                 //!< the BPF link that attaches the program
-    void* area{MAP_FAILED};       //!< UMEM
-    xsk_umem* umem{nullptr};      //!< UMEM registration
-    xsk_socket* xsk{nullptr};     //!< the socket
-    xsk_ring_prod fill{};         //!< chunks given to the kernel to receive into
-    xsk_ring_cons comp{};         //!< chunks the kernel has sent
-    xsk_ring_cons rx{};           //!< received frames
-    xsk_ring_prod tx{};           //!< frames to send
-    std::vector<uint64_t> freeTx; //!< chunks free for sending
-    std::vector<uint64_t> refill; //!< Receive() scratch
-    uint32_t pending{0};          //!< frames submitted, not yet kicked
-    uint64_t droppedBefore{0};    //!< XDP_STATISTICS drops already reported
+    std::string ifname;             //!< interface
+    int ifindex{0};                 //!< its index
+    bpf_object* object{nullptr};    //!< the XDP program and its maps
+    int link{-1};                   //!< the BPF link that attaches the program
+    void* area{MAP_FAILED};         //!< UMEM
+    xsk_umem* umem{nullptr};        //!< UMEM registration
+    xsk_socket* xsk{nullptr};       //!< the socket
+    xsk_ring_prod fill{};           //!< chunks given to the kernel to receive into
+    xsk_ring_cons comp{};           //!< chunks the kernel has sent
+    xsk_ring_cons rx{};             //!< received frames
+    xsk_ring_prod tx{};             //!< frames to send
+    std::vector<uint64_t> freeTx;   //!< chunks free for sending
+    std::vector<uint64_t> refill;   //!< Receive() scratch
+    uint32_t pending{0};            //!< frames submitted, not yet kicked
+    uint64_t droppedBefore{0};      //!< XDP_STATISTICS drops already reported
+    XdpMode mode{XdpMode::GENERIC}; //!< how the program and socket are attached
+    bool frags{false};              //!< the program is the xdp.frags entry point
 };
 
+namespace
+{
+
+/// The ways of attaching, in the order XdpSocket::Open() tries them. XdpMode::AUTO takes the
+/// zero-copy and the generic ones only: on a veth pair native XDP in copy mode moved 0.75-1.0x
+/// generic XDP's goodput (docs/benchmarks-hil.md), as the frame then crosses the veth's own
+/// queue and NAPI run; it is there when asked for (a NIC without zero-copy may gain from it).
+struct Attempt
+{
+    XdpMode mode; //!< ZEROCOPY, NATIVE or GENERIC
+    bool frags;   //!< the xdp.frags entry point (native XDP on a link whose MTU exceeds a page)
+};
+
+constexpr Attempt ATTEMPTS[] = {
+    {XdpMode::ZEROCOPY, false},
+    {XdpMode::ZEROCOPY, true},
+    {XdpMode::NATIVE, false},
+    {XdpMode::NATIVE, true},
+    {XdpMode::GENERIC, false},
+};
+
+} // namespace
+
 std::unique_ptr<XdpSocket>
-XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::string& error)
+XdpSocket::Open(const std::string& ifname,
+                int ifindex,
+                uint16_t dataPort,
+                XdpMode mode,
+                std::string& error)
 {
     libbpf_set_print(KeepLibbpfMessage);
+    std::string reasons;
+    for (const Attempt& attempt : ATTEMPTS)
+    {
+        if (mode == XdpMode::AUTO ? attempt.mode == XdpMode::NATIVE : mode != attempt.mode)
+        {
+            continue;
+        }
+        std::string why;
+        std::unique_ptr<Impl> impl =
+            TryOpen(ifname, ifindex, dataPort, attempt.mode, attempt.frags, why);
+        if (impl)
+        {
+            if (!reasons.empty())
+            {
+                spdlog::info("AF_XDP on {}: {} (passed over: {})",
+                             ifname,
+                             XdpModeName(attempt.mode),
+                             reasons);
+            }
+            return std::unique_ptr<XdpSocket>(new XdpSocket(std::move(impl)));
+        }
+        reasons += std::string(reasons.empty() ? "" : "; ") + XdpModeName(attempt.mode) +
+                   (attempt.frags ? " (xdp.frags)" : "") + ": " + why;
+    }
+    error = "AF_XDP on " + ifname + ": " + reasons;
+    if (reasons.find("Operation not permitted") != std::string::npos ||
+        reasons.find("Permission denied") != std::string::npos)
+    {
+        error += ". AF_XDP needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (or CAP_SYS_ADMIN): run "
+                 "as root, or use --raw-io ring";
+    }
+    else if (mode != XdpMode::AUTO && mode != XdpMode::GENERIC)
+    {
+        error += std::string(". --xdp-mode ") + XdpModeName(mode) +
+                 " needs a driver with native XDP" +
+                 (mode == XdpMode::ZEROCOPY ? " and AF_XDP zero-copy" : "") +
+                 "; --xdp-mode generic works on every interface";
+    }
+    return nullptr;
+}
+
+std::unique_ptr<XdpSocket::Impl>
+XdpSocket::TryOpen(const std::string& ifname,
+                   int ifindex,
+                   uint16_t dataPort,
+                   XdpMode mode,
+                   bool frags,
+                   std::string& error)
+{
+    const Attempt attempt{mode, frags};
     auto impl = std::make_unique<Impl>();
     impl->ifname = ifname;
     impl->ifindex = ifindex;
+    impl->mode = attempt.mode;
+    impl->frags = attempt.frags;
     auto fail = [&](const std::string& what, int err) {
-        error = "AF_XDP on " + ifname + ": " + what + ": " + std::strerror(err);
+        error = what + ": " + std::strerror(err);
         if (!g_libbpfMessage.empty())
         {
             error += " (libbpf: " + g_libbpfMessage + ")";
-        }
-        if (err == EPERM || err == EACCES)
-        {
-            error += ". AF_XDP needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (or CAP_SYS_ADMIN): "
-                     "run as root, or use --raw-io ring";
         }
         return nullptr;
     };
@@ -160,7 +237,9 @@ XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::
     {
         return fail("loading the XDP program", -err);
     }
-    bpf_program* prog = bpf_object__find_program_by_name(impl->object, "metaroce_xsk_filter");
+    bpf_program* prog = bpf_object__find_program_by_name(impl->object,
+                                                         attempt.frags ? "metaroce_xsk_filter_frags"
+                                                                       : "metaroce_xsk_filter");
     const int configFd = bpf_object__find_map_fd_by_name(impl->object, "config");
     const int xsksFd = bpf_object__find_map_fd_by_name(impl->object, "xsks_map");
     if (!prog || configFd < 0 || xsksFd < 0)
@@ -173,10 +252,12 @@ XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::
     {
         return fail("setting the data port", errno);
     }
-    // Generic (SKB) mode: every driver has it, veth included. A BPF link never replaces another
-    // program, and the kernel detaches ours when the link's descriptor closes, also when the
-    // process dies.
-    LIBBPF_OPTS(bpf_link_create_opts, linkOptions, .flags = XDP_FLAGS_SKB_MODE);
+    // A BPF link never replaces another program, and the kernel detaches ours when the link's
+    // descriptor closes, also when the process dies. Generic (SKB) mode: every driver has it,
+    // veth included; native (driver) mode: the driver's own XDP hook.
+    const uint32_t xdpFlags =
+        attempt.mode == XdpMode::GENERIC ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+    LIBBPF_OPTS(bpf_link_create_opts, linkOptions, .flags = xdpFlags);
     impl->link = bpf_link_create(bpf_program__fd(prog), ifindex, BPF_XDP, &linkOptions);
     if (impl->link < 0)
     {
@@ -185,7 +266,10 @@ XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::
         {
             return fail("attaching the XDP program (the interface has one already)", err);
         }
-        return fail("attaching the XDP program", err);
+        return fail(attempt.mode == XdpMode::GENERIC
+                        ? std::string("attaching the XDP program")
+                        : std::string("attaching the XDP program in the driver (native XDP)"),
+                    err);
     }
     const size_t bytes = size_t(CHUNK) * (RX_CHUNKS + TX_CHUNKS);
     impl->area = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -208,8 +292,9 @@ XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::
     scfg.rx_size = RX_CHUNKS;
     scfg.tx_size = TX_CHUNKS;
     scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD; // ours is attached already
-    scfg.xdp_flags = XDP_FLAGS_SKB_MODE;
-    scfg.bind_flags = XDP_COPY | XDP_USE_NEED_WAKEUP;
+    scfg.xdp_flags = xdpFlags;
+    scfg.bind_flags =
+        (attempt.mode == XdpMode::ZEROCOPY ? XDP_ZEROCOPY : XDP_COPY) | XDP_USE_NEED_WAKEUP;
     if (int err = xsk_socket__create(&impl->xsk,
                                      ifname.c_str(),
                                      0,
@@ -220,7 +305,11 @@ XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::
         err != 0)
     {
         impl->xsk = nullptr;
-        return fail("socket on queue 0", -err);
+        return fail(attempt.mode == XdpMode::ZEROCOPY
+                        ? std::string("a zero-copy socket on queue 0 (the driver's AF_XDP "
+                                      "zero-copy support)")
+                        : std::string("socket on queue 0"),
+                    -err);
     }
     if (int err = xsk_socket__update_xskmap(impl->xsk, xsksFd); err != 0)
     {
@@ -243,7 +332,13 @@ XdpSocket::Open(const std::string& ifname, int ifindex, uint16_t dataPort, std::
         impl->freeTx.push_back(uint64_t(RX_CHUNKS + i) * CHUNK);
     }
     impl->refill.reserve(RX_CHUNKS);
-    return std::unique_ptr<XdpSocket>(new XdpSocket(std::move(impl)));
+    return impl;
+}
+
+XdpMode
+XdpSocket::Mode() const
+{
+    return m_impl->mode;
 }
 
 int
@@ -280,6 +375,11 @@ XdpSocket::Receive(size_t maxFrames, const FrameVisitor& visit)
             *xsk_ring_prod__fill_addr(&s.fill, idx + i) = s.refill[i];
         }
         xsk_ring_prod__submit(&s.fill, n);
+    }
+    // A zero-copy driver may wait for a system call before it uses the new fill entries.
+    if (xsk_ring_prod__needs_wakeup(&s.fill))
+    {
+        recvfrom(Fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
     }
     return n;
 }
@@ -363,8 +463,13 @@ XdpSocket::ReadDrops(int /*fd*/)
 std::string
 XdpSocket::Describe() const
 {
-    return "AF_XDP copy mode (generic XDP) queue 0, UMEM " + std::to_string(RX_CHUNKS) + "+" +
-           std::to_string(TX_CHUNKS) + " x 4 KiB, frames up to " + std::to_string(XDP_MAX_FRAME);
+    const Impl& s = *m_impl;
+    const char* how = s.mode == XdpMode::ZEROCOPY ? "AF_XDP zero-copy (native XDP"
+                      : s.mode == XdpMode::NATIVE ? "AF_XDP copy mode (native XDP"
+                                                  : "AF_XDP copy mode (generic XDP";
+    return std::string(how) + (s.frags ? ", xdp.frags program" : "") + ") queue 0, UMEM " +
+           std::to_string(RX_CHUNKS) + "+" + std::to_string(TX_CHUNKS) + " x 4 KiB, frames up to " +
+           std::to_string(XDP_MAX_FRAME);
 }
 
 #else // no AF_XDP in this build
@@ -374,7 +479,7 @@ class XdpSocket::Impl
 };
 
 std::unique_ptr<XdpSocket>
-XdpSocket::Open(const std::string& ifname, int, uint16_t, std::string& error)
+XdpSocket::Open(const std::string& ifname, int, uint16_t, XdpMode, std::string& error)
 {
     error = "AF_XDP on " + ifname +
             ": this build has no AF_XDP support (it needs libxdp-dev, libbpf-dev and clang at "
@@ -429,7 +534,44 @@ XdpSocket::Describe() const
     return "AF_XDP (not built)";
 }
 
+XdpMode
+XdpSocket::Mode() const
+{
+    return XdpMode::GENERIC;
+}
+
 #endif
+
+bool
+ParseXdpMode(const std::string& text, XdpMode& mode)
+{
+    for (XdpMode m : {XdpMode::AUTO, XdpMode::ZEROCOPY, XdpMode::NATIVE, XdpMode::GENERIC})
+    {
+        if (text == XdpModeName(m))
+        {
+            mode = m;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char*
+XdpModeName(XdpMode mode)
+{
+    switch (mode)
+    {
+    case XdpMode::AUTO:
+        return "auto";
+    case XdpMode::ZEROCOPY:
+        return "zerocopy";
+    case XdpMode::NATIVE:
+        return "native";
+    case XdpMode::GENERIC:
+        return "generic";
+    }
+    return "?";
+}
 
 XdpSocket::XdpSocket(std::unique_ptr<Impl> impl)
     : m_impl(std::move(impl))

@@ -17,14 +17,32 @@
  * The raw port's AF_XDP backend (--raw-io xdp): an AF_XDP socket on queue 0 of the interface,
  * through libxdp's xsk API, and a small XDP program of our own (hil/bpf/, loaded with libbpf)
  * that hands IPv4/UDP datagrams to the data port to the socket and passes everything else (ARP,
- * the TCP control plane) to the kernel. Copy mode in generic (SKB) XDP, which every interface
- * has, veth included; frames are at most one 4 KiB UMEM chunk less the kernel's headroom.
+ * the TCP control plane) to the kernel. Three ways to attach (XdpMode): zero-copy in the
+ * driver's own XDP where the driver supports AF_XDP zero-copy, copy mode in the driver's own
+ * (native) XDP, and copy mode in generic (SKB) XDP, which every interface has, veth included.
+ * The default takes zero-copy where the driver has it, else generic XDP. Frames are at most
+ * one 4 KiB UMEM chunk less the kernel's headroom.
  */
 
 namespace metaroce
 {
 namespace hil
 {
+
+/// How the AF_XDP backend attaches to the interface.
+enum class XdpMode : uint8_t
+{
+    AUTO,     //!< ZEROCOPY where the driver has it, else GENERIC
+    ZEROCOPY, //!< native XDP, the socket bound with XDP_ZEROCOPY (the driver's AF_XDP support)
+    NATIVE,   //!< native (driver) XDP, the socket in copy mode
+    GENERIC,  //!< generic (SKB) XDP, the socket in copy mode: every interface
+};
+
+/// Parse "auto", "zerocopy", "native" or "generic". \return false if it is none of them.
+bool ParseXdpMode(const std::string& text, XdpMode& mode);
+
+/// \return the name ParseXdpMode() reads for \p mode.
+const char* XdpModeName(XdpMode mode);
 
 /// Largest frame the AF_XDP backend carries (a 4 KiB UMEM chunk less XDP_PACKET_HEADROOM).
 constexpr uint32_t XDP_MAX_FRAME = 4096 - 256;
@@ -36,13 +54,20 @@ class XdpSocket : public FrameRing
     /**
      * Attach the XDP program to \p ifname and open an AF_XDP socket on its queue 0.
      * \param dataPort UDP port whose datagrams go to the socket
-     * \param[out] error why it failed (not built, no privileges, another XDP program, ...)
+     * \param mode how to attach; XdpMode::AUTO tries each way in turn and logs (at info) why
+     *        each one it passed over was refused
+     * \param[out] error why it failed (not built, no privileges, another XDP program, a driver
+     *        without native XDP or zero-copy, ...; for AUTO, every way's reason)
      * \return the socket, or nullptr
      */
     static std::unique_ptr<XdpSocket> Open(const std::string& ifname,
                                            int ifindex,
                                            uint16_t dataPort,
+                                           XdpMode mode,
                                            std::string& error);
+
+    /// \return the way the socket is attached (never XdpMode::AUTO).
+    XdpMode Mode() const;
 
     /// Detach the program and release the socket and its memory.
     ~XdpSocket() override;
@@ -71,6 +96,13 @@ class XdpSocket : public FrameRing
   private:
     class Impl;
     explicit XdpSocket(std::unique_ptr<Impl> impl);
+    /// One way of attaching (\p mode not AUTO; \p frags: the xdp.frags entry point).
+    static std::unique_ptr<Impl> TryOpen(const std::string& ifname,
+                                         int ifindex,
+                                         uint16_t dataPort,
+                                         XdpMode mode,
+                                         bool frags,
+                                         std::string& error);
     std::unique_ptr<Impl> m_impl; //!< libxdp state (absent from builds without AF_XDP)
 };
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIL benchmark, three parts, each a set of same-run ratios:
+# HIL benchmark, four parts, each a set of same-run ratios:
 #
 # 1. metaroce-perf goodput (UDP and raw ports, MetaRoCE and RoCEv2) against a plain UDP blast of
 #    the same datagram size, on one veth pair between two network namespaces. Section "HIL on a
@@ -12,12 +12,15 @@
 #    THREAD_MODES, default "udp", any of the port modes of part 1), against the blast: goodput,
 #    and the CPU time both sides used per GB delivered. Section "HIL with several engine
 #    threads".
+# 4. The raw port's AF_XDP backend (--raw-io xdp) in generic and native XDP against the V2 ring
+#    and the blast, at engine MTU 3584 (AF_XDP's frame limit): goodput, CPU of both processes.
+#    Section "HIL raw port: AF_XDP generic, native and the V2 ring" of docs/benchmarks.md.
 #
 #   sudo hil/bench/metaroce-hil-bench.sh [BUILD_DIR] [SECONDS] [ROUNDS]
 #
 # BUILD_DIR defaults to build/, SECONDS (per veth measurement) to 3, ROUNDS (repetitions of
 # part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder"
-# by default; any of veth, forwarder, threads), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
+# by default; any of veth, forwarder, threads, xdp), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
 # FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
 # metaroce-perf sides in part 1, e.g. "--udp-gso off"), WRITE_DOC (0: print the sections, do
 # not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
@@ -93,9 +96,13 @@ perf_run() {
         raw) io=ring ;;
         raw-ring-v3) io=ring-v3 ;;
         raw-socket) io=socket ;;
+        raw-xdp-generic | raw-xdp-native) io=xdp ;;
     esac
     if [[ -n $io ]]; then
         mode=raw; extra_a=(--dev va --raw-io $io); extra_b=(--dev vb --raw-io $io)
+    fi
+    if [[ $io == xdp ]]; then
+        extra_a+=(--xdp-mode "${2#raw-xdp-}"); extra_b+=(--xdp-mode "${2#raw-xdp-}")
     fi
     local threads=${PERF_THREADS:-1}
     if [[ $threads -gt 1 ]]; then
@@ -258,6 +265,45 @@ $ROWS
 MD
 )
 write_section "$SECTION"
+fi
+
+if [[ " $PARTS " == *" xdp "* ]]; then
+SAVED_MTU=$MTU
+MTU=3584 # AF_XDP's copy-mode frames are at most 3,840 bytes; the blast and the ring use it too
+ROWS=""
+for round in $(seq 1 "$ROUNDS"); do
+    echo "round $round: plain UDP blast..."
+    blast
+    ROWS+="| $round | plain UDP blast (received) | $BLAST_RECV | 1.00 | - | - | - | - |"$'\n'
+    for transport in metaroce rocev2; do
+        for mode in raw-xdp-generic raw-xdp-native raw; do
+            echo "round $round: metaroce-perf $transport $mode..."
+            perf_run "$transport" "$mode"
+            label="AF_XDP, ${mode#raw-xdp-} XDP"
+            [[ $mode == raw ]] && label="TPACKET_V2 rings"
+            ROWS+="| $round | metaroce-perf, $transport, $label | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_CPU | $PERF_RETX | $PERF_RTO | $PERF_STATUS |"$'\n'
+        done
+    done
+done
+SECTION=$(cat <<MD
+## HIL raw port: AF_XDP generic, native and the V2 ring
+
+Measured by \`hil/bench/metaroce-hil-bench.sh\` (PARTS=xdp) on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
+kernel $(uname -r)): the veth pair of "HIL on a veth pair", raw port, engine MTU $MTU (the
+largest AF_XDP's copy-mode frames allow; the blast sends datagrams of $BLAST_SIZE bytes to
+match), ${SECONDS_PER_RUN} s per measurement, messages of $SIZE bytes, RDMA WRITE with
+immediate, 1 connection, MetaRoCE with 8 paths. \`--raw-io xdp --xdp-mode generic\` attaches
+the port's XDP program in generic (SKB) mode, \`native\` in the veth driver; both bind the
+socket in copy mode. "CPU" is the user plus system time of both processes together. Ratio:
+goodput over the blast of the same round. Extra metaroce-perf options: \`${PERF_EXTRA[*]:-none}\`.
+
+| Round | Sender | Goodput (Gb/s) | Ratio | CPU (s) | Retransmissions | RTO expiries | Verified |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |
+$ROWS
+MD
+)
+write_section "$SECTION"
+MTU=$SAVED_MTU
 fi
 
 if [[ " $PARTS " == *" forwarder "* ]]; then

@@ -8,7 +8,12 @@
  * XDP program of the AF_XDP raw-port backend (hil/metaroce-hil-xdp.cc): IPv4/UDP datagrams to
  * the data port (config[0]), unfragmented, go to the AF_XDP socket of their receive queue;
  * everything else (ARP, the TCP control plane, other traffic) goes on to the kernel's stack.
- * Built with clang -target bpf and embedded in the daemon.
+ * Built with clang -target bpf and embedded in the daemon. Two entry points with one body:
+ * metaroce_xsk_filter for generic (SKB) XDP and for drivers whose MTU fits a page, and
+ * metaroce_xsk_filter_frags (xdp.frags) for native XDP on a link with a larger MTU, which a
+ * driver such as veth refuses to a program that cannot see multi-buffer frames. Only the first
+ * buffer is read; a multi-buffer frame redirected to the socket (which does not ask for them)
+ * is dropped and counted by the kernel, as it cannot be a datagram of the port's MTU.
  */
 
 // The kernel's types first: the libbpf headers use them.
@@ -37,9 +42,8 @@ struct
     __type(value, __u32);
 } config SEC(".maps");
 
-SEC("xdp")
-int
-metaroce_xsk_filter(struct xdp_md* ctx)
+static __always_inline int
+filter(struct xdp_md* ctx)
 {
     void* data = (void*)(long)ctx->data;
     void* end = (void*)(long)ctx->data_end;
@@ -66,6 +70,20 @@ metaroce_xsk_filter(struct xdp_md* ctx)
         return XDP_PASS;
     }
     return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+}
+
+SEC("xdp")
+int
+metaroce_xsk_filter(struct xdp_md* ctx)
+{
+    return filter(ctx);
+}
+
+SEC("xdp.frags")
+int
+metaroce_xsk_filter_frags(struct xdp_md* ctx)
+{
+    return filter(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -274,6 +274,16 @@ TEST(HilPacketRing, RawIoOptions)
     EXPECT_TRUE(ParseRawIoMode("socket", mode));
     EXPECT_EQ(mode, RawIoMode::SOCKET);
     EXPECT_FALSE(ParseRawIoMode("mmap", mode));
+    for (XdpMode m : {XdpMode::AUTO, XdpMode::ZEROCOPY, XdpMode::NATIVE, XdpMode::GENERIC})
+    {
+        XdpMode parsed = m == XdpMode::AUTO ? XdpMode::GENERIC : XdpMode::AUTO;
+        EXPECT_TRUE(ParseXdpMode(XdpModeName(m), parsed)) << XdpModeName(m);
+        EXPECT_EQ(parsed, m);
+    }
+    XdpMode xdp = XdpMode::NATIVE;
+    EXPECT_FALSE(ParseXdpMode("drv", xdp));
+    EXPECT_FALSE(ParseXdpMode("", xdp));
+    EXPECT_EQ(xdp, XdpMode::NATIVE);
     PerfOptions opts;
     std::string error;
     EXPECT_TRUE(

@@ -308,6 +308,72 @@ TEST_F(HilVethTest, RawXdpBothEnds)
     EXPECT_NE(client->Output().find("AF_XDP copy mode"), std::string::npos) << client->Output();
 }
 
+// The AF_XDP backend's other ways of attaching. Native (driver) XDP in copy mode on both ends:
+// the veth takes only the xdp.frags entry point at this MTU, and every byte is verified.
+// Zero-copy: a veth has no AF_XDP zero-copy, so the port refuses with the driver named as the
+// reason (a kernel whose veth had it would pass instead), and no attempt leaves a program on the
+// interface: a generic-XDP run on the same interfaces follows and passes.
+TEST_F(HilVethTest, RawXdpNativeModeAndZeroCopyRefusedCleanly)
+{
+#ifndef METAROCE_HIL_XDP_BUILT
+    GTEST_SKIP() << "this build has no AF_XDP support (libxdp-dev, libbpf-dev, clang)";
+#endif
+    auto args = [](const std::string& mode, const std::string& dev) {
+        return std::vector<std::string>{"--port-mode",
+                                        "raw",
+                                        "--raw-io",
+                                        "xdp",
+                                        "--xdp-mode",
+                                        mode,
+                                        "--dev",
+                                        dev,
+                                        "--transport",
+                                        "metaroce",
+                                        "--mtu",
+                                        "3584",
+                                        "--size",
+                                        "64K",
+                                        "--iters",
+                                        "200",
+                                        "--log",
+                                        "info"};
+    };
+    {
+        auto server = Server(args("native", "va"));
+        auto client = Client(args("native", "vb"));
+        EXPECT_EQ(client->Wait(RUN_LIMIT), 0) << client->Output() << server->Output();
+        EXPECT_EQ(server->Wait(milliseconds(5000)), 0) << server->Output();
+        EXPECT_EQ(ParseResult(client->Output())["verified"], "200") << client->Output();
+        EXPECT_EQ(ParseResult(server->Output())["verified"], "200") << server->Output();
+        EXPECT_NE(server->Output().find("AF_XDP copy mode (native XDP"), std::string::npos)
+            << server->Output();
+        EXPECT_NE(client->Output().find("AF_XDP copy mode (native XDP"), std::string::npos)
+            << client->Output();
+    }
+    {
+        // A client asking for zero-copy against a generic-XDP server; then a generic-XDP client
+        // on the same interface, served by the same server.
+        auto server = Server(args("generic", "va"));
+        auto refused = Client(args("zerocopy", "vb"));
+        const int status = refused->Wait(RUN_LIMIT);
+        const std::string out = refused->Output();
+        if (out.find("AF_XDP zero-copy (native XDP") == std::string::npos)
+        {
+            EXPECT_EQ(status, 1) << out;
+            EXPECT_NE(out.find("--xdp-mode zerocopy needs a driver with native XDP and AF_XDP "
+                               "zero-copy"),
+                      std::string::npos)
+                << out;
+        }
+        auto client = Client(args("generic", "vb"));
+        EXPECT_EQ(client->Wait(RUN_LIMIT), 0) << client->Output() << server->Output();
+        EXPECT_EQ(server->Wait(milliseconds(5000)), 0) << server->Output();
+        EXPECT_EQ(ParseResult(client->Output())["verified"], "200") << client->Output();
+        EXPECT_NE(client->Output().find("AF_XDP copy mode (generic XDP)"), std::string::npos)
+            << client->Output();
+    }
+}
+
 TEST_F(HilVethTest, UdpMetaRoceMultipleConnectionsAndStreams)
 {
     RunPair({"--mtu",
