@@ -26,9 +26,11 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <vector>
 
 using namespace ns3;
@@ -767,6 +769,162 @@ class MetaRoceRandomFramesTestCase : public SeededTestCase
 
 /**
  * \ingroup metaroce-tests
+ * The route lookup against a reference: /32 routes over a run of addresses with holes,
+ * inserted in rising, falling and random order (the hash table grows as they come) and
+ * replaced, then a far address and one more; prefix routes serve what no host route covers.
+ * Every lookup must name the group the longest matching route gives.
+ */
+class MetaRoceHostRouteTableTestCase : public SeededTestCase
+{
+  public:
+    MetaRoceHostRouteTableTestCase()
+        : SeededTestCase("route lookups against a reference (host and prefix routes)")
+    {
+    }
+
+  private:
+    /// The reference: host routes, then the longest prefix.
+    struct Reference
+    {
+        std::map<uint32_t, uint32_t> hosts;                          //!< address -> group
+        std::vector<std::tuple<uint8_t, uint32_t, uint32_t>> prefix; //!< length, prefix, group
+
+        /// \return the group for \p dst, or -1
+        int64_t Lookup(uint32_t dst) const
+        {
+            auto h = hosts.find(dst);
+            if (h != hosts.end())
+            {
+                return h->second;
+            }
+            int best = -1;
+            int64_t group = -1;
+            for (const auto& [length, prefix, g] : prefix)
+            {
+                const uint32_t mask = length == 0 ? 0 : ~uint32_t(0) << (32 - length);
+                if ((dst & mask) == prefix && int(length) > best)
+                {
+                    best = length;
+                    group = g;
+                }
+            }
+            return group;
+        }
+    };
+
+    /// Check every address of [first, last] and \p extra against \p ref.
+    void Check(Ptr<MetaRoceSwitch> sw,
+               const Reference& ref,
+               const std::vector<std::vector<uint32_t>>& groups,
+               uint32_t first,
+               uint32_t last,
+               const std::vector<uint32_t>& extra,
+               const std::string& when)
+    {
+        std::vector<uint32_t> addresses = extra;
+        for (uint32_t a = first; a <= last; ++a)
+        {
+            addresses.push_back(a);
+        }
+        uint32_t wrong = 0;
+        for (uint32_t a : addresses)
+        {
+            const std::vector<uint32_t>* got = sw->LookupRoute(a);
+            const int64_t want = ref.Lookup(a);
+            if (want < 0 ? got != nullptr : (got == nullptr || *got != groups[want]))
+            {
+                ++wrong;
+            }
+        }
+        NS_TEST_EXPECT_MSG_EQ(wrong, 0U, "lookups that differ from the reference, " << when);
+    }
+
+    void DoRun() override
+    {
+        MetaRoceTopologyHelper topo;
+        Ptr<MetaRoceFabric> fabric = topo.BuildLeafSpine(2, 2, 1.0);
+        Ptr<MetaRoceSwitch> sw = fabric->GetSwitch(0);
+        NS_TEST_ASSERT_MSG_GT(sw->GetNPorts(), 1U, "a leaf with ports");
+        const std::vector<std::vector<uint32_t>> groups{{0}, {1}, {0, 1}};
+        Ptr<UniformRandomVariable> random = CreateObject<UniformRandomVariable>();
+        const uint32_t base = 0x0a010000; // 10.1.0.0
+        for (int order = 0; order < 3; ++order)
+        {
+            sw->ClearRoutes();
+            std::vector<uint32_t> ids;
+            for (const auto& g : groups)
+            {
+                ids.push_back(sw->AddEcmpGroup(g));
+            }
+            Reference ref;
+            auto add = [&](uint32_t dst, uint8_t length, uint32_t group) {
+                sw->AddRoute(dst, length, ids[group]);
+                if (length == 32)
+                {
+                    ref.hosts[dst] = group;
+                }
+                else
+                {
+                    const uint32_t mask = length == 0 ? 0 : ~uint32_t(0) << (32 - length);
+                    ref.prefix.emplace_back(length, dst & mask, group);
+                }
+            };
+            add(base, 16, 2);      // 10.1.0.0/16: what no host route covers
+            add(0x0a000000, 8, 0); // 10.0.0.0/8
+            std::vector<uint32_t> offsets;
+            for (uint32_t i = 0; i < 600; ++i)
+            {
+                if (i % 7 != 3) // holes
+                {
+                    offsets.push_back(i);
+                }
+            }
+            if (order == 1)
+            {
+                std::reverse(offsets.begin(), offsets.end());
+            }
+            if (order == 2)
+            {
+                for (size_t i = offsets.size(); i > 1; --i)
+                {
+                    std::swap(offsets[i - 1], offsets[random->GetInteger(0, uint32_t(i - 1))]);
+                }
+            }
+            for (uint32_t off : offsets)
+            {
+                add(base + 100 + off, 32, random->GetInteger(0, 2));
+            }
+            for (uint32_t i = 0; i < 50; ++i) // replacements
+            {
+                add(base + 100 + offsets[random->GetInteger(0, uint32_t(offsets.size() - 1))],
+                    32,
+                    random->GetInteger(0, 2));
+            }
+            const std::vector<uint32_t> outside{0x0a020304, 0x0b000001, 0, 0xffffffff, base};
+            Check(sw,
+                  ref,
+                  groups,
+                  base,
+                  base + 800,
+                  outside,
+                  "rising, falling or random order " + std::to_string(order));
+            // An address far away from the others.
+            add(0x0a7f0001, 32, 1);
+            Check(sw,
+                  ref,
+                  groups,
+                  base,
+                  base + 800,
+                  {0x0a020304, 0x0b000001, 0, 0xffffffff, 0x0a7f0001, 0x0a7f0002},
+                  "with a far address, order " + std::to_string(order));
+            add(base + 2, 32, 0); // and after it
+            Check(sw, ref, groups, base, base + 800, {0x0a7f0001}, "one more after it");
+        }
+    }
+};
+
+/**
+ * \ingroup metaroce-tests
  * System tests of MetaRoceSwitch.
  */
 class MetaRoceSwitchTestSuite : public TestSuite
@@ -786,6 +944,7 @@ class MetaRoceSwitchTestSuite : public TestSuite
         AddTestCase(new MetaRoceDeadEndTestCase);
         AddTestCase(new MetaRoceLocalUplinkTestCase);
         AddTestCase(new MetaRoceRandomFramesTestCase);
+        AddTestCase(new MetaRoceHostRouteTableTestCase);
     }
 };
 
