@@ -63,7 +63,8 @@ EncapsulateForPort(const TxDatagram& tx,
                    const MacAddress& src,
                    const MacAddress& dst,
                    uint32_t mtu,
-                   std::vector<uint8_t>& buffer,
+                   uint8_t* out,
+                   size_t cap,
                    const char* port,
                    const std::string& device,
                    const char* mtuHint,
@@ -73,8 +74,7 @@ EncapsulateForPort(const TxDatagram& tx,
 {
     DatagramMeta meta = tx.meta;
     meta.dstPort = dataPort;
-    const size_t len =
-        EncapsulateFrame(buffer.data(), buffer.size(), src, dst, meta, tx.buffer, tx.length);
+    const size_t len = EncapsulateFrame(out, cap, src, dst, meta, tx.buffer, tx.length);
     if (len == 0 || len - ETHERNET_HEADER_SIZE > mtu)
     {
         ++counters.txFailed;

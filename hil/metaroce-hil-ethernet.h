@@ -57,7 +57,9 @@ bool AcceptEngineFrame(const uint8_t* frame,
                        ParsedFrame& parsed);
 
 /**
- * Encapsulate one datagram into \p buffer for an Ethernet port.
+ * Encapsulate one datagram into \p cap bytes at \p out for an Ethernet port: a frame buffer,
+ * or a transmit ring's slot whose datagram the engine wrote at \p out + FRAME_HEADERS_SIZE
+ * already (then only the headers are written).
  *
  * A datagram that does not fit the buffer or the MTU counts as a failed send and gets a
  * rate-limited error naming \p device and what to change (\p mtuHint).
@@ -67,7 +69,8 @@ bool AcceptEngineFrame(const uint8_t* frame,
  * \param src the source MAC address
  * \param dst the destination MAC address
  * \param mtu the interface MTU (IPv4 packet bytes)
- * \param buffer where the frame is written (its size bounds the frame)
+ * \param out where the frame is written
+ * \param cap its size, which bounds the frame
  * \param port the port kind for log lines
  * \param device the interface name for log lines
  * \param mtuHint what to raise when a datagram is too large ("the link MTU", "the TAP MTU")
@@ -81,7 +84,8 @@ size_t EncapsulateForPort(const TxDatagram& tx,
                           const MacAddress& src,
                           const MacAddress& dst,
                           uint32_t mtu,
-                          std::vector<uint8_t>& buffer,
+                          uint8_t* out,
+                          size_t cap,
                           const char* port,
                           const std::string& device,
                           const char* mtuHint,

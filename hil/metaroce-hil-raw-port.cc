@@ -622,9 +622,34 @@ RawFramePort::ReceiveBatches(int maxRounds)
     return any;
 }
 
+uint8_t*
+RawFramePort::ReserveTxBuffer(size_t& capacity)
+{
+    capacity = 0;
+    if (!m_ring || m_closed || m_reservedSlot || m_ring->TxSlotBytes() <= FRAME_HEADERS_SIZE)
+    {
+        return nullptr;
+    }
+    m_reservedSlot = m_ring->TxSlot(); // (the same slot until TxCommit())
+    if (!m_reservedSlot)
+    {
+        return nullptr;
+    }
+    capacity = m_ring->TxSlotBytes() - FRAME_HEADERS_SIZE;
+    return m_reservedSlot + FRAME_HEADERS_SIZE;
+}
+
+void
+RawFramePort::ReleaseTxBuffer()
+{
+    m_reservedSlot = nullptr; // the slot stays free: TxSlot() hands it out again
+}
+
 SendStatus
 RawFramePort::Send(const TxDatagram& tx)
 {
+    uint8_t* const reserved = m_reservedSlot;
+    m_reservedSlot = nullptr;
     if (m_closed)
     {
         return SendStatus::FAILED;
@@ -645,12 +670,16 @@ RawFramePort::Send(const TxDatagram& tx)
         }
         return SendStatus::FAILED;
     }
+    // A datagram the engine wrote into the reserved ring slot gets its headers in front of it
+    // there; any other is framed in m_txBuffer and copied to where it goes.
+    const bool inSlot = reserved && tx.buffer == reserved + FRAME_HEADERS_SIZE;
     const size_t len = EncapsulateForPort(tx,
                                           m_cfg.dataPort,
                                           m_mac,
                                           *dst,
                                           m_mtu,
-                                          m_txBuffer,
+                                          inSlot ? reserved : m_txBuffer.data(),
+                                          inSlot ? m_ring->TxSlotBytes() : m_txBuffer.size(),
                                           "raw port",
                                           m_cfg.device,
                                           "the link MTU",
@@ -660,6 +689,10 @@ RawFramePort::Send(const TxDatagram& tx)
     if (len == 0)
     {
         return SendStatus::FAILED;
+    }
+    if (inSlot)
+    {
+        return CommitRingSlot(len, tx.length);
     }
     if (m_ring)
     {
@@ -737,6 +770,12 @@ RawFramePort::SendToRing(size_t len, uint64_t datagramLen)
         return SendStatus::WOULD_BLOCK; // every slot is the kernel's until it has sent them
     }
     std::memcpy(slot, m_txBuffer.data(), len);
+    return CommitRingSlot(len, datagramLen);
+}
+
+SendStatus
+RawFramePort::CommitRingSlot(size_t len, uint64_t datagramLen)
+{
     m_ring->TxCommit(uint32_t(len));
     m_ringPendingBytes += datagramLen;
     if (m_ring->TxPending() >= m_cfg.txBatch)

@@ -120,6 +120,12 @@ class RawFramePort : public FramePort
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
+    /**
+     * With rings: the next transmit slot past the frame's headers, so that the engine writes
+     * the datagram where the kernel takes the frame from and Send() only adds the headers.
+     */
+    uint8_t* ReserveTxBuffer(size_t& capacity) override;
+    void ReleaseTxBuffer() override;
     SendStatus Flush() override;
     void PollReceive() override;
 
@@ -177,6 +183,8 @@ class RawFramePort : public FramePort
     bool HandleFrame(const uint8_t* data, size_t len, bool truncated);
     /// Queue the frame in m_txBuffer in the transmit ring.
     SendStatus SendToRing(size_t len, uint64_t datagramLen);
+    /// Mark the ring's current slot, holding a frame of \p len bytes, ready to send.
+    SendStatus CommitRingSlot(size_t len, uint64_t datagramLen);
     /// Add the kernel's count of frames it dropped for want of room to the counters.
     void ReadKernelDrops() const;
 
@@ -195,6 +203,7 @@ class RawFramePort : public FramePort
     mutable PortCounters m_counters;              //!< counters (kernel drops read when asked)
     std::vector<uint8_t> m_rxBuffer;              //!< recvmmsg() buffers
     std::vector<uint8_t> m_txBuffer;              //!< one frame
+    uint8_t* m_reservedSlot{nullptr};             //!< ring slot of ReserveTxBuffer()
     TxBatch m_batch;                              //!< frames Send() queued
     std::unique_ptr<FrameRing> m_ring;            //!< the rings (nullptr: socket calls)
     BacklogEcn m_backlogEcn;                      //!< CE on a deep socket queue or ring

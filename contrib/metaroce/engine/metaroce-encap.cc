@@ -133,8 +133,9 @@ EncapsulateFrame(uint8_t* out,
     {
         return 0;
     }
-    // Move the datagram first: it may overlap the header area when built in place.
-    if (len > 0)
+    // Move the datagram first: it may overlap the header area when built in place. Where it
+    // was written at its final place (a transmit ring's slot) nothing moves.
+    if (len > 0 && datagram != out + FRAME_HEADERS_SIZE)
     {
         std::memmove(out + FRAME_HEADERS_SIZE, datagram, len);
     }
