@@ -92,7 +92,9 @@ class PcapFramePort : public FramePort
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
     SendStatus Send(const TxDatagram& tx) override;
 
-    /// The inner port's (Send() writes the capture from the datagram before the flush).
+    /// The inner port's. Send() writes the capture from the datagram after the inner Send(),
+    /// which may have handed a ring slot to the kernel already: the kernel only reads it, and
+    /// nothing reuses it before Send() returns.
     uint8_t* ReserveTxBuffer(size_t& capacity) override
     {
         return m_inner->ReserveTxBuffer(capacity);

@@ -67,10 +67,12 @@ EnginePump::Run(Time now)
         {
             if (m_tx.buffer != m_buffer.data())
             {
-                // Refused: keep it in the pump's own buffer until it is offered again.
+                // Refused: keep it in the pump's own buffer until it is offered again, and
+                // end the port's reservation (the host may have refused without a Send()).
                 std::memcpy(m_buffer.data(), m_tx.buffer, m_tx.length);
                 m_tx.buffer = m_buffer.data();
                 m_tx.capacity = m_buffer.size();
+                m_sink.ReleaseTxBuffer();
             }
             m_pending = true;
             state = State::BLOCKED;

@@ -672,7 +672,10 @@ RawFramePort::Send(const TxDatagram& tx)
     }
     // A datagram the engine wrote into the reserved ring slot gets its headers in front of it
     // there; any other is framed in m_txBuffer and copied to where it goes.
-    const bool inSlot = reserved && tx.buffer == reserved + FRAME_HEADERS_SIZE;
+    // (The ring's current slot must still be the reserved one: nothing may have flushed or
+    // reclaimed in between, or the commit would send another slot.)
+    const bool inSlot =
+        reserved && tx.buffer == reserved + FRAME_HEADERS_SIZE && m_ring->TxSlot() == reserved;
     const size_t len = EncapsulateForPort(tx,
                                           m_cfg.dataPort,
                                           m_mac,

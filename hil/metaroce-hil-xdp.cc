@@ -163,15 +163,25 @@ XdpSocket::Open(const std::string& ifname,
 {
     libbpf_set_print(KeepLibbpfMessage);
     std::string reasons;
+    bool driverRefused = false; // the driver refused native XDP or the zero-copy bind
+    bool tryFrags = false;      // the plain entry point's attach was refused in this mode
     for (const Attempt& attempt : ATTEMPTS)
     {
         if (mode == XdpMode::AUTO ? attempt.mode == XdpMode::NATIVE : mode != attempt.mode)
         {
             continue;
         }
+        // The xdp.frags entry point only where the driver refused to attach the plain one (a
+        // veth whose MTU exceeds a page): on a NIC each attach and detach may reset its rings.
+        if (attempt.frags && !tryFrags)
+        {
+            continue;
+        }
         std::string why;
+        XdpStage failedAt = XdpStage::NONE;
+        int err = 0;
         std::unique_ptr<Impl> impl =
-            TryOpen(ifname, ifindex, dataPort, attempt.mode, attempt.frags, why);
+            TryOpen(ifname, ifindex, dataPort, attempt.mode, attempt.frags, why, failedAt, err);
         if (impl)
         {
             if (!reasons.empty())
@@ -185,6 +195,14 @@ XdpSocket::Open(const std::string& ifname,
         }
         reasons += std::string(reasons.empty() ? "" : "; ") + XdpModeName(attempt.mode) +
                    (attempt.frags ? " (xdp.frags)" : "") + ": " + why;
+        const bool otherCause =
+            err == EBUSY || err == EEXIST || err == EPERM || err == EACCES || err == ENOMEM;
+        tryFrags = !attempt.frags && failedAt == XdpStage::ATTACH && !otherCause;
+        if (!otherCause && (failedAt == XdpStage::ATTACH ||
+                            (failedAt == XdpStage::BIND && attempt.mode == XdpMode::ZEROCOPY)))
+        {
+            driverRefused = true;
+        }
     }
     error = "AF_XDP on " + ifname + ": " + reasons;
     if (reasons.find("Operation not permitted") != std::string::npos ||
@@ -193,7 +211,7 @@ XdpSocket::Open(const std::string& ifname,
         error += ". AF_XDP needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (or CAP_SYS_ADMIN): run "
                  "as root, or use --raw-io ring";
     }
-    else if (mode != XdpMode::AUTO && mode != XdpMode::GENERIC)
+    else if (driverRefused && mode != XdpMode::AUTO && mode != XdpMode::GENERIC)
     {
         error += std::string(". --xdp-mode ") + XdpModeName(mode) +
                  " needs a driver with native XDP" +
@@ -209,7 +227,9 @@ XdpSocket::TryOpen(const std::string& ifname,
                    uint16_t dataPort,
                    XdpMode mode,
                    bool frags,
-                   std::string& error)
+                   std::string& error,
+                   XdpStage& failedAt,
+                   int& failedErrno)
 {
     const Attempt attempt{mode, frags};
     auto impl = std::make_unique<Impl>();
@@ -217,7 +237,9 @@ XdpSocket::TryOpen(const std::string& ifname,
     impl->ifindex = ifindex;
     impl->mode = attempt.mode;
     impl->frags = attempt.frags;
+    failedAt = XdpStage::SETUP;
     auto fail = [&](const std::string& what, int err) {
+        failedErrno = err;
         error = what + ": " + std::strerror(err);
         if (!g_libbpfMessage.empty())
         {
@@ -232,6 +254,14 @@ XdpSocket::TryOpen(const std::string& ifname,
     if (!impl->object)
     {
         return fail("opening the XDP program", errno);
+    }
+    // Load only this attempt's entry point: a kernel without multi-buffer XDP (before 5.18)
+    // refuses an xdp.frags program, and the object's load would fail with it.
+    if (bpf_program* unused = bpf_object__find_program_by_name(
+            impl->object,
+            attempt.frags ? "metaroce_xsk_filter" : "metaroce_xsk_filter_frags"))
+    {
+        bpf_program__set_autoload(unused, false);
     }
     if (int err = bpf_object__load(impl->object); err != 0)
     {
@@ -258,6 +288,7 @@ XdpSocket::TryOpen(const std::string& ifname,
     const uint32_t xdpFlags =
         attempt.mode == XdpMode::GENERIC ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
     LIBBPF_OPTS(bpf_link_create_opts, linkOptions, .flags = xdpFlags);
+    failedAt = XdpStage::ATTACH;
     impl->link = bpf_link_create(bpf_program__fd(prog), ifindex, BPF_XDP, &linkOptions);
     if (impl->link < 0)
     {
@@ -271,6 +302,7 @@ XdpSocket::TryOpen(const std::string& ifname,
                         : std::string("attaching the XDP program in the driver (native XDP)"),
                     err);
     }
+    failedAt = XdpStage::SETUP;
     const size_t bytes = size_t(CHUNK) * (RX_CHUNKS + TX_CHUNKS);
     impl->area = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (impl->area == MAP_FAILED)
@@ -295,6 +327,7 @@ XdpSocket::TryOpen(const std::string& ifname,
     scfg.xdp_flags = xdpFlags;
     scfg.bind_flags =
         (attempt.mode == XdpMode::ZEROCOPY ? XDP_ZEROCOPY : XDP_COPY) | XDP_USE_NEED_WAKEUP;
+    failedAt = XdpStage::BIND;
     if (int err = xsk_socket__create(&impl->xsk,
                                      ifname.c_str(),
                                      0,
@@ -311,6 +344,7 @@ XdpSocket::TryOpen(const std::string& ifname,
                         : std::string("socket on queue 0"),
                     -err);
     }
+    failedAt = XdpStage::SETUP;
     if (int err = xsk_socket__update_xskmap(impl->xsk, xsksFd); err != 0)
     {
         return fail("registering the socket with the XDP program", -err);
@@ -332,6 +366,7 @@ XdpSocket::TryOpen(const std::string& ifname,
         impl->freeTx.push_back(uint64_t(RX_CHUNKS + i) * CHUNK);
     }
     impl->refill.reserve(RX_CHUNKS);
+    failedAt = XdpStage::NONE;
     return impl;
 }
 

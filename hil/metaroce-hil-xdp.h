@@ -96,13 +96,29 @@ class XdpSocket : public FrameRing
   private:
     class Impl;
     explicit XdpSocket(std::unique_ptr<Impl> impl);
-    /// One way of attaching (\p mode not AUTO; \p frags: the xdp.frags entry point).
+    /// Where an attempt of TryOpen() failed.
+    enum class XdpStage : uint8_t
+    {
+        NONE,   //!< it did not
+        SETUP,  //!< loading the program, its maps, the UMEM, the rings
+        ATTACH, //!< attaching the program to the interface
+        BIND,   //!< creating and binding the socket
+    };
+    /**
+     * One way of attaching (\p mode not AUTO; \p frags: the xdp.frags entry point).
+     * \param[out] error why it failed
+     * \param[out] failedAt where it failed
+     * \param[out] failedErrno the refusing call's error number
+     * \return the socket's state, or nullptr (then nothing stays attached)
+     */
     static std::unique_ptr<Impl> TryOpen(const std::string& ifname,
                                          int ifindex,
                                          uint16_t dataPort,
                                          XdpMode mode,
                                          bool frags,
-                                         std::string& error);
+                                         std::string& error,
+                                         XdpStage& failedAt,
+                                         int& failedErrno);
     std::unique_ptr<Impl> m_impl; //!< libxdp state (absent from builds without AF_XDP)
 };
 

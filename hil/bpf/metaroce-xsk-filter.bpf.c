@@ -11,9 +11,10 @@
  * Built with clang -target bpf and embedded in the daemon. Two entry points with one body:
  * metaroce_xsk_filter for generic (SKB) XDP and for drivers whose MTU fits a page, and
  * metaroce_xsk_filter_frags (xdp.frags) for native XDP on a link with a larger MTU, which a
- * driver such as veth refuses to a program that cannot see multi-buffer frames. Only the first
- * buffer is read; a multi-buffer frame redirected to the socket (which does not ask for them)
- * is dropped and counted by the kernel, as it cannot be a datagram of the port's MTU.
+ * driver such as veth refuses to a program that cannot see multi-buffer frames; the port loads
+ * only the one it attaches. Only the first buffer is read. Whether a multi-buffer frame then
+ * reaches the socket (which does not ask for them) depends on the kernel: whole in copy mode on
+ * recent kernels, refused on older ones (docs/hil.md, "AF_XDP").
  */
 
 // The kernel's types first: the libbpf headers use them.
