@@ -210,21 +210,21 @@ PerfCommandLine::AddFrameOptions()
                   return ParseMac(v, mac);
               },
               "a MAC address (aa:bb:cc:dd:ee:ff)"));
-    o.Add(
-        "raw-io",
-        "MODE",
-        "raw mode, auto|ring|ring-v3|xdp|socket: PACKET_MMAP rings (ring: TPACKET_V2, frame by "
-        "frame; ring-v3: TPACKET_V3 "
-        "receive blocks, fewer wake-ups but a lone frame waits up to the block-retire timer), "
-        "an AF_XDP socket (xdp: see --xdp-mode; frames up to 3840 bytes, so --mtu 3584 at most) or "
-        "recvmmsg/sendmmsg; auto is ring, falling back to socket with a warning (default auto)",
-        Matching(
-            p.rawIo,
-            [](const std::string& v) {
-                RawIoMode mode;
-                return ParseRawIoMode(v, mode);
-            },
-            "one of auto|ring|ring-v3|xdp|socket"));
+    o.Add("raw-io",
+          "MODE",
+          "raw mode, auto|ring|ring-v3|xdp|socket: PACKET_MMAP rings (ring: TPACKET_V2, frame by "
+          "frame; ring-v3: TPACKET_V3 "
+          "receive blocks, fewer wake-ups but a lone frame waits up to the block-retire timer), "
+          "an AF_XDP socket (xdp: see --xdp-mode; frames up to 3840 bytes, so --mtu 3584 at "
+          "most) or recvmmsg/sendmmsg; auto is ring, falling back to socket with a warning "
+          "(default auto)",
+          Matching(
+              p.rawIo,
+              [](const std::string& v) {
+                  RawIoMode mode;
+                  return ParseRawIoMode(v, mode);
+              },
+              "one of auto|ring|ring-v3|xdp|socket"));
     o.Add("xdp-mode",
           "MODE",
           "raw mode, --raw-io xdp, auto|zerocopy|native|generic: zero-copy in the driver's XDP, "

@@ -135,9 +135,10 @@ namespace
 {
 
 /// The ways of attaching, in the order XdpSocket::Open() tries them. XdpMode::AUTO takes the
-/// zero-copy and the generic ones only: on a veth pair native XDP in copy mode moved 0.75-1.0x
-/// generic XDP's goodput (docs/benchmarks-hil.md), as the frame then crosses the veth's own
-/// queue and NAPI run; it is there when asked for (a NIC without zero-copy may gain from it).
+/// zero-copy and the generic ones only: on a veth pair native XDP in copy mode moved 0.70-1.12x
+/// (median 0.85x) generic XDP's goodput (docs/benchmarks-hil.md), as the frame then crosses the
+/// veth's own queue and NAPI run; it is there when asked for (a NIC without zero-copy may gain from
+/// it).
 struct Attempt
 {
     XdpMode mode; //!< ZEROCOPY, NATIVE or GENERIC
@@ -164,6 +165,7 @@ XdpSocket::Open(const std::string& ifname,
     libbpf_set_print(KeepLibbpfMessage);
     std::string reasons;
     bool driverRefused = false; // the driver refused native XDP or the zero-copy bind
+    bool notPermitted = false;  // a call was refused for want of privileges
     bool tryFrags = false;      // the plain entry point's attach was refused in this mode
     for (const Attempt& attempt : ATTEMPTS)
     {
@@ -195,6 +197,7 @@ XdpSocket::Open(const std::string& ifname,
         }
         reasons += std::string(reasons.empty() ? "" : "; ") + XdpModeName(attempt.mode) +
                    (attempt.frags ? " (xdp.frags)" : "") + ": " + why;
+        notPermitted = notPermitted || err == EPERM || err == EACCES;
         const bool otherCause =
             err == EBUSY || err == EEXIST || err == EPERM || err == EACCES || err == ENOMEM;
         tryFrags = !attempt.frags && failedAt == XdpStage::ATTACH && !otherCause;
@@ -205,8 +208,7 @@ XdpSocket::Open(const std::string& ifname,
         }
     }
     error = "AF_XDP on " + ifname + ": " + reasons;
-    if (reasons.find("Operation not permitted") != std::string::npos ||
-        reasons.find("Permission denied") != std::string::npos)
+    if (notPermitted)
     {
         error += ". AF_XDP needs CAP_NET_ADMIN, CAP_NET_RAW and CAP_BPF (or CAP_SYS_ADMIN): run "
                  "as root, or use --raw-io ring";
@@ -231,12 +233,11 @@ XdpSocket::TryOpen(const std::string& ifname,
                    XdpStage& failedAt,
                    int& failedErrno)
 {
-    const Attempt attempt{mode, frags};
     auto impl = std::make_unique<Impl>();
     impl->ifname = ifname;
     impl->ifindex = ifindex;
-    impl->mode = attempt.mode;
-    impl->frags = attempt.frags;
+    impl->mode = mode;
+    impl->frags = frags;
     failedAt = XdpStage::SETUP;
     auto fail = [&](const std::string& what, int err) {
         failedErrno = err;
@@ -257,9 +258,9 @@ XdpSocket::TryOpen(const std::string& ifname,
     }
     // Load only this attempt's entry point: a kernel without multi-buffer XDP (before 5.18)
     // refuses an xdp.frags program, and the object's load would fail with it.
-    if (bpf_program* unused = bpf_object__find_program_by_name(
-            impl->object,
-            attempt.frags ? "metaroce_xsk_filter" : "metaroce_xsk_filter_frags"))
+    if (bpf_program* unused = bpf_object__find_program_by_name(impl->object,
+                                                               frags ? "metaroce_xsk_filter"
+                                                                     : "metaroce_xsk_filter_frags"))
     {
         bpf_program__set_autoload(unused, false);
     }
@@ -268,8 +269,8 @@ XdpSocket::TryOpen(const std::string& ifname,
         return fail("loading the XDP program", -err);
     }
     bpf_program* prog = bpf_object__find_program_by_name(impl->object,
-                                                         attempt.frags ? "metaroce_xsk_filter_frags"
-                                                                       : "metaroce_xsk_filter");
+                                                         frags ? "metaroce_xsk_filter_frags"
+                                                               : "metaroce_xsk_filter");
     const int configFd = bpf_object__find_map_fd_by_name(impl->object, "config");
     const int xsksFd = bpf_object__find_map_fd_by_name(impl->object, "xsks_map");
     if (!prog || configFd < 0 || xsksFd < 0)
@@ -285,8 +286,7 @@ XdpSocket::TryOpen(const std::string& ifname,
     // A BPF link never replaces another program, and the kernel detaches ours when the link's
     // descriptor closes, also when the process dies. Generic (SKB) mode: every driver has it,
     // veth included; native (driver) mode: the driver's own XDP hook.
-    const uint32_t xdpFlags =
-        attempt.mode == XdpMode::GENERIC ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+    const uint32_t xdpFlags = mode == XdpMode::GENERIC ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
     LIBBPF_OPTS(bpf_link_create_opts, linkOptions, .flags = xdpFlags);
     failedAt = XdpStage::ATTACH;
     impl->link = bpf_link_create(bpf_program__fd(prog), ifindex, BPF_XDP, &linkOptions);
@@ -297,7 +297,7 @@ XdpSocket::TryOpen(const std::string& ifname,
         {
             return fail("attaching the XDP program (the interface has one already)", err);
         }
-        return fail(attempt.mode == XdpMode::GENERIC
+        return fail(mode == XdpMode::GENERIC
                         ? std::string("attaching the XDP program")
                         : std::string("attaching the XDP program in the driver (native XDP)"),
                     err);
@@ -325,8 +325,7 @@ XdpSocket::TryOpen(const std::string& ifname,
     scfg.tx_size = TX_CHUNKS;
     scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD; // ours is attached already
     scfg.xdp_flags = xdpFlags;
-    scfg.bind_flags =
-        (attempt.mode == XdpMode::ZEROCOPY ? XDP_ZEROCOPY : XDP_COPY) | XDP_USE_NEED_WAKEUP;
+    scfg.bind_flags = (mode == XdpMode::ZEROCOPY ? XDP_ZEROCOPY : XDP_COPY) | XDP_USE_NEED_WAKEUP;
     failedAt = XdpStage::BIND;
     if (int err = xsk_socket__create(&impl->xsk,
                                      ifname.c_str(),
@@ -338,7 +337,7 @@ XdpSocket::TryOpen(const std::string& ifname,
         err != 0)
     {
         impl->xsk = nullptr;
-        return fail(attempt.mode == XdpMode::ZEROCOPY
+        return fail(mode == XdpMode::ZEROCOPY
                         ? std::string("a zero-copy socket on queue 0 (the driver's AF_XDP "
                                       "zero-copy support)")
                         : std::string("socket on queue 0"),
