@@ -34,6 +34,7 @@
  */
 
 #include "ns3/command-line.h"
+#include "ns3/global-value.h"
 #include "ns3/metaroce-channel.h"
 #include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-huge-pages.h"
@@ -47,6 +48,7 @@
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
+#include "ns3/simulator-impl.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -105,6 +107,13 @@ main(int argc, char** argv)
     // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl, the fat tree
     // split by pod (docs/distributed.md); the figures are summed over the ranks.
     const bool distributed = MetaRoceStartDistributed(&argc, &argv, "metaroce-fabric-benchmark");
+    if (!distributed)
+    {
+        // One process: ns-3's sequential event loop without its per-event overhead, the same
+        // order of events and results (ns3/metaroce-simulator-impl.h); a
+        // --SimulatorImplementationType=ns3::DefaultSimulatorImpl on the command line wins.
+        GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::MetaRoceSimulatorImpl"));
+    }
     std::string workload = "permutation";
     uint32_t k = 16;
     uint32_t leaves = 4;
@@ -254,7 +263,7 @@ main(int argc, char** argv)
         }
         std::printf("%u hosts, %u switches, %zu links), %s, %s, %u path(s), %lu bytes per %s, "
                     "%.0f Gb/s, MTU %u, link delay %.0f ns, base RTT %.2f us "
-                    "(%.2f us propagation + %.2f us serialisation), %s%s, %u rank(s)\n",
+                    "(%.2f us propagation + %.2f us serialisation), %s%s, %s, %u rank(s)\n",
                     fabric->GetHostCount(),
                     fabric->GetSwitchCount(),
                     fabric->GetLinks().size(),
@@ -271,6 +280,7 @@ main(int argc, char** argv)
                     linksEachWay * dataSerUs,
                     scheduler.c_str(),
                     scheduler == "ns3::MetaRoceScheduler" ? (" " + tieBreak).c_str() : "",
+                    Simulator::GetImplementation()->GetInstanceTypeId().GetName().c_str(),
                     ranks);
         std::fflush(stdout);
     }

@@ -95,6 +95,13 @@ RunScenario(int argc, char* argv[])
     const auto wallStart = std::chrono::steady_clock::now();
     // Under mpirun with several ranks (or --mpi): ns-3's DistributedSimulatorImpl.
     const bool distributed = MetaRoceStartDistributed(&argc, &argv, "metaroce-run");
+    if (!distributed)
+    {
+        // One process: ns-3's sequential event loop without its per-event overhead, the same
+        // order of events and results (ns3/metaroce-simulator-impl.h); a
+        // --SimulatorImplementationType=ns3::DefaultSimulatorImpl on the command line wins.
+        GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::MetaRoceSimulatorImpl"));
+    }
     std::string commandLine;
     for (int i = 0; i < argc; ++i)
     {

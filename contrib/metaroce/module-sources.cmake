@@ -15,6 +15,7 @@ set(METAROCE_MODEL_SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.cc
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-simulator-impl.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-traffic-application.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-flow-application.cc
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-collective-application.cc
@@ -38,6 +39,7 @@ set(METAROCE_MODEL_HEADERS
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-partition.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-huge-pages.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-scheduler.h
+    ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-simulator-impl.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-ns3-compat.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-traffic-application.h
     ${CMAKE_CURRENT_LIST_DIR}/model/metaroce-flow-application.h

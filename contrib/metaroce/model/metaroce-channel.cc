@@ -9,6 +9,7 @@
 #include "metaroce-gilbert-elliott-error-model.h"
 #include "metaroce-net-device.h"
 #include "metaroce-scheduler.h"
+#include "metaroce-simulator-impl.h"
 
 #include "ns3/abort.h"
 #include "ns3/log.h"
@@ -195,7 +196,16 @@ MetaRoceChannel::ScheduleArrival(const Ptr<Packet>& frame,
     MetaRoceScheduler::TagNextEvent(tag);
     auto* arrival = new ArrivalEvent(this, frame, direction, m_epoch, info);
     MetaRoceScheduler::AnnounceNextEvent(arrival);
-    Simulator::ScheduleWithContext(context, txTime + m_delay, arrival);
+    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
+    {
+        sim->ScheduleStepsWithContext(context,
+                                      uint64_t(txTime.GetTimeStep() + m_delay.GetTimeStep()),
+                                      arrival);
+    }
+    else
+    {
+        Simulator::ScheduleWithContext(context, txTime + m_delay, arrival);
+    }
 }
 
 void

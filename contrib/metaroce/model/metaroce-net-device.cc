@@ -10,6 +10,7 @@
 #include "metaroce-channel.h"
 #include "metaroce-port-owner.h"
 #include "metaroce-scheduler.h"
+#include "metaroce-simulator-impl.h"
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -180,7 +181,11 @@ void
 MetaRoceNetDevice::DoDispose()
 {
     NS_LOG_FUNCTION(this);
-    m_txCompleteEvent.Cancel();
+    if (m_txCompleteEvent)
+    {
+        m_txCompleteEvent->Cancel();
+        m_txCompleteEvent = nullptr;
+    }
     for (EventId& event : m_resumeEvent)
     {
         event.Cancel();
@@ -682,11 +687,11 @@ MetaRoceNetDevice::StartTransmission(const Ptr<Packet>& frame, MetaRoceFrameInfo
     m_txEndOrder = next == nullptr && m_owner != nullptr && !m_ownerPulls && m_pullCallback.IsNull()
                        ? MetaRoceScheduler::ReserveOrder()
                        : 0;
-    m_txEndAt = (Simulator::Now() + txTime).GetTimeStep();
+    m_txEndAt = MetaRoceNowSteps() + uint64_t(txTime.GetTimeStep());
     m_txEventPending = m_txEndOrder == 0;
     if (m_txEventPending)
     {
-        ScheduleTxComplete(txTime, next);
+        ScheduleTxComplete(uint64_t(txTime.GetTimeStep()), next);
     }
     if (m_channel)
     {
@@ -705,13 +710,24 @@ MetaRoceNetDevice::NextQueue() const
 }
 
 void
-MetaRoceNetDevice::ScheduleTxComplete(Time delay, const MetaRocePacketFifo* next)
+MetaRoceNetDevice::ScheduleTxComplete(uint64_t delay, const MetaRocePacketFifo* next)
 {
     // The frame that will follow, if one is queued already: the event prefetches it (and its
     // queue slot) before TransmitComplete runs.
     Ptr<TxCompleteEvent> done = Create<TxCompleteEvent>(this, next);
     MetaRoceScheduler::AnnounceNextEvent(PeekPointer(done));
-    m_txCompleteEvent = Simulator::Schedule(delay, done);
+    // The device keeps the event itself, not an EventId, to cancel it: the same effect (a
+    // cancelled event that has run already is never looked at again), without building an
+    // EventId in libns3-core per frame.
+    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
+    {
+        sim->ScheduleSteps(delay, GetPointer(done));
+    }
+    else
+    {
+        Simulator::Schedule(TimeStep(delay), done);
+    }
+    m_txCompleteEvent = done;
 }
 
 bool
@@ -729,7 +745,7 @@ MetaRoceNetDevice::TransmitterBusy()
         return false;
     }
     MetaRoceScheduler::UseReservedOrder(m_txEndOrder);
-    ScheduleTxComplete(TimeStep(m_txEndAt) - Simulator::Now(), NextQueue());
+    ScheduleTxComplete(m_txEndAt - MetaRoceNowSteps(), NextQueue());
     m_txEventPending = true;
     return true;
 }
@@ -945,7 +961,10 @@ MetaRoceNetDevice::FlushQueues()
     if (m_transmitting)
     {
         // The frame on the wire is already in the channel, which reports its loss (once).
-        m_txCompleteEvent.Cancel();
+        if (m_txCompleteEvent)
+        {
+            m_txCompleteEvent->Cancel();
+        }
         m_transmitting = false;
     }
     while (!m_controlQueue.IsEmpty())

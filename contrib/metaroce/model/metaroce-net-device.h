@@ -380,7 +380,7 @@ class MetaRoceNetDevice : public NetDevice
      * \param delay when, from now
      * \param next the queue of the frame expected to follow (a prefetch hint), or nullptr
      */
-    void ScheduleTxComplete(Time delay, const MetaRocePacketFifo* next);
+    void ScheduleTxComplete(uint64_t delay, const MetaRocePacketFifo* next);
     /**
      * \return true while a frame is on the wire; schedules an end of serialization that
      *         StartTransmission left without an event if it has not passed yet (a frame or a
@@ -458,12 +458,12 @@ class MetaRoceNetDevice : public NetDevice
     uint8_t m_controlPriority{7};        //!< priority of the control DSCP
     bool m_linkUp{true};                 //!< link state
     bool m_transmitting{false};          //!< a frame is on the wire
-    uint8_t m_busyQueues{0};      //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
-    uint8_t m_pauseSet{0};        //!< bit p set while m_pauseEnd[p] may be in the future
-    EventId m_txCompleteEvent;    //!< end of serialization
-    bool m_txEventPending{false}; //!< m_txCompleteEvent is scheduled for the frame on the wire
-    uint64_t m_txEndAt{0};        //!< end of serialization of that frame, in time steps
-    uint64_t m_txEndOrder{0};     //!< its reserved place if it has no event (ReserveOrder)
+    uint8_t m_busyQueues{0}; //!< bit p set while m_queues[p] holds frames (no scan of 8 FIFOs)
+    uint8_t m_pauseSet{0};   //!< bit p set while m_pauseEnd[p] may be in the future
+    Ptr<EventImpl> m_txCompleteEvent; //!< end of serialization (cancelled in place; no EventId)
+    bool m_txEventPending{false};     //!< m_txCompleteEvent is scheduled for the frame on the wire
+    uint64_t m_txEndAt{0};            //!< end of serialization of that frame, in time steps
+    uint64_t m_txEndOrder{0};         //!< its reserved place if it has no event (ReserveOrder)
     TracedValue<uint64_t> m_queueBytesTotal{0};              //!< bytes in the data queues
     std::array<uint64_t, MAX_PRIORITIES> m_queueBytes{};     //!< bytes per data queue
     MetaRocePacketFifo m_controlQueue;                       //!< PFC frames, served first

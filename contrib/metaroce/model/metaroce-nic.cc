@@ -10,6 +10,7 @@
 #include "metaroce-frame.h"
 #include "metaroce-net-device.h"
 #include "metaroce-ns3-compat.h"
+#include "metaroce-simulator-impl.h"
 #include "metaroce-wire.h"
 
 #include "ns3/data-rate.h"
@@ -433,7 +434,7 @@ MetaRoceNic::RearmTimer()
         return;
     }
     const Time at = FromEngineTime(deadline);
-    const Time now = Simulator::Now();
+    const Time now = TimeStep(MetaRoceNowSteps());
     m_timer = Simulator::Schedule(at > now ? at - now : Time(0), &MetaRoceNic::Timeout, this);
 }
 
@@ -441,7 +442,7 @@ void
 MetaRoceNic::Timeout()
 {
     m_timerAt = metaroce::TIME_INFINITE;
-    m_endpoint->HandleTimeout(ToEngineTime(Simulator::Now()));
+    m_endpoint->HandleTimeout(ToEngineTime(TimeStep(MetaRoceNowSteps())));
     Pump();
 }
 
@@ -505,7 +506,7 @@ MetaRoceNic::PullForPort(uint32_t index, MetaRoceFrameInfo& info)
     me.inPull = true;
     ++m_pullDepth;
     Ptr<Packet> result;
-    const metaroce::Time now = ToEngineTime(Simulator::Now());
+    const metaroce::Time now = ToEngineTime(TimeStep(MetaRoceNowSteps()));
     const uint8_t dataPriority = me.device->GetPriorityForDscp(0);
     for (;;)
     {
@@ -672,10 +673,11 @@ MetaRoceNic::ReceiveFromPort(uint32_t /* port */,
                            portIndex,
                            parsed.meta.srcPort));
     }
-    const metaroce::RxStatus st = m_endpoint->HandleDatagram(ToEngineTime(Simulator::Now()),
-                                                             parsed.meta,
-                                                             parsed.datagram,
-                                                             parsed.datagramLen);
+    const metaroce::RxStatus st =
+        m_endpoint->HandleDatagram(ToEngineTime(TimeStep(MetaRoceNowSteps())),
+                                   parsed.meta,
+                                   parsed.datagram,
+                                   parsed.datagramLen);
     if (st != metaroce::RxStatus::ACCEPTED)
     {
         NS_LOG_LOGIC("engine refused a datagram: " << metaroce::RxStatusName(st));

@@ -25,7 +25,9 @@
 #include "ns3/metaroce-topology-helper.h"
 #include "ns3/metaroce-workload-helper.h"
 #include "ns3/node.h"
+#include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
+#include "ns3/simulator-impl.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/test.h"
@@ -215,8 +217,16 @@ FirstSpineOf(Ptr<Node> leaf)
 std::vector<int64_t>
 PermutationFcts(const std::string& transport,
                 const std::string& scheduler = "",
-                const std::string& tieBreak = "")
+                const std::string& tieBreak = "",
+                const std::string& simulator = "")
 {
+    if (!simulator.empty())
+    {
+        Simulator::Destroy();
+        ObjectFactory factory;
+        factory.SetTypeId(simulator);
+        Simulator::SetImplementation(factory.Create<SimulatorImpl>());
+    }
     if (!scheduler.empty())
     {
         ObjectFactory factory;
@@ -642,7 +652,8 @@ class MetaRoceNicSchedulerTestCase : public SeededTestCase
 {
   public:
     MetaRoceNicSchedulerTestCase()
-        : SeededTestCase("MetaRoceScheduler reproduces MapScheduler's FCTs")
+        : SeededTestCase(
+              "MetaRoceScheduler and MetaRoceSimulatorImpl reproduce MapScheduler's FCTs")
     {
     }
 
@@ -656,6 +667,16 @@ class MetaRoceNicSchedulerTestCase : public SeededTestCase
             RngSeedManager::SetRun(3);
             const std::vector<int64_t> heap = PermutationFcts(transport, "ns3::MetaRoceScheduler");
             NS_TEST_EXPECT_MSG_EQ(Join(map), Join(heap), transport);
+            // The module's simulator implementation: the same events in the same order.
+            for (const char* scheduler : {"ns3::MapScheduler", "ns3::MetaRoceScheduler"})
+            {
+                RngSeedManager::SetRun(3);
+                const std::vector<int64_t> fast =
+                    PermutationFcts(transport, scheduler, "", "ns3::MetaRoceSimulatorImpl");
+                NS_TEST_EXPECT_MSG_EQ(Join(map),
+                                      Join(fast),
+                                      transport << ", MetaRoceSimulatorImpl, " << scheduler);
+            }
             RngSeedManager::SetRun(3);
             const std::vector<int64_t> link =
                 PermutationFcts(transport, "ns3::MetaRoceScheduler", "Link");

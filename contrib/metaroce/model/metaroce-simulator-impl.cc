@@ -1,0 +1,354 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#include "metaroce-simulator-impl.h"
+
+#include "metaroce-scheduler.h"
+
+#include "ns3/assert.h"
+#include "ns3/log.h"
+
+#include <limits>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("MetaRoceSimulatorImpl");
+
+NS_OBJECT_ENSURE_REGISTERED(MetaRoceSimulatorImpl);
+
+MetaRoceSimulatorImpl* MetaRoceSimulatorImpl::s_active = nullptr;
+
+TypeId
+MetaRoceSimulatorImpl::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::MetaRoceSimulatorImpl")
+                            .SetParent<SimulatorImpl>()
+                            .SetGroupName("MetaRoce")
+                            .AddConstructor<MetaRoceSimulatorImpl>();
+    return tid;
+}
+
+MetaRoceSimulatorImpl::MetaRoceSimulatorImpl()
+    : m_currentContext(Simulator::NO_CONTEXT),
+      m_currentUid(EventId::UID::INVALID),
+      m_uid(EventId::UID::VALID),
+      m_mainThread(std::this_thread::get_id())
+{
+    NS_LOG_FUNCTION(this);
+}
+
+MetaRoceSimulatorImpl::~MetaRoceSimulatorImpl()
+{
+    if (s_active == this)
+    {
+        s_active = nullptr;
+    }
+}
+
+void
+MetaRoceSimulatorImpl::DoDispose()
+{
+    NS_LOG_FUNCTION(this);
+    if (s_active == this)
+    {
+        s_active = nullptr;
+    }
+    TakeForeignEvents();
+    if (m_events)
+    {
+        while (!m_events->IsEmpty())
+        {
+            m_events->RemoveNext().impl->Unref();
+        }
+    }
+    m_events = nullptr;
+    m_fast = nullptr;
+    SimulatorImpl::DoDispose();
+}
+
+void
+MetaRoceSimulatorImpl::Destroy()
+{
+    NS_LOG_FUNCTION(this);
+    while (!m_destroyEvents.empty())
+    {
+        const Ptr<EventImpl> event = m_destroyEvents.front().PeekEventImpl();
+        m_destroyEvents.pop_front();
+        if (!event->IsCancelled())
+        {
+            event->Invoke();
+        }
+    }
+}
+
+void
+MetaRoceSimulatorImpl::SetScheduler(ObjectFactory schedulerFactory)
+{
+    NS_LOG_FUNCTION(this << schedulerFactory);
+    Ptr<Scheduler> scheduler = schedulerFactory.Create<Scheduler>();
+    if (m_events)
+    {
+        while (!m_events->IsEmpty())
+        {
+            scheduler->Insert(m_events->RemoveNext());
+        }
+    }
+    m_events = scheduler;
+    m_fast = dynamic_cast<MetaRoceScheduler*>(PeekPointer(m_events));
+    // Simulator calls SetScheduler on the implementation it has just made (and on no other):
+    // from here on this object is the one in use.
+    s_active = this;
+}
+
+void
+MetaRoceSimulatorImpl::InsertEvent(const Scheduler::Event& ev)
+{
+    if (m_fast != nullptr)
+    {
+        m_fast->MetaRoceScheduler::Insert(ev);
+    }
+    else
+    {
+        m_events->Insert(ev);
+    }
+}
+
+bool
+MetaRoceSimulatorImpl::IsFinished() const
+{
+    return m_stop || m_events->IsEmpty();
+}
+
+void
+MetaRoceSimulatorImpl::Stop()
+{
+    NS_LOG_FUNCTION(this);
+    m_stop = true;
+}
+
+void
+MetaRoceSimulatorImpl::Stop(const Time& delay)
+{
+    NS_LOG_FUNCTION(this << delay.GetTimeStep());
+    Simulator::Schedule(delay, &Simulator::Stop);
+}
+
+EventId
+MetaRoceSimulatorImpl::Schedule(const Time& delay, EventImpl* event)
+{
+    NS_ASSERT_MSG(m_mainThread == std::this_thread::get_id(),
+                  "Simulator::Schedule called from a thread that does not run the simulation");
+    NS_ASSERT_MSG(delay.IsPositive(), "Simulator::Schedule with a negative delay");
+    const uint64_t ts = m_currentTs + uint64_t(delay.GetTimeStep());
+    const uint32_t uid = InsertAt(ts, m_currentContext, event);
+    return EventId(Ptr<EventImpl>(event), ts, m_currentContext, uid);
+}
+
+void
+MetaRoceSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& delay, EventImpl* event)
+{
+    if (m_mainThread == std::this_thread::get_id())
+    {
+        InsertAt(m_currentTs + uint64_t(delay.GetTimeStep()), context, event);
+        return;
+    }
+    // Another thread: the simulation's thread inserts it before it runs its next event, at
+    // that event's time plus the delay (as DefaultSimulatorImpl does).
+    std::lock_guard<std::mutex> lock(m_foreignMutex);
+    m_foreign.push_back(Foreign{context, uint64_t(delay.GetTimeStep()), event});
+    m_foreignEmpty.store(false, std::memory_order_release);
+}
+
+EventId
+MetaRoceSimulatorImpl::ScheduleNow(EventImpl* event)
+{
+    return Schedule(TimeStep(0), event);
+}
+
+EventId
+MetaRoceSimulatorImpl::ScheduleDestroy(EventImpl* event)
+{
+    NS_ASSERT_MSG(m_mainThread == std::this_thread::get_id(),
+                  "Simulator::ScheduleDestroy called from a thread that does not run the "
+                  "simulation");
+    // A destroy event has uid DESTROY and takes a uid from the count all the same (so the
+    // events after it are numbered as by DefaultSimulatorImpl).
+    EventId id(Ptr<EventImpl>(event, false), m_currentTs, 0xffffffff, EventId::UID::DESTROY);
+    m_destroyEvents.push_back(id);
+    ++m_uid;
+    return id;
+}
+
+void
+MetaRoceSimulatorImpl::TakeForeignEvents()
+{
+    if (m_foreignEmpty.load(std::memory_order_acquire))
+    {
+        return;
+    }
+    std::deque<Foreign> taken;
+    {
+        std::lock_guard<std::mutex> lock(m_foreignMutex);
+        taken.swap(m_foreign);
+        m_foreignEmpty.store(true, std::memory_order_relaxed);
+    }
+    for (const Foreign& f : taken)
+    {
+        InsertAt(m_currentTs + f.delay, f.context, f.event);
+    }
+}
+
+void
+MetaRoceSimulatorImpl::ProcessOneEvent()
+{
+    const Scheduler::Event next =
+        m_fast != nullptr ? m_fast->MetaRoceScheduler::RemoveNext() : m_events->RemoveNext();
+    NS_ASSERT_MSG(next.key.m_ts >= m_currentTs, "an event earlier than the one before it");
+    --m_unscheduledEvents;
+    ++m_eventCount;
+    m_currentTs = next.key.m_ts;
+    m_currentContext = next.key.m_context;
+    m_currentUid = next.key.m_uid;
+    next.impl->Invoke();
+    next.impl->Unref();
+    TakeForeignEvents();
+}
+
+void
+MetaRoceSimulatorImpl::Run()
+{
+    NS_LOG_FUNCTION(this);
+    m_mainThread = std::this_thread::get_id();
+    s_active = this;
+    TakeForeignEvents();
+    m_stop = false;
+    if (m_fast != nullptr)
+    {
+        while (!m_stop && !m_fast->MetaRoceScheduler::IsEmpty())
+        {
+            ProcessOneEvent();
+        }
+    }
+    else
+    {
+        while (!m_stop && !m_events->IsEmpty())
+        {
+            ProcessOneEvent();
+        }
+    }
+    NS_ASSERT_MSG(!m_events->IsEmpty() || m_unscheduledEvents == 0,
+                  "the simulation ran out of events with " << m_unscheduledEvents
+                                                           << " unaccounted for");
+}
+
+Time
+MetaRoceSimulatorImpl::Now() const
+{
+    // No logging here: the log's time printer calls Now().
+    return TimeStep(m_currentTs);
+}
+
+bool
+MetaRoceSimulatorImpl::IsPendingDestroy(const EventId& id) const
+{
+    for (const EventId& pending : m_destroyEvents)
+    {
+        if (pending == id)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+MetaRoceSimulatorImpl::IsExpired(const EventId& id) const
+{
+    EventImpl* event = id.PeekEventImpl();
+    if (event == nullptr || event->IsCancelled())
+    {
+        return true;
+    }
+    if (id.GetUid() == EventId::UID::DESTROY)
+    {
+        return !IsPendingDestroy(id);
+    }
+    // It has run if it sorts before (or is) the running event: by time, then by uid.
+    return id.GetTs() < m_currentTs || (id.GetTs() == m_currentTs && id.GetUid() <= m_currentUid);
+}
+
+Time
+MetaRoceSimulatorImpl::GetDelayLeft(const EventId& id) const
+{
+    return IsExpired(id) ? TimeStep(0) : TimeStep(id.GetTs() - m_currentTs);
+}
+
+void
+MetaRoceSimulatorImpl::Remove(const EventId& id)
+{
+    if (id.GetUid() == EventId::UID::DESTROY)
+    {
+        for (auto it = m_destroyEvents.begin(); it != m_destroyEvents.end(); ++it)
+        {
+            if (*it == id)
+            {
+                m_destroyEvents.erase(it);
+                break;
+            }
+        }
+        return;
+    }
+    if (IsExpired(id))
+    {
+        return;
+    }
+    Scheduler::Event ev;
+    ev.impl = id.PeekEventImpl();
+    ev.key.m_ts = id.GetTs();
+    ev.key.m_context = id.GetContext();
+    ev.key.m_uid = id.GetUid();
+    m_events->Remove(ev);
+    ev.impl->Cancel();
+    // The queue's reference goes with the event.
+    ev.impl->Unref();
+    --m_unscheduledEvents;
+}
+
+void
+MetaRoceSimulatorImpl::Cancel(const EventId& id)
+{
+    if (!IsExpired(id))
+    {
+        id.PeekEventImpl()->Cancel();
+    }
+}
+
+Time
+MetaRoceSimulatorImpl::GetMaximumSimulationTime() const
+{
+    return TimeStep(std::numeric_limits<int64_t>::max());
+}
+
+uint32_t
+MetaRoceSimulatorImpl::GetSystemId() const
+{
+    return 0;
+}
+
+uint32_t
+MetaRoceSimulatorImpl::GetContext() const
+{
+    return m_currentContext;
+}
+
+uint64_t
+MetaRoceSimulatorImpl::GetEventCount() const
+{
+    return m_eventCount;
+}
+
+} // namespace ns3

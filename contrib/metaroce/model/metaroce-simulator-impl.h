@@ -1,0 +1,212 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+#ifndef METAROCE_SIMULATOR_IMPL_H
+#define METAROCE_SIMULATOR_IMPL_H
+
+#include "ns3/event-id.h"
+#include "ns3/event-impl.h"
+#include "ns3/nstime.h"
+#include "ns3/ptr.h"
+#include "ns3/scheduler.h"
+#include "ns3/simulator-impl.h"
+#include "ns3/simulator.h"
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+
+/**
+ * \file
+ * A single-process ns-3 simulator implementation for fabric simulations: the event loop of
+ * ns3::DefaultSimulatorImpl without its per-event logging and hooks, and with a direct path
+ * from the fabric's models into the event queue.
+ */
+
+namespace ns3
+{
+
+class MetaRoceScheduler;
+
+/**
+ * \ingroup metaroce
+ * \brief ns-3's sequential simulator without per-event overhead (SimulatorImplementationType
+ * "ns3::MetaRoceSimulatorImpl").
+ *
+ * It runs events in the same order as ns3::DefaultSimulatorImpl, numbers them (uids) the same
+ * way and gives every Simulator call the same meaning, so a run gives byte-identical results
+ * with either. What it leaves out:
+ *  - Debian's libns3 is built with logging compiled in, so DefaultSimulatorImpl checks its log
+ *    component in every Schedule and ScheduleWithContext call and EventImpl's in every event;
+ *    this class has no logging on its per-event paths;
+ *  - DefaultSimulatorImpl builds an EventId for SimulatorImpl::PreEventHook before each event
+ *    (two reference-count round trips and a call into libns3-core); nothing in ns-3's
+ *    sequential simulator overrides the hook, so this class does not call it;
+ *  - with ns3::MetaRoceScheduler it inserts and removes events without a virtual call.
+ *
+ * The fabric's per-frame paths (the channel's arrivals, the device's end of serialization)
+ * reach it through MetaRoceSimulatorImpl::Active(), NowSteps(), ScheduleSteps() and
+ * ScheduleStepsWithContext(), without Simulator's out-of-line wrappers; with any other
+ * implementation (the real-time one of the HIL fabric, MPI's distributed ones) they use
+ * Simulator's calls as before.
+ *
+ * Threads: like DefaultSimulatorImpl, ScheduleWithContext may be called from another thread
+ * (the event is inserted before the next event runs, relative to that event's time); every
+ * other call, and the fast paths, belong to the thread that runs the simulation.
+ */
+class MetaRoceSimulatorImpl : public SimulatorImpl
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    MetaRoceSimulatorImpl();
+    ~MetaRoceSimulatorImpl() override;
+
+    // SimulatorImpl
+    void Destroy() override;
+    bool IsFinished() const override;
+    void Stop() override;
+    void Stop(const Time& delay) override;
+    EventId Schedule(const Time& delay, EventImpl* event) override;
+    void ScheduleWithContext(uint32_t context, const Time& delay, EventImpl* event) override;
+    EventId ScheduleNow(EventImpl* event) override;
+    EventId ScheduleDestroy(EventImpl* event) override;
+    void Remove(const EventId& id) override;
+    void Cancel(const EventId& id) override;
+    bool IsExpired(const EventId& id) const override;
+    void Run() override;
+    Time Now() const override;
+    Time GetDelayLeft(const EventId& id) const override;
+    Time GetMaximumSimulationTime() const override;
+    void SetScheduler(ObjectFactory schedulerFactory) override;
+    uint32_t GetSystemId() const override;
+    uint32_t GetContext() const override;
+    uint64_t GetEventCount() const override;
+
+    /**
+     * \return the implementation the Simulator uses if it is this class, else nullptr. One
+     *         load: the per-frame paths test it and fall back to Simulator's calls.
+     */
+    static MetaRoceSimulatorImpl* Active()
+    {
+        return s_active;
+    }
+
+    /// \return the time now, in time steps (Now().GetTimeStep())
+    uint64_t NowSteps() const
+    {
+        return m_currentTs;
+    }
+
+    /**
+     * Schedule \p event \p delay time steps from now in the running event's context; the same
+     * as Schedule(TimeStep(delay), event) without building the EventId.
+     * \param delay the delay, in time steps (not negative)
+     * \param event the event (its reference is taken over)
+     */
+    void ScheduleSteps(uint64_t delay, EventImpl* event)
+    {
+        InsertAt(m_currentTs + delay, m_currentContext, event);
+    }
+
+    /**
+     * The same as ScheduleWithContext(context, TimeStep(delay), event), called by the
+     * simulation's thread.
+     * \param context the context of the event
+     * \param delay the delay, in time steps (not negative)
+     * \param event the event (its reference is taken over)
+     */
+    void ScheduleStepsWithContext(uint32_t context, uint64_t delay, EventImpl* event)
+    {
+        InsertAt(m_currentTs + delay, context, event);
+    }
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// An event scheduled by another thread, waiting for the simulation's thread.
+    struct Foreign
+    {
+        uint32_t context; //!< its context
+        uint64_t delay;   //!< its delay, relative to the time the simulation thread takes it
+        EventImpl* event; //!< the event (one reference)
+    };
+
+    /**
+     * Give the next uid to \p event at time \p ts and insert it.
+     * \param ts the time, in time steps
+     * \param context the context
+     * \param event the event (its reference is taken over)
+     * \return the uid it got
+     */
+    uint32_t InsertAt(uint64_t ts, uint32_t context, EventImpl* event)
+    {
+        Scheduler::Event ev;
+        ev.impl = event;
+        ev.key.m_ts = ts;
+        ev.key.m_context = context;
+        ev.key.m_uid = m_uid++;
+        ++m_unscheduledEvents;
+        InsertEvent(ev);
+        return ev.key.m_uid;
+    }
+
+    /**
+     * Insert into the event queue (directly if it is a MetaRoceScheduler).
+     * \param ev the event
+     */
+    void InsertEvent(const Scheduler::Event& ev);
+    /// Insert the events other threads scheduled since the last event.
+    void TakeForeignEvents();
+    /// Run the earliest event.
+    void ProcessOneEvent();
+    /**
+     * \param id an event id
+     * \return true if \p id is a destroy event (ScheduleDestroy) still waiting
+     */
+    bool IsPendingDestroy(const EventId& id) const;
+
+    static MetaRoceSimulatorImpl* s_active; //!< the implementation in use, if it is this class
+
+    Ptr<Scheduler> m_events;                //!< the event queue
+    MetaRoceScheduler* m_fast{nullptr};     //!< m_events if it is a MetaRoceScheduler
+    uint64_t m_currentTs{0};                //!< time of the running (or last) event
+    uint32_t m_currentContext;              //!< its context
+    uint32_t m_currentUid;                  //!< its uid
+    uint32_t m_uid;                         //!< the next uid
+    uint64_t m_unscheduledEvents{0};        //!< events inserted and not yet run or removed
+    uint64_t m_eventCount{0};               //!< events run
+    bool m_stop{false};                     //!< Stop() was called
+    std::list<EventId> m_destroyEvents;     //!< ScheduleDestroy's events, in order
+    std::thread::id m_mainThread;           //!< the thread that runs the simulation
+    std::atomic<bool> m_foreignEmpty{true}; //!< m_foreign is empty (read without the lock)
+    std::deque<Foreign> m_foreign;          //!< events scheduled by other threads
+    mutable std::mutex m_foreignMutex;      //!< guards m_foreign and m_foreignEmpty's writes
+};
+
+/**
+ * \ingroup metaroce
+ * \return the simulation time now in time steps, from MetaRoceSimulatorImpl without a call
+ *         when it is in use, else Simulator::Now()
+ */
+inline uint64_t
+MetaRoceNowSteps()
+{
+    const MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active();
+    return sim != nullptr ? sim->NowSteps() : uint64_t(Simulator::Now().GetTimeStep());
+}
+
+} // namespace ns3
+
+#endif // METAROCE_SIMULATOR_IMPL_H
