@@ -31,7 +31,7 @@ BUILD_ONLY=0
 # The modules to enable; ns-3 adds their dependencies (stats, ...).
 NS3_MODULES="metaroce;core;network"
 # The module's test suites (contrib/metaroce/test/*-test-suite.cc).
-SUITES=(metaroce-model metaroce-scheduler metaroce-device metaroce-switch metaroce-nic metaroce-fabric metaroce-workload metaroce-helper metaroce-example-incast metaroce-example-incast-rocev2)
+SUITES=(metaroce-model metaroce-scheduler metaroce-simulator-impl metaroce-device metaroce-switch metaroce-nic metaroce-fabric metaroce-workload metaroce-helper metaroce-example-incast metaroce-example-incast-rocev2)
 
 log() { echo "[check-ns3-tree] $*" >&2; }
 die() {
