@@ -382,6 +382,88 @@ MetaRoceScheduler::TakeFromBucket(uint64_t slot, std::vector<Entry>::iterator it
 }
 
 void
+MetaRoceScheduler::SortBucket(std::vector<Entry>& bucket) const
+{
+    const auto latestFirst = [](const Entry& a, const Entry& b) { return Before(b, a); };
+    const std::size_t n = bucket.size();
+    // Every entry of the bucket that becomes current has a time in [base, base + 2^m_shift):
+    // a counting sort on that offset (one pass of up to 8 bits, two of up to 16) puts them in
+    // time order in a few linear passes. Events of one time come out latest-inserted first,
+    // which is nearly their order already (uids grow as events are scheduled); an insertion
+    // pass then finishes the order by (time, order). The result is the one total order
+    // std::sort gives; the comparison sort stays for small buckets, wide buckets and any entry
+    // outside the range.
+    if (n < RADIX_MIN_ENTRIES || m_shift > 2 * RADIX_BITS)
+    {
+        std::sort(bucket.begin(), bucket.end(), latestFirst);
+        return;
+    }
+    const uint64_t base = m_current << m_shift;
+    const uint64_t span = uint64_t(1) << m_shift;
+    constexpr uint32_t DIGITS = 1U << RADIX_BITS;
+    uint32_t low[DIGITS] = {};
+    uint32_t high[DIGITS] = {};
+    for (const Entry& e : bucket)
+    {
+        const uint64_t offset = e.ts - base;
+        if (e.ts < base || offset >= span)
+        {
+            std::sort(bucket.begin(), bucket.end(), latestFirst);
+            return;
+        }
+        ++low[offset & (DIGITS - 1)];
+        ++high[offset >> RADIX_BITS];
+    }
+    m_sortScratch.resize(n);
+    // Digit d's entries go after those of every larger digit (latest time first).
+    const auto starts = [](uint32_t* count) {
+        uint32_t next = 0;
+        for (uint32_t d = DIGITS; d-- > 0;)
+        {
+            const uint32_t c = count[d];
+            count[d] = next;
+            next += c;
+        }
+    };
+    starts(low);
+    // Pass 1, on the low digit, from the last entry inserted to the first.
+    for (std::size_t i = n; i-- > 0;)
+    {
+        const Entry& e = bucket[i];
+        m_sortScratch[low[(e.ts - base) & (DIGITS - 1)]++] = e;
+    }
+    if (m_shift > RADIX_BITS)
+    {
+        // Pass 2, on the high digit, keeping pass 1's order within a digit.
+        starts(high);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            const Entry& e = m_sortScratch[i];
+            bucket[high[(e.ts - base) >> RADIX_BITS]++] = e;
+        }
+    }
+    else
+    {
+        bucket.swap(m_sortScratch);
+    }
+    // Events of equal time in (time, order): the same order as std::sort's.
+    for (std::size_t i = 1; i < n; ++i)
+    {
+        if (latestFirst(bucket[i], bucket[i - 1]))
+        {
+            const Entry moved = bucket[i];
+            std::size_t j = i;
+            do
+            {
+                bucket[j] = bucket[j - 1];
+                --j;
+            } while (j > 0 && latestFirst(moved, bucket[j - 1]));
+            bucket[j] = moved;
+        }
+    }
+}
+
+void
 MetaRoceScheduler::PutNear(const Entry& entry) const
 {
     // At or before the current bucket (the simulator may insert an event earlier than the one
@@ -441,9 +523,7 @@ MetaRoceScheduler::Settle() const
             {
                 if (!m_currentSorted)
                 {
-                    std::sort(current.begin(), current.end(), [](const Entry& a, const Entry& b) {
-                        return Before(b, a);
-                    });
+                    SortBucket(current);
                     m_currentSorted = true;
                 }
                 return true;

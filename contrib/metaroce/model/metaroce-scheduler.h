@@ -47,7 +47,8 @@ class MetaRocePrefetchEvent : public EventImpl
 
     /**
      * \param size the object size
-     * eturn a block of at least \p size bytes (MetaRoceEventPool::Allocate)
+     *
+eturn a block of at least \p size bytes (MetaRoceEventPool::Allocate)
      */
     static void* operator new(std::size_t size);
     /**
@@ -75,7 +76,8 @@ class MetaRoceEventPool
 
     /**
      * \param size bytes
-     * eturn a block of at least \p size bytes, aligned for any object of that size
+     *
+eturn a block of at least \p size bytes, aligned for any object of that size
      */
     static void* Allocate(std::size_t size);
     /**
@@ -114,12 +116,13 @@ MetaRocePrefetchBytes(const void* address, std::size_t bytes)
  * tree on every insert. A packet network schedules almost every event a serialization time or
  * a link delay ahead, so this scheduler keeps the events of the next Buckets x BucketWidth
  * (1,024 x 16 ns by default) in a ring of buckets: an insert appends to its bucket, and a
- * bucket is sorted once, when it becomes the earliest non-empty one, and then popped from its
- * end; an event inserted into that bucket afterwards goes to its end if it runs first, else
- * to a small heap of late arrivals popped alongside it. Later events (timers) wait in a 4-ary heap
- * in one array and move into the ring as it slides. Nothing is allocated per event once the vectors
- * have grown. BucketWidth 0 keeps all events in the heap. The order is the same total order either
- * way.
+ * bucket is sorted once, when it becomes the earliest non-empty one (by counting on the
+ * events' time offsets within the bucket, then by order among equal times), and then popped
+ * from its end; an event inserted into that bucket afterwards goes to its end if it runs first,
+ * else to a small heap of late arrivals popped alongside it. Later events (timers) wait in a 4-ary
+ * heap in one array and move into the ring as it slides. Nothing is allocated per event once the
+ * vectors have grown. BucketWidth 0 keeps all events in the heap. The order is the same total order
+ * either way.
  *
  * Events of equal time (TieBreak attribute):
  *  - INSERTION (default): in the order they were scheduled (their ns-3 uid), exactly like
@@ -291,6 +294,16 @@ class MetaRoceScheduler : public Scheduler
      */
     void PutNear(const Entry& entry) const;
     /**
+     * Sort the bucket that has become the current one, latest event first (by Before).
+     * \param bucket the bucket at m_current
+     */
+    void SortBucket(std::vector<Entry>& bucket) const;
+
+    /// Buckets with fewer entries are sorted by comparisons only (SortBucket).
+    static constexpr std::size_t RADIX_MIN_ENTRIES = 32;
+    /// Bits of time per counting pass of SortBucket (two passes at most).
+    static constexpr uint32_t RADIX_BITS = 8;
+    /**
      * Take an entry out of its bucket, keeping the counts and the occupancy bits.
      * \param slot the bucket's slot
      * \param it the entry
@@ -317,7 +330,8 @@ class MetaRoceScheduler : public Scheduler
     /// Events of the current bucket inserted after it was sorted and not before its earliest:
     /// a min-heap (LateBefore), so that such an insert moves no entries of the bucket.
     mutable std::vector<Entry> m_late;
-    mutable uint64_t m_nearCount{0};   //!< events in the buckets
+    mutable std::vector<Entry> m_sortScratch; //!< SortBucket's second array (swapped in)
+    mutable uint64_t m_nearCount{0};          //!< events in the buckets
     mutable std::vector<Entry> m_heap; //!< 4-ary heap; root at 0, children of i at 4i+1..4i+4
     TieBreak m_tieBreak{INSERTION};    //!< TieBreak attribute
 };

@@ -25,6 +25,7 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <sstream>
@@ -265,6 +266,80 @@ class MetaRoceSchedulerOrderTestCase : public TestCase
 
 /**
  * \ingroup metaroce-tests
+ * A bucket that becomes current is sorted by counting on its time offsets (one or two passes)
+ * and then by order among equal times; narrow buckets, wide ones (comparisons only) and
+ * buckets whose events were inserted out of uid order (as reserved places and events pulled
+ * from the far heap are) all come out in MapScheduler's order.
+ */
+class MetaRoceSchedulerBucketSortTestCase : public TestCase
+{
+  public:
+    /**
+     * \param bucketSteps bucket width in time steps
+     * \param distinctTimes how many different times the events of a bucket take
+     */
+    MetaRoceSchedulerBucketSortTestCase(int64_t bucketSteps, uint32_t distinctTimes)
+        : TestCase("bucket sort against MapScheduler, buckets of " + std::to_string(bucketSteps) +
+                   " steps, " + std::to_string(distinctTimes) + " times each"),
+          m_bucketSteps(bucketSteps),
+          m_distinctTimes(distinctTimes)
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        EventPool pool;
+        Ptr<MetaRoceScheduler> ours =
+            MakeScheduler(MetaRoceScheduler::INSERTION, m_bucketSteps, 64);
+        Ptr<MapScheduler> map = CreateObject<MapScheduler>();
+        std::mt19937_64 rng(29);
+        // Unique uids in a shuffled order: equal times are inserted out of uid order.
+        std::vector<uint32_t> uids(60000);
+        for (std::size_t i = 0; i < uids.size(); ++i)
+        {
+            uids[i] = uint32_t(4 + i);
+        }
+        std::shuffle(uids.begin(), uids.end(), rng);
+        std::size_t next = 0;
+        uint64_t now = 0;
+        const uint64_t step = std::max<uint64_t>(1, uint64_t(m_bucketSteps) / m_distinctTimes);
+        uint64_t removed = 0;
+        while (next < uids.size() || !map->IsEmpty())
+        {
+            // Bursts of a few hundred events into the next buckets, then part of a drain.
+            const uint32_t burst = next < uids.size() ? uint32_t(100 + rng() % 400) : 0;
+            for (uint32_t i = 0; i < burst && next < uids.size(); ++i)
+            {
+                const uint64_t bucket = rng() % 4;
+                const uint64_t ts =
+                    now + bucket * uint64_t(m_bucketSteps) + (rng() % m_distinctTimes) * step;
+                const Scheduler::Event ev = pool.Make(ts, uids[next++], uint32_t(rng() % 8));
+                ours->Insert(ev);
+                map->Insert(ev);
+            }
+            const uint32_t drain = next < uids.size() ? uint32_t(rng() % 600) : 1000000;
+            for (uint32_t i = 0; i < drain && !map->IsEmpty(); ++i)
+            {
+                NS_TEST_ASSERT_MSG_EQ(ours->IsEmpty(), false, "event " << removed);
+                const Scheduler::Event a = ours->RemoveNext();
+                const Scheduler::Event b = map->RemoveNext();
+                NS_TEST_ASSERT_MSG_EQ(a.key.m_uid, b.key.m_uid, "event " << removed);
+                NS_TEST_ASSERT_MSG_EQ(a.key.m_ts, b.key.m_ts, "event " << removed);
+                now = a.key.m_ts;
+                ++removed;
+            }
+        }
+        NS_TEST_EXPECT_MSG_EQ(removed, uint64_t(uids.size()), "every event");
+        NS_TEST_EXPECT_MSG_EQ(ours->IsEmpty(), true, "both empty");
+    }
+
+    int64_t m_bucketSteps;    //!< bucket width in time steps
+    uint32_t m_distinctTimes; //!< distinct times per bucket
+};
+
+/**
+ * \ingroup metaroce-tests
  * The Link tie-break: untagged events first (by uid), then arrivals by link; Insertion ignores
  * tags; a tag is used once; LinkTieBreakInUse follows the schedulers that exist.
  */
@@ -470,6 +545,13 @@ class MetaRoceSchedulerTestSuite : public TestSuite
         AddTestCase(new MetaRoceSchedulerOrderTestCase(1, 64));
         AddTestCase(new MetaRoceSchedulerOrderTestCase(4, 64));
         AddTestCase(new MetaRoceSchedulerOrderTestCase(64, 128));
+        // One counting pass (16 steps), two (4,096), comparisons only (2^20); few and many
+        // times per bucket.
+        AddTestCase(new MetaRoceSchedulerBucketSortTestCase(16, 4));
+        AddTestCase(new MetaRoceSchedulerBucketSortTestCase(16, 16));
+        AddTestCase(new MetaRoceSchedulerBucketSortTestCase(4096, 8));
+        AddTestCase(new MetaRoceSchedulerBucketSortTestCase(4096, 4096));
+        AddTestCase(new MetaRoceSchedulerBucketSortTestCase(1 << 20, 64));
         AddTestCase(new MetaRoceSchedulerTieBreakTestCase);
         AddTestCase(new MetaRoceSchedulerSimulatorTestCase);
         AddTestCase(new MetaRoceSchedulerPrefetchTestCase);
