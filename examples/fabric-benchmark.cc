@@ -34,13 +34,13 @@
  */
 
 #include "ns3/command-line.h"
-#include "ns3/global-value.h"
 #include "ns3/metaroce-channel.h"
 #include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-huge-pages.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-nic.h"
 #include "ns3/metaroce-partition.h"
+#include "ns3/metaroce-simulator-impl.h"
 #include "ns3/metaroce-stack-helper.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-topology-helper.h"
@@ -110,9 +110,9 @@ main(int argc, char** argv)
     if (!distributed)
     {
         // One process: ns-3's sequential event loop without its per-event overhead, the same
-        // order of events and results (ns3/metaroce-simulator-impl.h); a
-        // --SimulatorImplementationType=ns3::DefaultSimulatorImpl on the command line wins.
-        GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::MetaRoceSimulatorImpl"));
+        // order of events and results (ns3/metaroce-simulator-impl.h); NS_GLOBAL_VALUE or
+        // --SimulatorImplementationType=ns3::DefaultSimulatorImpl chooses another.
+        MetaRoceSimulatorImpl::SelectByDefault();
     }
     std::string workload = "permutation";
     uint32_t k = 16;

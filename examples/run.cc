@@ -35,6 +35,7 @@
 #include "ns3/core-module.h"
 #include "ns3/metaroce-huge-pages.h"
 #include "ns3/metaroce-partition.h"
+#include "ns3/metaroce-simulator-impl.h"
 
 #include <chrono>
 #include <cmath>
@@ -98,9 +99,9 @@ RunScenario(int argc, char* argv[])
     if (!distributed)
     {
         // One process: ns-3's sequential event loop without its per-event overhead, the same
-        // order of events and results (ns3/metaroce-simulator-impl.h); a
-        // --SimulatorImplementationType=ns3::DefaultSimulatorImpl on the command line wins.
-        GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::MetaRoceSimulatorImpl"));
+        // order of events and results (ns3/metaroce-simulator-impl.h); NS_GLOBAL_VALUE or
+        // --SimulatorImplementationType=ns3::DefaultSimulatorImpl chooses another.
+        MetaRoceSimulatorImpl::SelectByDefault();
     }
     std::string commandLine;
     for (int i = 0; i < argc; ++i)

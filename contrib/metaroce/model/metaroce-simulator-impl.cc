@@ -9,8 +9,12 @@
 #include "metaroce-scheduler.h"
 
 #include "ns3/assert.h"
+#include "ns3/global-value.h"
 #include "ns3/log.h"
+#include "ns3/string.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace ns3
@@ -50,6 +54,17 @@ MetaRoceSimulatorImpl::~MetaRoceSimulatorImpl()
 }
 
 void
+MetaRoceSimulatorImpl::SelectByDefault()
+{
+    const char* env = std::getenv("NS_GLOBAL_VALUE");
+    if (env != nullptr && std::strstr(env, "SimulatorImplementationType=") != nullptr)
+    {
+        return;
+    }
+    GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::MetaRoceSimulatorImpl"));
+}
+
+void
 MetaRoceSimulatorImpl::DoDispose()
 {
     NS_LOG_FUNCTION(this);
@@ -83,6 +98,25 @@ MetaRoceSimulatorImpl::Destroy()
             event->Invoke();
         }
     }
+    // Simulator::Destroy calls this and then lets go of the object, which someone else may
+    // still hold (a Ptr from GetImplementation or SetImplementation): the next simulation
+    // must not see it as the one in use.
+    if (s_active == this)
+    {
+        s_active = nullptr;
+    }
+}
+
+void
+MetaRoceSimulatorImpl::ClaimIfInUse()
+{
+    // Only the implementation the Simulator uses is Active(): any object of this class can be
+    // told to SetScheduler or Run. Simulator stores its pointer before it calls SetScheduler
+    // on a new implementation, so this does not make a second one.
+    if (PeekPointer(Simulator::GetImplementation()) == this)
+    {
+        s_active = this;
+    }
 }
 
 void
@@ -99,9 +133,7 @@ MetaRoceSimulatorImpl::SetScheduler(ObjectFactory schedulerFactory)
     }
     m_events = scheduler;
     m_fast = dynamic_cast<MetaRoceScheduler*>(PeekPointer(m_events));
-    // Simulator calls SetScheduler on the implementation it has just made (and on no other):
-    // from here on this object is the one in use.
-    s_active = this;
+    ClaimIfInUse();
 }
 
 void
@@ -223,22 +255,14 @@ MetaRoceSimulatorImpl::Run()
 {
     NS_LOG_FUNCTION(this);
     m_mainThread = std::this_thread::get_id();
-    s_active = this;
+    ClaimIfInUse();
     TakeForeignEvents();
     m_stop = false;
-    if (m_fast != nullptr)
+    // m_fast is read on every pass: an event may change the scheduler (SetScheduler).
+    while (!m_stop &&
+           !(m_fast != nullptr ? m_fast->MetaRoceScheduler::IsEmpty() : m_events->IsEmpty()))
     {
-        while (!m_stop && !m_fast->MetaRoceScheduler::IsEmpty())
-        {
-            ProcessOneEvent();
-        }
-    }
-    else
-    {
-        while (!m_stop && !m_events->IsEmpty())
-        {
-            ProcessOneEvent();
-        }
+        ProcessOneEvent();
     }
     NS_ASSERT_MSG(!m_events->IsEmpty() || m_unscheduledEvents == 0,
                   "the simulation ran out of events with " << m_unscheduledEvents

@@ -43,8 +43,9 @@ class MetaRoceScheduler;
  * way and gives every Simulator call the same meaning, so a run gives byte-identical results
  * with either. What it leaves out:
  *  - Debian's libns3 is built with logging compiled in, so DefaultSimulatorImpl checks its log
- *    component in every Schedule and ScheduleWithContext call and EventImpl's in every event;
- *    this class has no logging on its per-event paths;
+ *    component in every Schedule and ScheduleWithContext call and around every event; this
+ *    class has no logging on its per-event paths (EventImpl's own checks, in libns3-core's
+ *    Invoke, constructor and destructor, remain);
  *  - DefaultSimulatorImpl builds an EventId for SimulatorImpl::PreEventHook before each event
  *    (two reference-count round trips and a call into libns3-core); nothing in ns-3's
  *    sequential simulator overrides the hook, so this class does not call it;
@@ -57,8 +58,12 @@ class MetaRoceScheduler;
  * Simulator's calls as before.
  *
  * Threads: like DefaultSimulatorImpl, ScheduleWithContext may be called from another thread
- * (the event is inserted before the next event runs, relative to that event's time); every
- * other call, and the fast paths, belong to the thread that runs the simulation.
+ * (the event is inserted when the running event ends, its delay counted from that event's
+ * time, or when Run starts, from the time then); every other call, and the fast paths, belong
+ * to the thread that runs the simulation.
+ *
+ * Active() is the object the Simulator uses: it is set when the Simulator gives this object
+ * its scheduler or runs it, and cleared by Destroy (Simulator::Destroy) and disposal.
  */
 class MetaRoceSimulatorImpl : public SimulatorImpl
 {
@@ -101,6 +106,13 @@ class MetaRoceSimulatorImpl : public SimulatorImpl
     {
         return s_active;
     }
+
+    /**
+     * Make this class the SimulatorImplementationType for a one-process program, unless the
+     * environment names one (NS_GLOBAL_VALUE); a --SimulatorImplementationType on a
+     * CommandLine parsed afterwards still wins. Call it before any Simulator call.
+     */
+    static void SelectByDefault();
 
     /// \return the time now, in time steps (Now().GetTimeStep())
     uint64_t NowSteps() const
@@ -169,6 +181,8 @@ class MetaRoceSimulatorImpl : public SimulatorImpl
     void InsertEvent(const Scheduler::Event& ev);
     /// Insert the events other threads scheduled since the last event.
     void TakeForeignEvents();
+    /// Become Active() if the Simulator uses this object.
+    void ClaimIfInUse();
     /// Run the earliest event.
     void ProcessOneEvent();
     /**

@@ -53,6 +53,18 @@ class ApiScript
         m_g = Simulator::Schedule(NanoSeconds(20), &ApiScript::Note, this, "G (cancelled)");
         m_h = Simulator::Schedule(NanoSeconds(20), &ApiScript::Note, this, "H (removed)");
         Simulator::Schedule(NanoSeconds(50), &ApiScript::Tick, this, 0U);
+        // Alone at its time: another thread's event counts its delay from here (35 ns), not
+        // from the next event's time (50 ns).
+        Simulator::Schedule(NanoSeconds(35), &ApiScript::SpawnForeign, this);
+        // A scheduler change during the run, with events pending, and back.
+        Simulator::Schedule(NanoSeconds(120),
+                            &ApiScript::ChangeScheduler,
+                            this,
+                            "ns3::MapScheduler");
+        Simulator::Schedule(NanoSeconds(260),
+                            &ApiScript::ChangeScheduler,
+                            this,
+                            "ns3::MetaRoceScheduler");
         Id("a", m_a);
         Id("b", m_b);
         Id("e", m_e);
@@ -120,11 +132,33 @@ class ApiScript
         Id("a (ran)", m_a);
     }
 
+    void SpawnForeign()
+    {
+        Line("spawn");
+        std::thread other([]() {
+            Simulator::ScheduleWithContext(6, NanoSeconds(2), &ApiScript::Foreign);
+            Simulator::ScheduleWithContext(8, NanoSeconds(0), &ApiScript::Foreign);
+        });
+        other.join();
+    }
+
+    void ChangeScheduler(std::string type)
+    {
+        Line("scheduler " + type);
+        ObjectFactory factory;
+        factory.SetTypeId(type);
+        Simulator::SetScheduler(factory);
+    }
+
     static void Foreign()
     {
         std::ostringstream s;
         s << Simulator::Now().GetTimeStep() << " ctx=" << Simulator::GetContext() << " foreign";
         s_foreign.push_back(s.str());
+        if (s_running != nullptr)
+        {
+            s_running->m_trace.push_back(s.str() + " (in order)");
+        }
     }
 
     void Tick(uint32_t n)
@@ -147,10 +181,12 @@ class ApiScript
     std::vector<std::string> m_trace; //!< the trace
 
   public:
-    static std::vector<std::string> s_foreign; //!< what the other thread's event saw
+    static std::vector<std::string> s_foreign; //!< what the other thread's events saw
+    static ApiScript* s_running;               //!< the script running, for Foreign
 };
 
 std::vector<std::string> ApiScript::s_foreign;
+ApiScript* ApiScript::s_running = nullptr;
 
 /**
  * \param simulator a SimulatorImpl type name
@@ -168,7 +204,9 @@ Trace(const std::string& simulator, const std::string& scheduler)
     Simulator::SetScheduler(sched);
     ApiScript::s_foreign.clear();
     ApiScript script;
+    ApiScript::s_running = &script;
     std::vector<std::string> trace = script.Run();
+    ApiScript::s_running = nullptr;
     trace.insert(trace.end(), ApiScript::s_foreign.begin(), ApiScript::s_foreign.end());
     return trace;
 }
@@ -200,14 +238,19 @@ class MetaRoceSimulatorImplApiTestCase : public TestCase
         {
             all += line + "\n";
         }
-        for (const char* seen : {"E destroy",
-                                 "foreign",
-                                 "tick 20",
-                                 "after run 2",
-                                 "expired=1",
-                                 "expired=0",
-                                 "ctx=9 J",
-                                 "ctx=3 C"})
+        const std::string t37 = std::to_string(NanoSeconds(37).GetTimeStep());
+        const std::string t35 = std::to_string(NanoSeconds(35).GetTimeStep());
+        const std::vector<std::string> expected = {"E destroy",
+                                                   t37 + " ctx=6 foreign (in order)",
+                                                   t35 + " ctx=8 foreign (in order)",
+                                                   "scheduler ns3::MapScheduler",
+                                                   "tick 20",
+                                                   "after run 2",
+                                                   "expired=1",
+                                                   "expired=0",
+                                                   "ctx=9 J",
+                                                   "ctx=3 C"};
+        for (const std::string& seen : expected)
         {
             NS_TEST_EXPECT_MSG_NE(all.find(seen), std::string::npos, "missing: " << seen);
         }
@@ -290,6 +333,141 @@ class MetaRoceSimulatorImplFastPathTestCase : public TestCase
     }
 };
 
+namespace
+{
+
+/// An event that counts the instances alive, to find events the simulator never releases.
+class CountedEvent : public EventImpl
+{
+  public:
+    CountedEvent()
+    {
+        ++s_alive;
+    }
+
+    ~CountedEvent() override
+    {
+        --s_alive;
+    }
+
+    static int s_alive; //!< instances alive
+    static int s_runs;  //!< Notify calls
+
+  protected:
+    void Notify() override
+    {
+        ++s_runs;
+    }
+};
+
+int CountedEvent::s_alive = 0;
+int CountedEvent::s_runs = 0;
+
+/**
+ * Schedule counted events of every kind on \p simulator, run, destroy.
+ * \param simulator a SimulatorImpl type name
+ * \return "runs/alive after Destroy"
+ */
+std::string
+CountedRun(const std::string& simulator)
+{
+    CountedEvent::s_alive = 0;
+    CountedEvent::s_runs = 0;
+    ObjectFactory impl;
+    impl.SetTypeId(simulator);
+    Simulator::SetImplementation(impl.Create<SimulatorImpl>());
+    {
+        std::vector<EventId> ids;
+        for (int i = 0; i < 10; ++i)
+        {
+            ids.push_back(
+                Simulator::Schedule(NanoSeconds(i), Ptr<EventImpl>(new CountedEvent, false)));
+        }
+        Simulator::Cancel(ids[2]);
+        Simulator::Remove(ids[3]);
+        Simulator::Remove(ids[3]); // twice: the second does nothing
+        const EventId kept = Simulator::ScheduleDestroy(Ptr<EventImpl>(new CountedEvent, false));
+        const EventId dropped = Simulator::ScheduleDestroy(Ptr<EventImpl>(new CountedEvent, false));
+        Simulator::Remove(dropped);
+        Simulator::ScheduleWithContext(1, NanoSeconds(3), new CountedEvent);
+        Simulator::Stop(NanoSeconds(5)); // events at 6-9 ns are left pending at Destroy
+        Simulator::Run();
+    }
+    Simulator::Destroy();
+    return std::to_string(CountedEvent::s_runs) + "/" + std::to_string(CountedEvent::s_alive);
+}
+
+} // namespace
+
+/**
+ * \ingroup metaroce-tests
+ * Every event is released: run, cancelled, removed, destroy events (run or removed) and the
+ * events still pending at Destroy; the same runs as with DefaultSimulatorImpl.
+ */
+class MetaRoceSimulatorImplReleaseTestCase : public TestCase
+{
+  public:
+    MetaRoceSimulatorImplReleaseTestCase()
+        : TestCase("every event released, as with DefaultSimulatorImpl")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        Simulator::Destroy();
+        const std::string reference = CountedRun("ns3::DefaultSimulatorImpl");
+        NS_TEST_EXPECT_MSG_EQ(reference, "6/0", "DefaultSimulatorImpl");
+        NS_TEST_EXPECT_MSG_EQ(CountedRun("ns3::MetaRoceSimulatorImpl"), reference, "ours");
+    }
+};
+
+/**
+ * \ingroup metaroce-tests
+ * Active() is the implementation the Simulator uses, and no other: not one someone still
+ * holds after Simulator::Destroy, not one that was never installed.
+ */
+class MetaRoceSimulatorImplActiveTestCase : public TestCase
+{
+  public:
+    MetaRoceSimulatorImplActiveTestCase()
+        : TestCase("Active() only while the Simulator uses the object")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        Simulator::Destroy();
+        ObjectFactory factory;
+        factory.SetTypeId("ns3::MetaRoceSimulatorImpl");
+        Ptr<SimulatorImpl> held = factory.Create<SimulatorImpl>();
+        NS_TEST_EXPECT_MSG_EQ(MetaRoceSimulatorImpl::Active(), nullptr, "made, not installed");
+        Simulator::SetImplementation(held);
+        NS_TEST_EXPECT_MSG_EQ(MetaRoceSimulatorImpl::Active(), PeekPointer(held), "installed");
+        Simulator::Run();
+        Simulator::Destroy();
+        NS_TEST_EXPECT_MSG_EQ(MetaRoceSimulatorImpl::Active(), nullptr, "destroyed, still held");
+
+        // Another implementation next: the old object, told to take a scheduler or to run,
+        // does not become Active().
+        factory.SetTypeId("ns3::DefaultSimulatorImpl");
+        Simulator::SetImplementation(factory.Create<SimulatorImpl>());
+        ObjectFactory scheduler;
+        scheduler.SetTypeId("ns3::MapScheduler");
+        held->SetScheduler(scheduler);
+        held->Run();
+        NS_TEST_EXPECT_MSG_EQ(MetaRoceSimulatorImpl::Active(), nullptr, "not in use");
+        uint64_t seen = 0;
+        Simulator::Schedule(NanoSeconds(4), [&seen]() { seen = MetaRoceNowSteps(); });
+        Simulator::Run();
+        NS_TEST_EXPECT_MSG_EQ(seen, uint64_t(NanoSeconds(4).GetTimeStep()), "the clock in use");
+        Simulator::Destroy();
+        held = nullptr;
+        NS_TEST_EXPECT_MSG_EQ(MetaRoceSimulatorImpl::Active(), nullptr, "after all");
+    }
+};
+
 /**
  * \ingroup metaroce-tests
  * Unit tests of ns3::MetaRoceSimulatorImpl.
@@ -302,6 +480,8 @@ class MetaRoceSimulatorImplTestSuite : public TestSuite
     {
         AddTestCase(new MetaRoceSimulatorImplApiTestCase);
         AddTestCase(new MetaRoceSimulatorImplFastPathTestCase);
+        AddTestCase(new MetaRoceSimulatorImplReleaseTestCase);
+        AddTestCase(new MetaRoceSimulatorImplActiveTestCase);
     }
 };
 
