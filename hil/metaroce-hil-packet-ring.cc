@@ -27,6 +27,12 @@ constexpr uint32_t RX_FRAME_UNIT = 2048;
 constexpr uint32_t SLOTS_PER_BLOCK = 8;
 /// Room the kernel may leave between a received frame's header and its Ethernet header.
 constexpr uint32_t RX_MAC_ROOM = 64;
+/// The virtio-net header of PACKET_VNET_HDR (struct virtio_net_hdr, which C++ cannot include:
+/// a member of its header is named `class`): flags, gso_type, then little-endian 16-bit
+/// hdr_len, gso_size, csum_start, csum_offset.
+constexpr uint32_t VNET_HDR_BYTES = 10;
+/// Offset of hdr_len: bytes of the frame the kernel copies into the packet's own buffer.
+constexpr uint32_t VNET_HDR_LEN_OFFSET = 2;
 
 /// \return \p value rounded up to a multiple of \p unit.
 uint32_t
@@ -115,6 +121,16 @@ PacketRing::Map(int fd, const PacketRingConfig& cfg, std::string& error)
 
     std::unique_ptr<PacketRing> ring(new PacketRing());
     ring->m_v3 = cfg.blocks;
+    if (cfg.txCopy)
+    {
+        int one = 1;
+        if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) != 0)
+        {
+            error = Failure("PACKET_VNET_HDR");
+            return nullptr;
+        }
+        ring->m_txVnetBytes = VNET_HDR_BYTES;
+    }
     // Received frames start after the header, the address and some alignment room.
     const uint32_t rxHeader = (cfg.blocks ? TPACKET3_HDRLEN : TPACKET2_HDRLEN) + RX_MAC_ROOM;
     tpacket_req3 rx{};
@@ -270,13 +286,22 @@ PacketRing::TxSlot()
     {
         return nullptr; // ready and not yet taken, or taken and not yet sent
     }
-    return slot + m_txDataOffset;
+    return slot + m_txDataOffset + m_txVnetBytes;
 }
 
 void
 PacketRing::TxCommit(uint32_t length)
 {
     uint8_t* slot = m_tx.Next();
+    if (m_txVnetBytes > 0)
+    {
+        // No offloads; hdr_len = the whole frame, so the kernel copies it into the packet.
+        uint8_t* vnet = slot + m_txDataOffset;
+        std::memset(vnet, 0, VNET_HDR_BYTES);
+        vnet[VNET_HDR_LEN_OFFSET] = uint8_t(length);
+        vnet[VNET_HDR_LEN_OFFSET + 1] = uint8_t(length >> 8);
+        length += m_txVnetBytes;
+    }
     if (m_v3)
     {
         auto* h = reinterpret_cast<tpacket3_hdr*>(slot);
@@ -332,7 +357,8 @@ PacketRing::ReadDrops(int fd)
 std::string
 PacketRing::Describe() const
 {
-    const std::string tx = ", tx " + std::to_string(m_tx.slots) + " slots";
+    const std::string tx = ", tx " + std::to_string(m_tx.slots) + " slots" +
+                           (m_txVnetBytes > 0 ? " (copied on send)" : "");
     if (!m_v3)
     {
         return "TPACKET_V2 rx " + std::to_string(m_rxSlots.slots) + " slots" + tx;

@@ -42,6 +42,16 @@ struct PacketRingConfig
     uint32_t rxBytes{8 << 20};    //!< receive ring size (rounded up to whole blocks)
     uint32_t retireTimeoutMs{1};  //!< hand over a partly filled block after this long
     uint32_t txFrames{256};       //!< transmit slots
+    /**
+     * Have the kernel copy each frame into the packet's own buffer when it sends it (a
+     * virtio-net header before the frame, PACKET_VNET_HDR, whose hdr_len covers the whole
+     * frame) instead of sending it from the ring's pages. A device that hands the packet on
+     * inside the kernel (a veth) copies ring-backed pages anyway, into pages it allocates for
+     * each frame (skb_copy_ubufs); one copy into the packet's buffer is cheaper. Also makes
+     * received frames carry that header, which the ring skips (RingFrame::data is still the
+     * Ethernet header).
+     */
+    bool txCopy{false};
 };
 
 /// What the receive ring reports about one frame.
@@ -126,7 +136,7 @@ class PacketRing : public FrameRing
 
     uint32_t TxSlotBytes() const override
     {
-        return m_tx.slotBytes - m_txDataOffset;
+        return m_tx.slotBytes - m_txDataOffset - m_txVnetBytes;
     }
 
     uint8_t* TxSlot() override;
@@ -193,6 +203,7 @@ class PacketRing : public FrameRing
     SlotRing m_tx;              //!< transmit slots
     uint32_t m_txDataOffset{0}; //!< where a transmit slot's frame starts
     uint32_t m_txPending{0};    //!< slots marked ready, not yet flushed
+    uint32_t m_txVnetBytes{0};  //!< virtio-net header before each transmit frame (txCopy)
 };
 
 } // namespace hil

@@ -438,6 +438,10 @@ PerfApp::OpenPort(uint32_t index,
             ParseXdpMode(m_opts.xdpMode, rc.xdpMode); // checked by ParsePerfOptions()
         }
         rc.ringRetireMs = m_opts.ringRetireMs;
+        if (!m_opts.ringTxCopy.empty())
+        {
+            ParseRingTxCopy(m_opts.ringTxCopy, rc.ringTxCopy); // checked by ParsePerfOptions()
+        }
         if (!m_opts.peerMac.empty())
         {
             rc.staticPeerMac = ParseMac(m_opts.peerMac, rc.peerMac);

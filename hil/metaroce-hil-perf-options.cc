@@ -243,6 +243,18 @@ PerfCommandLine::AddFrameOptions()
           "raw mode, ring-v3: hand a partly filled receive block over after MS (1..100, default "
           "1; the kernel rounds up to a timer tick)",
           Number(p.ringRetireMs, 1, 100));
+    o.Add("ring-tx-copy",
+          "auto|on|off",
+          "raw mode, ring and ring-v3: the kernel copies each frame out of the transmit ring "
+          "into the packet (on) or sends it from the ring's pages (off); auto is on for a veth, "
+          "which would copy the ring's pages into pages it allocates per frame (default auto)",
+          Matching(
+              p.ringTxCopy,
+              [](const std::string& v) {
+                  RingTxCopy mode;
+                  return ParseRingTxCopy(v, mode);
+              },
+              "one of auto|on|off"));
     o.Add("data-port",
           "N",
           "UDP port datagrams are received on (default 4791)",

@@ -83,7 +83,7 @@ Session::Teardown()
         m_channel->SetHostDelayExchange(nullptr, nullptr);
         m_host.ForgetPeerHostDelay(this);
     }
-    if (!m_qpns.empty() || m_mr.lkey != 0)
+    if (!m_qpns.empty() || m_mr.lkey != 0 || m_patternMr.lkey != 0)
     {
         // What the engine gives back, as it counts it (the daemon reports it at the end).
         Endpoint& ep = m_host.GetEndpoint();
@@ -94,10 +94,13 @@ Session::Teardown()
             m_host.ClearCompletionHandler(qpn);
             m_host.DestroyConnection(qpn);
         }
-        if (m_mr.lkey != 0)
+        for (MemoryRegion* mr : {&m_mr, &m_patternMr})
         {
-            ep.DeregisterMemory(m_mr.lkey);
-            m_mr = MemoryRegion();
+            if (mr->lkey != 0)
+            {
+                ep.DeregisterMemory(mr->lkey);
+                *mr = MemoryRegion();
+            }
         }
         m_reclaimedConnections = connections - ep.ConnectionCount();
         m_reclaimedBytes = bytes - ep.RegisteredBytes();

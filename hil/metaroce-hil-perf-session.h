@@ -314,6 +314,7 @@ class Session : public std::enable_shared_from_this<Session>
     std::vector<Stream> m_streams;                //!< by conn * streams + stream
     std::vector<uint8_t> m_buffer;                //!< source (client) or destination (server)
     MemoryRegion m_mr;                            //!< m_buffer's registration
+    MemoryRegion m_patternMr;                     //!< client: m_pattern's registration
     std::unique_ptr<DataPattern> m_pattern;       //!< message contents
     uint64_t m_size{0};                           //!< message size
     uint32_t m_depth{0};                          //!< slots per stream

@@ -95,6 +95,7 @@ struct PerfOptions
     std::string rawIo{"auto"};    //!< raw mode: "auto", "ring", "ring-v3", "xdp" or "socket"
     std::string xdpMode;          //!< --raw-io xdp: "auto", "zerocopy", "native", "generic"
     uint32_t ringRetireMs{1};     //!< raw mode, ring-v3: receive block retire timeout, ms
+    std::string ringTxCopy;       //!< raw mode, rings: "auto" ("" too), "on" or "off"
     uint16_t dataPort{4791};      //!< UDP port datagrams are received on
     FaultConfig faults;           //!< egress faults
     std::string pcap;             //!< capture file ("" = none)

@@ -17,8 +17,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <linux/ethtool.h>
 #include <linux/filter.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -167,6 +169,23 @@ BindPacketSocket(int fd, int ifindex, const RawPortConfig& cfg)
     return "";
 }
 
+/// \return the driver of interface \p device (ETHTOOL_GDRVINFO on socket \p fd), or "".
+std::string
+DriverName(int fd, const std::string& device)
+{
+    ethtool_drvinfo info{};
+    info.cmd = ETHTOOL_GDRVINFO;
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, device.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(&info);
+    if (ioctl(fd, SIOCETHTOOL, &ifr) != 0)
+    {
+        return "";
+    }
+    info.driver[sizeof(info.driver) - 1] = '\0';
+    return info.driver;
+}
+
 /// \return a non-blocking AF_PACKET socket that receives nothing yet, or -1 with \p error.
 int
 OpenPacketSocket(std::string& error)
@@ -209,6 +228,28 @@ ParseRawIoMode(const std::string& text, RawIoMode& mode)
     else if (text == "socket")
     {
         mode = RawIoMode::SOCKET;
+    }
+    else
+    {
+        return false;
+    }
+    return true;
+}
+
+bool
+ParseRingTxCopy(const std::string& text, RingTxCopy& mode)
+{
+    if (text == "auto")
+    {
+        mode = RingTxCopy::AUTO;
+    }
+    else if (text == "on")
+    {
+        mode = RingTxCopy::ON;
+    }
+    else if (text == "off")
+    {
+        mode = RingTxCopy::OFF;
     }
     else
     {
@@ -322,6 +363,18 @@ RawFramePort::Open(boost::asio::io_context& io,
         rc.maxFrameBytes = mtu + ETHERNET_HEADER_SIZE + VLAN_TAG_BYTES;
         rc.blocks = cfg.io == RawIoMode::RING_V3;
         rc.retireTimeoutMs = cfg.ringRetireMs;
+        // A veth hands each frame to its peer inside the kernel, within the send(): the kernel
+        // copies a frame sent from the ring's pages into pages it allocates (skb_copy_ubufs),
+        // and gives the slot back before send() returns. So there the kernel copies each frame
+        // into the packet instead, and a few slots do, which stay in the cache (docs/hil.md,
+        // "Raw port I/O: PACKET_MMAP rings").
+        const bool veth = DriverName(fd, cfg.device) == "veth";
+        rc.txCopy =
+            cfg.ringTxCopy == RingTxCopy::ON || (cfg.ringTxCopy == RingTxCopy::AUTO && veth);
+        if (veth)
+        {
+            rc.txFrames = VETH_TX_RING_SLOTS;
+        }
         // As much as the socket's queue holds: the kernel doubles SO_RCVBUF for its overhead.
         rc.rxBytes = uint32_t(std::max(cfg.socketBufferBytes, 1 << 20)) * 2;
         std::string why;

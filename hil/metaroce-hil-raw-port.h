@@ -54,6 +54,21 @@ enum class RawIoMode : uint8_t
 /// Parse "auto", "ring", "ring-v3", "xdp" or "socket". \return false if it is none of them.
 bool ParseRawIoMode(const std::string& text, RawIoMode& mode);
 
+/// Whether a PACKET_MMAP transmit ring has the kernel copy each frame (PacketRingConfig::txCopy).
+enum class RingTxCopy : uint8_t
+{
+    AUTO, //!< on a veth, which would copy the ring's pages anyway; off elsewhere
+    ON,   //!< always copy
+    OFF,  //!< send from the ring's pages (no copy on a NIC that sends them as they are)
+};
+
+/// Parse "auto", "on" or "off". \return false if it is none of them.
+bool ParseRingTxCopy(const std::string& text, RingTxCopy& mode);
+
+/// Transmit slots of a PACKET_MMAP ring on a veth: few enough to stay in the CPU's cache (the
+/// kernel gives each slot back within the send() that sent it, docs/hil.md).
+constexpr uint32_t VETH_TX_RING_SLOTS = 32;
+
 /// Settings of a RawFramePort.
 struct RawPortConfig
 {
@@ -70,6 +85,7 @@ struct RawPortConfig
     RawIoMode io{RawIoMode::AUTO};  //!< rings or socket calls
     XdpMode xdpMode{XdpMode::AUTO}; //!< RawIoMode::XDP: how the AF_XDP socket attaches
     uint32_t ringRetireMs{1};       //!< TPACKET_V3: hand over a partly filled block after this
+    RingTxCopy ringTxCopy{RingTxCopy::AUTO}; //!< rings: the kernel copies each frame on send
     /// Mark CE on frames read while the socket or ring held more than this many (0: off).
     uint32_t backlogEcn{BACKLOG_ECN_DEFAULT};
     /**

@@ -63,6 +63,18 @@ class DataPattern
     /// \return the first of the `size` bytes of message \p seq of stream \p stream of \p conn.
     const uint8_t* Message(uint32_t conn, uint32_t stream, uint64_t seq) const;
 
+    /// \return the random bytes every message is a window of (Size() of them).
+    const uint8_t* Data() const
+    {
+        return m_bytes.data();
+    }
+
+    /// \return how many bytes Data() holds.
+    size_t Size() const
+    {
+        return m_bytes.size();
+    }
+
   private:
     uint64_t m_seed;              //!< seed
     std::vector<uint8_t> m_bytes; //!< random bytes

@@ -284,16 +284,32 @@ TEST(HilPacketRing, RawIoOptions)
     EXPECT_FALSE(ParseXdpMode("drv", xdp));
     EXPECT_FALSE(ParseXdpMode("", xdp));
     EXPECT_EQ(xdp, XdpMode::NATIVE);
+    RingTxCopy copy = RingTxCopy::AUTO;
+    for (const auto& [text, want] :
+         std::vector<std::pair<std::string, RingTxCopy>>{{"on", RingTxCopy::ON},
+                                                         {"off", RingTxCopy::OFF},
+                                                         {"auto", RingTxCopy::AUTO}})
+    {
+        EXPECT_TRUE(ParseRingTxCopy(text, copy)) << text;
+        EXPECT_EQ(copy, want) << text;
+    }
+    EXPECT_FALSE(ParseRingTxCopy("yes", copy));
+    EXPECT_EQ(copy, RingTxCopy::AUTO);
     PerfOptions opts;
     std::string error;
     EXPECT_TRUE(
-        ParsePerfOptions({"--raw-io", "ring-v3", "--ring-retire-ms", "4"}, false, opts, error))
+        ParsePerfOptions({"--raw-io", "ring-v3", "--ring-retire-ms", "4", "--ring-tx-copy", "off"},
+                         false,
+                         opts,
+                         error))
         << error;
     EXPECT_EQ(opts.rawIo, "ring-v3");
     EXPECT_EQ(opts.ringRetireMs, 4u);
+    EXPECT_EQ(opts.ringTxCopy, "off");
     for (const auto& bad : std::vector<std::vector<std::string>>{{"--raw-io", "mmap"},
                                                                  {"--ring-retire-ms", "0"},
-                                                                 {"--ring-retire-ms", "101"}})
+                                                                 {"--ring-retire-ms", "101"},
+                                                                 {"--ring-tx-copy", "yes"}})
     {
         PerfOptions o;
         EXPECT_FALSE(ParsePerfOptions(bad, false, o, error)) << bad[0] << " " << bad[1];

@@ -220,6 +220,47 @@ TEST_F(HilVethTest, RawRingsCarryJumboFramesToASocketPeer)
     EXPECT_NE(client->Output().find("recvmmsg/sendmmsg"), std::string::npos) << client->Output();
 }
 
+TEST_F(HilVethTest, RawRingsSendFromTheRingPagesAndFromCopies)
+{
+    // On a veth the transmit ring has the kernel copy each frame into the packet
+    // (--ring-tx-copy auto); "off" sends from the ring's pages, as on a NIC. Both ends of each
+    // run use the same setting; every byte is verified, both transports.
+    for (const char* copy : {"auto", "off"})
+    {
+        for (const char* transport : {"metaroce", "rocev2"})
+        {
+            const std::vector<std::string> common = {"--port-mode",
+                                                     "raw",
+                                                     "--raw-io",
+                                                     "ring",
+                                                     "--ring-tx-copy",
+                                                     copy,
+                                                     "--transport",
+                                                     transport,
+                                                     "--mtu",
+                                                     "4096"};
+            std::vector<std::string> s = common;
+            s.insert(s.end(), {"--dev", "va"});
+            std::vector<std::string> c = common;
+            c.insert(c.end(), {"--dev", "vb", "--size", "64K", "--iters", "300"});
+            auto server = Server(s);
+            auto client = Client(c);
+            EXPECT_EQ(client->Wait(RUN_LIMIT), 0) << client->Output() << server->Output();
+            EXPECT_EQ(server->Wait(milliseconds(5000)), 0) << server->Output();
+            auto sr = ParseResult(server->Output());
+            EXPECT_EQ(sr["status"], "PASS") << copy << " " << transport << server->Output();
+            EXPECT_EQ(sr["verified"], "300") << server->Output();
+            EXPECT_EQ(sr["malformed"], "0") << server->Output();
+            const bool copied = std::string(copy) == "auto";
+            for (const std::string& out : {server->Output(), client->Output()})
+            {
+                EXPECT_NE(out.find("tx 32 slots"), std::string::npos) << out;
+                EXPECT_EQ(out.find("(copied on send)") != std::string::npos, copied) << out;
+            }
+        }
+    }
+}
+
 TEST_F(HilVethTest, RawRingsBothEndsSurviveRandomFrames)
 {
     // A daemon on TPACKET_V2 rings serves a first client (its port opens with the first session),
