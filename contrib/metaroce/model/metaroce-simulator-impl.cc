@@ -188,8 +188,8 @@ MetaRoceSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& delay, 
         InsertAt(m_currentTs + uint64_t(delay.GetTimeStep()), context, event);
         return;
     }
-    // Another thread: the simulation's thread inserts it before it runs its next event, at
-    // that event's time plus the delay (as DefaultSimulatorImpl does).
+    // Another thread: the simulation's thread inserts it when the running event ends (or when
+    // Run starts), the delay counted from that time (as DefaultSimulatorImpl does).
     std::lock_guard<std::mutex> lock(m_foreignMutex);
     m_foreign.push_back(Foreign{context, uint64_t(delay.GetTimeStep()), event});
     m_foreignEmpty.store(false, std::memory_order_release);
