@@ -16,6 +16,7 @@
 #include "ns3/data-rate.h"
 #include "ns3/log.h"
 #include "ns3/mac48-address.h"
+#include "ns3/make-event.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
 
@@ -99,7 +100,11 @@ void
 MetaRoceNic::DoDispose()
 {
     NS_LOG_FUNCTION(this);
-    m_timer.Cancel();
+    if (m_timer)
+    {
+        m_timer->Cancel();
+        m_timer = nullptr;
+    }
     for (PortState& p : m_ports)
     {
         p.device->SetPullCallback(MakeNullCallback<Ptr<Packet>>());
@@ -422,20 +427,37 @@ void
 MetaRoceNic::RearmTimer()
 {
     const metaroce::Time deadline = m_endpoint->NextTimeout();
-    if (deadline == m_timerAt &&
-        (deadline == metaroce::TIME_INFINITE || MetaRoceIsPending(m_timer)))
+    // m_timerAt is finite only while m_timer is scheduled and has not fired (Timeout clears
+    // it; nothing else cancels the timer but this function and DoDispose).
+    if (deadline == m_timerAt)
     {
         return;
     }
-    m_timer.Cancel();
+    if (m_timer)
+    {
+        m_timer->Cancel();
+        m_timer = nullptr;
+    }
     m_timerAt = deadline;
     if (deadline == metaroce::TIME_INFINITE)
     {
         return;
     }
-    const Time at = FromEngineTime(deadline);
-    const Time now = TimeStep(MetaRoceNowSteps());
-    m_timer = Simulator::Schedule(at > now ? at - now : Time(0), &MetaRoceNic::Timeout, this);
+    const uint64_t at = uint64_t(FromEngineTime(deadline).GetTimeStep());
+    const uint64_t now = MetaRoceNowSteps();
+    const uint64_t delay = at > now ? at - now : 0;
+    // The NIC keeps the event, not an EventId, to cancel it (as MetaRoceNetDevice does with its
+    // end of serialization): no EventId per timer, and the simulator's direct path when the
+    // module's implementation is in use.
+    m_timer = Ptr<EventImpl>(MakeEvent(&MetaRoceNic::Timeout, this), false);
+    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
+    {
+        sim->ScheduleSteps(delay, GetPointer(m_timer));
+    }
+    else
+    {
+        Simulator::Schedule(TimeStep(delay), m_timer);
+    }
 }
 
 void

@@ -13,6 +13,7 @@
 
 #include "ns3/callback.h"
 #include "ns3/event-id.h"
+#include "ns3/event-impl.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/packet.h"
@@ -455,9 +456,9 @@ class MetaRoceNic : public Object, public MetaRocePortOwner
     Ptr<UniformRandomVariable> m_seedStream;        //!< draws the engine seed
     // No NIC holds a frame in these across an input, so every NIC of a thread shares one pair
     // (1,024 NICs held 8.9 MB of private buffers). They only grow.
-    std::vector<uint8_t>& m_txBuffer{Scratch(false)};   //!< frame under construction (shared)
-    std::vector<uint8_t>& m_rxBuffer{Scratch(true)};    //!< frame being parsed (shared)
-    EventId m_timer;                                    //!< the one engine timer
+    std::vector<uint8_t>& m_txBuffer{Scratch(false)}; //!< frame under construction (shared)
+    std::vector<uint8_t>& m_rxBuffer{Scratch(true)};  //!< frame being parsed (shared)
+    Ptr<EventImpl> m_timer;                           //!< the one engine timer (cancelled in place)
     metaroce::Time m_timerAt{metaroce::TIME_INFINITE};  //!< its deadline
     bool m_inPump{false};                               //!< Pump() is on the stack
     bool m_pumpAgain{false};                            //!< an input arrived during the pump
