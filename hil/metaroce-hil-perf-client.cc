@@ -41,7 +41,7 @@ ClientSession::Start()
     // (ParsePerfOptions() checked that every shard's ports fit.)
     const uint16_t base = uint16_t(ShardSourcePortBase(
         m_opts.sourcePortBase ? m_opts.sourcePortBase : CLIENT_SOURCE_PORT_BASE));
-    if (!CreateConnections(m_opts.transport, base, why) || !AllocateBuffer(ACCESS_LOCAL_WRITE, why))
+    if (!CreateConnections(m_opts.transport, base, why))
     {
         Abort(why, 1);
         return;

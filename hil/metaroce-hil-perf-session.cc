@@ -242,32 +242,6 @@ Session::CreateConnections(const std::string& transport, uint16_t portBase, std:
     return true;
 }
 
-bool
-Session::AllocateBuffer(uint32_t access, std::string& why)
-{
-    uint64_t bytes = uint64_t(m_streams.size()) * m_depth * m_size;
-    if (bytes > MAX_REGION_BYTES)
-    {
-        why = "buffer of " + std::to_string(bytes) + " bytes exceeds the " +
-              std::to_string(MAX_REGION_BYTES) + "-byte limit; lower --size, --depth or --streams";
-        return false;
-    }
-    m_buffer.assign(bytes, 0);
-    m_mr = m_host.GetEndpoint().RegisterMemory(m_buffer.data(), bytes, access);
-    if (m_mr.lkey == 0)
-    {
-        why = "cannot register a " + std::to_string(bytes) + "-byte memory region";
-        return false;
-    }
-    return true;
-}
-
-uint8_t*
-Session::Slot(size_t streamIndex, uint64_t slot)
-{
-    return m_buffer.data() + (streamIndex * m_depth + slot) * m_size;
-}
-
 void
 Session::StartChannel()
 {

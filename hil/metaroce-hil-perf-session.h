@@ -275,8 +275,6 @@ class Session : public std::enable_shared_from_this<Session>
                           const google::protobuf::RepeatedPtrField<proto::QueuePair>& qpns);
     /// Tell the port where the peer receives (its data address).
     void LearnPeerAddress(const proto::DataAddress& peer);
-    bool AllocateBuffer(uint32_t access, std::string& why);
-    uint8_t* Slot(size_t streamIndex, uint64_t slot);
     void VerifyFailed(const std::string& what);
     void Finish(int code);
     /// Start the control channel's handlers.
@@ -312,8 +310,8 @@ class Session : public std::enable_shared_from_this<Session>
     std::vector<uint32_t> m_qpns;                 //!< local connections
     std::map<uint32_t, uint32_t> m_connIndex;     //!< qpn -> connection index
     std::vector<Stream> m_streams;                //!< by conn * streams + stream
-    std::vector<uint8_t> m_buffer;                //!< source (client) or destination (server)
-    MemoryRegion m_mr;                            //!< m_buffer's registration
+    std::vector<uint8_t> m_buffer;                //!< server: the destination region
+    MemoryRegion m_mr;                            //!< server: m_buffer's registration
     MemoryRegion m_patternMr;                     //!< client: m_pattern's registration
     std::unique_ptr<DataPattern> m_pattern;       //!< message contents
     uint64_t m_size{0};                           //!< message size
