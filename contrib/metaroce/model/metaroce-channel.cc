@@ -196,16 +196,9 @@ MetaRoceChannel::ScheduleArrival(const Ptr<Packet>& frame,
     MetaRoceScheduler::TagNextEvent(tag);
     auto* arrival = new ArrivalEvent(this, frame, direction, m_epoch, info);
     MetaRoceScheduler::AnnounceNextEvent(arrival);
-    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
-    {
-        sim->ScheduleStepsWithContext(context,
-                                      uint64_t(txTime.GetTimeStep() + m_delay.GetTimeStep()),
-                                      arrival);
-    }
-    else
-    {
-        Simulator::ScheduleWithContext(context, txTime + m_delay, arrival);
-    }
+    MetaRoceScheduleStepsWithContext(context,
+                                     uint64_t(txTime.GetTimeStep() + m_delay.GetTimeStep()),
+                                     arrival);
 }
 
 void

@@ -719,14 +719,7 @@ MetaRoceNetDevice::ScheduleTxComplete(uint64_t delay, const MetaRocePacketFifo* 
     // The device keeps the event itself, not an EventId, to cancel it: the same effect (a
     // cancelled event that has run already is never looked at again), without building an
     // EventId in libns3-core per frame.
-    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
-    {
-        sim->ScheduleSteps(delay, GetPointer(done));
-    }
-    else
-    {
-        Simulator::Schedule(TimeStep(delay), done);
-    }
+    MetaRoceScheduleSteps(delay, GetPointer(done));
     m_txCompleteEvent = done;
 }
 

@@ -450,14 +450,7 @@ MetaRoceNic::RearmTimer()
     // end of serialization): no EventId per timer, and the simulator's direct path when the
     // module's implementation is in use.
     m_timer = Ptr<EventImpl>(MakeEvent(&MetaRoceNic::Timeout, this), false);
-    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
-    {
-        sim->ScheduleSteps(delay, GetPointer(m_timer));
-    }
-    else
-    {
-        Simulator::Schedule(TimeStep(delay), m_timer);
-    }
+    MetaRoceScheduleSteps(delay, GetPointer(m_timer));
 }
 
 void

@@ -401,6 +401,7 @@ MetaRoceScheduler::SortBucket(std::vector<Entry>& bucket) const
     const uint64_t base = m_current << m_shift;
     const uint64_t span = uint64_t(1) << m_shift;
     constexpr uint32_t DIGITS = 1U << RADIX_BITS;
+    const bool twoPasses = m_shift > RADIX_BITS;
     uint32_t low[DIGITS] = {};
     uint32_t high[DIGITS] = {};
     for (const Entry& e : bucket)
@@ -412,7 +413,10 @@ MetaRoceScheduler::SortBucket(std::vector<Entry>& bucket) const
             return;
         }
         ++low[offset & (DIGITS - 1)];
-        ++high[offset >> RADIX_BITS];
+        if (twoPasses)
+        {
+            ++high[offset >> RADIX_BITS];
+        }
     }
     m_sortScratch.resize(n);
     // Digit d's entries go after those of every larger digit (latest time first).
@@ -432,7 +436,7 @@ MetaRoceScheduler::SortBucket(std::vector<Entry>& bucket) const
         const Entry& e = bucket[i];
         m_sortScratch[low[(e.ts - base) & (DIGITS - 1)]++] = e;
     }
-    if (m_shift > RADIX_BITS)
+    if (twoPasses)
     {
         // Pass 2, on the high digit, keeping pass 1's order within a digit.
         starts(high);

@@ -221,6 +221,46 @@ MetaRoceNowSteps()
     return sim != nullptr ? sim->NowSteps() : uint64_t(Simulator::Now().GetTimeStep());
 }
 
+/**
+ * \ingroup metaroce
+ * Schedule \p event \p delay time steps from now in the running event's context: through
+ * MetaRoceSimulatorImpl without a call into libns3 when it is in use, else Simulator::Schedule.
+ * \param delay the delay, in time steps
+ * \param event the event; the caller's reference is taken over
+ */
+inline void
+MetaRoceScheduleSteps(uint64_t delay, EventImpl* event)
+{
+    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
+    {
+        sim->ScheduleSteps(delay, event);
+    }
+    else
+    {
+        Simulator::Schedule(TimeStep(delay), Ptr<EventImpl>(event, false));
+    }
+}
+
+/**
+ * \ingroup metaroce
+ * The same as MetaRoceScheduleSteps in context \p context (Simulator::ScheduleWithContext).
+ * \param context the context of the event
+ * \param delay the delay, in time steps
+ * \param event the event; the caller's reference is taken over
+ */
+inline void
+MetaRoceScheduleStepsWithContext(uint32_t context, uint64_t delay, EventImpl* event)
+{
+    if (MetaRoceSimulatorImpl* sim = MetaRoceSimulatorImpl::Active())
+    {
+        sim->ScheduleStepsWithContext(context, delay, event);
+    }
+    else
+    {
+        Simulator::ScheduleWithContext(context, TimeStep(delay), event);
+    }
+}
+
 } // namespace ns3
 
 #endif // METAROCE_SIMULATOR_IMPL_H
