@@ -503,7 +503,9 @@ class MultipathRequester : public MultipathRole
     Time m_rttMaxEpoch{0};                  //!< when this epoch began
     Time m_lastSrtt{-1};                    //!< smoothed RTT of the path sampled last (-1: none)
     bool m_tailProbeOut{false};             //!< a tail probe is out, no progress since
-    bool m_newEvidence{false};       //!< the ACK being processed delivered a later-sent packet
+    bool m_newEvidence{false}; //!< the ACK being processed delivered a later-sent packet
+    /// The ACK being processed found connectionWindow packets in flight (AckEvent).
+    bool m_ackFoundCapFull{false};
     Time m_latestDeliveredSent{-1};  //!< latest send time of any packet acknowledged
     uint32_t m_reorderMultiplier{1}; //!< "rack" window multiplier (grown by duplicates)
     uint32_t m_lossEpisodes{0};      //!< loss detections since the multiplier last grew
