@@ -136,6 +136,11 @@ TEST(ConnectionConfigTest, EveryFieldTakesPartInEquality)
     }
     {
         ConnectionConfig c;
+        c.longPathPacingGain += 1;
+        EXPECT_NE(c, base) << "longPathPacingGain";
+    }
+    {
+        ConnectionConfig c;
         c.lineRateBps += 1;
         EXPECT_NE(c, base) << "lineRateBps";
     }

@@ -10,7 +10,9 @@
 #include "metaroce-congestion-control.h"
 #include "pair-fixture.h"
 
+#include <algorithm>
 #include <gtest/gtest.h>
+#include <vector>
 
 namespace metaroce
 {
@@ -177,6 +179,7 @@ class LongPathTest : public PairTest
         cfg.rtoInitial = MilliSeconds(30);
         cfg.rtoMax = MilliSeconds(120);
         Build(cfg, 8 << 20);
+        m_net->EnableTxLog(true);
         m_net->Link(m_a, m_b).delay = MilliSeconds(5);
         m_net->Link(m_b, m_a).delay = MilliSeconds(5);
         EXPECT_EQ(Write(1, 0, uint32_t(m_src.size())), PostStatus::OK);
@@ -186,6 +189,30 @@ class LongPathTest : public PairTest
         EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 0u);
         EXPECT_EQ(CounterA(Counter::RTO), 0u);
         return m_lastCompletion;
+    }
+
+    /// \return the most data packets a sent in any \p span.
+    size_t LargestBurst(Time span)
+    {
+        std::vector<Time> sent;
+        for (const TxRecord& r : m_net->TxLog())
+        {
+            if (r.src == m_a && r.opcode == MR_WRITE)
+            {
+                sent.push_back(r.time);
+            }
+        }
+        size_t most = 0;
+        size_t first = 0;
+        for (size_t i = 0; i < sent.size(); ++i)
+        {
+            while (sent[i] - sent[first] >= span)
+            {
+                ++first;
+            }
+            most = std::max(most, i - first + 1);
+        }
+        return most;
     }
 
     /// \return the sum of the path windows.
@@ -220,6 +247,24 @@ TEST_F(LongPathTest, WithSlowStartOffTheWindowCreepsUp)
     Time done = Transfer(cfg);
     EXPECT_GT(done, MilliSeconds(150)) << "completed at " << done / 1000000 << " us";
     EXPECT_LT(WindowSum(), cfg.connectionWindow);
+}
+
+TEST_F(LongPathTest, PacesTheWindowOverTheRoundTrip)
+{
+    // 2 x the windows per smoothed RTT: at the 512-packet cap about 100 packets per ms; an
+    // unpaced window leaves as its ACKs come back, in a burst at line rate.
+    ConnectionConfig cfg;
+    Time done = Transfer(cfg);
+    EXPECT_LT(done, MilliSeconds(100)) << "completed at " << done / 1000000 << " us";
+    EXPECT_LE(LargestBurst(MilliSeconds(1)), 150u);
+}
+
+TEST_F(LongPathTest, WithoutPacingAWindowLeavesInOneBurst)
+{
+    ConnectionConfig cfg;
+    cfg.longPathPacingGain = 0;
+    Transfer(cfg);
+    EXPECT_GE(LargestBurst(MilliSeconds(1)), 400u);
 }
 
 } // namespace

@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 816;
+constexpr size_t CONNECTION_CONFIG_SIZE = 824;
 } // namespace
 
 bool
@@ -121,9 +121,9 @@ ConnectionConfig::Validate(std::string& why) const
         why = "probeInterval and connectionTimeout must be positive, delays non-negative";
         return false;
     }
-    if (slowStartMinRtt < 0)
+    if (slowStartMinRtt < 0 || !(longPathPacingGain >= 0))
     {
-        why = "slowStartMinRtt must not be negative (0 turns slow start off)";
+        why = "slowStartMinRtt and longPathPacingGain must not be negative (0 turns them off)";
         return false;
     }
     if (lineRateBps < 0)
@@ -186,6 +186,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     dctcpGain,
                     lossWindowFactor,
                     slowStartMinRtt,
+                    longPathPacingGain,
                     lineRateBps,
                     lossDetection,
                     reorderThreshold,
@@ -238,6 +239,7 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                              o.dctcpGain,
                                              o.lossWindowFactor,
                                              o.slowStartMinRtt,
+                                             o.longPathPacingGain,
                                              o.lineRateBps,
                                              o.lossDetection,
                                              o.reorderThreshold,

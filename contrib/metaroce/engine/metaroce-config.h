@@ -123,6 +123,12 @@ struct ConnectionConfig
      * instead of the hundreds of +aimdIncrease steps. 0 turns it off.
      */
     Time slowStartMinRtt{MicroSeconds(500)};
+    /// [M] While the connection's minimum RTT is at least slowStartMinRtt (a long path), pace
+    /// its packets at most at this many times the sum of its path windows per smoothed RTT
+    /// (as Linux TCP paces at 2 x cwnd / SRTT in slow start), so that a long path's window
+    /// does not arrive at the receiver as one burst; the rate hint and lineRateBps still cap
+    /// it. 0 turns it off.
+    double longPathPacingGain{2};
     double lineRateBps{0}; //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission

@@ -574,6 +574,12 @@ MetaRoceNic::GetTypeId()
                           TimeValue(PicoSeconds(cc.slowStartMinRtt)),
                           MakeFieldAccessor<TimeValue>(METAROCE_CONN(slowStartMinRtt)),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("LongPathPacingGain",
+                          "On a long path (SlowStartMinRtt), pace at most at this many times "
+                          "the path windows' sum per smoothed RTT; 0 = off.",
+                          DoubleValue(cc.longPathPacingGain),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(longPathPacingGain)),
+                          MakeDoubleChecker<double>(0))
             .AddAttribute("PacingRate",
                           "Per-connection pacing ceiling (ConnectionConfig::lineRateBps); 0 = "
                           "unpaced unless rate-hinted (MetaRoCE) or the endpoint line rate "
