@@ -22,7 +22,8 @@
 # part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder"
 # by default; any of veth, forwarder, threads, xdp), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
 # FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
-# metaroce-perf sides in part 1, e.g. "--udp-gso off"), WRITE_DOC (0: print the sections, do
+# metaroce-perf sides in part 1, e.g. "--udp-gso off"), FWD_SERVER_EXTRA (options added to the
+# receiving metaroce-perf of part 2, e.g. "--backlog-ecn 0"), WRITE_DOC (0: print the sections, do
 # not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
 # namespaces are removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
@@ -35,6 +36,7 @@ PARTS=${PARTS:-veth forwarder}
 FWD_DELAY_US=${FWD_DELAY_US:-1000}
 FWD_ITERS=${FWD_ITERS:-300}
 read -r -a PERF_EXTRA <<<"${PERF_EXTRA:-}"
+read -r -a FWD_SERVER_EXTRA <<<"${FWD_SERVER_EXTRA:-}"
 BIN=$BUILD/bin
 MTU=4096
 SIZE=65536
@@ -141,7 +143,7 @@ forwarded_run() {
     local fwd=$!
     sleep 0.3
     ip netns exec "$NS_FA" "$BIN/metaroce-perf" --listen 10.250.2.1 --transport "$1" \
-        --roce-recovery "$2" --mtu $MTU \
+        --roce-recovery "$2" --mtu $MTU "${FWD_SERVER_EXTRA[@]}" \
         --log warn >/tmp/bench-server.$$ 2>&1 &
     local server=$!
     local start=$(date +%s.%N)

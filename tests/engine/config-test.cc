@@ -131,6 +131,16 @@ TEST(ConnectionConfigTest, EveryFieldTakesPartInEquality)
     }
     {
         ConnectionConfig c;
+        c.slowStartMinRtt += 1;
+        EXPECT_NE(c, base) << "slowStartMinRtt";
+    }
+    {
+        ConnectionConfig c;
+        c.longPathPacingGain += 1;
+        EXPECT_NE(c, base) << "longPathPacingGain";
+    }
+    {
+        ConnectionConfig c;
         c.lineRateBps += 1;
         EXPECT_NE(c, base) << "lineRateBps";
     }

@@ -17,7 +17,7 @@ namespace metaroce
 namespace
 {
 /// sizeof(ConnectionConfig) on x86-64 with libstdc++ when operator== was last checked.
-constexpr size_t CONNECTION_CONFIG_SIZE = 808;
+constexpr size_t CONNECTION_CONFIG_SIZE = 824;
 } // namespace
 
 bool
@@ -121,6 +121,11 @@ ConnectionConfig::Validate(std::string& why) const
         why = "probeInterval and connectionTimeout must be positive, delays non-negative";
         return false;
     }
+    if (slowStartMinRtt < 0 || !(longPathPacingGain >= 0))
+    {
+        why = "slowStartMinRtt and longPathPacingGain must not be negative (0 turns them off)";
+        return false;
+    }
     if (lineRateBps < 0)
     {
         why = "lineRateBps must not be negative";
@@ -180,6 +185,8 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                     aimdDecrease,
                     dctcpGain,
                     lossWindowFactor,
+                    slowStartMinRtt,
+                    longPathPacingGain,
                     lineRateBps,
                     lossDetection,
                     reorderThreshold,
@@ -231,6 +238,8 @@ ConnectionConfig::operator==(const ConnectionConfig& o) const
                                              o.aimdDecrease,
                                              o.dctcpGain,
                                              o.lossWindowFactor,
+                                             o.slowStartMinRtt,
+                                             o.longPathPacingGain,
                                              o.lineRateBps,
                                              o.lossDetection,
                                              o.reorderThreshold,

@@ -113,6 +113,22 @@ struct ConnectionConfig
     double dctcpGain{1.0 / 16};         //!< DCTCP alpha gain g ("dctcp")
     /// Window factor applied when a SACK gap reveals loss (1 = loss is not a congestion signal).
     double lossWindowFactor{1.0};
+    /**
+     * "aimd", "dctcp" [M]: while the connection's minimum RTT is at least this, a path's
+     * window grows by slow start (+1 packet per packet acknowledged: doubling per round trip)
+     * until its first ECN echo (or decrease), until the connection has connectionWindow
+     * packets in flight, or up to maxPathWindow; after an RTO up to aimdDecrease x the window
+     * the timeout collapsed. Far above any datacenter round trip, so that only a long path
+     * (1-10 ms: a WAN, a forwarder, a slow lab link) reaches the cap in a few round trips
+     * instead of the hundreds of +aimdIncrease steps. 0 turns it off.
+     */
+    Time slowStartMinRtt{MicroSeconds(500)};
+    /// [M] While the connection's minimum RTT is at least slowStartMinRtt (a long path), pace
+    /// its packets at most at this many times the sum of its path windows per smoothed RTT
+    /// (as Linux TCP paces at 2 x cwnd / SRTT in slow start), so that a long path's window
+    /// does not arrive at the receiver as one burst; the rate hint and lineRateBps still cap
+    /// it. 0 turns it off.
+    double longPathPacingGain{2};
     double lineRateBps{0}; //!< pacing ceiling, b/s (0 = unpaced unless rate-hinted)
 
     // Loss detection and retransmission

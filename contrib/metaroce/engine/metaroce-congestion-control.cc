@@ -7,6 +7,7 @@
 #include "metaroce-congestion-control.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace metaroce
 {
@@ -14,8 +15,11 @@ namespace metaroce
 namespace
 {
 
-/// What the AIMD-family strategies share: additive increase, multiplicative decrease at most
-/// once per smoothed RTT, and the reaction to loss and timeouts.
+/**
+ * What the AIMD-family strategies share: window growth (slow start on long paths, else
+ * additive increase), multiplicative decrease at most once per smoothed RTT, and the reaction
+ * to loss and timeouts.
+ */
 class AimdFamily : public CongestionControl
 {
   public:
@@ -29,6 +33,12 @@ class AimdFamily : public CongestionControl
 
     void OnTimeout(PathState& path, const ConnectionConfig& cfg) override
     {
+        // (Read only by slow start: a long path grows back to part of what it had, as TCP
+        // after an RTO, instead of by aimdIncrease per round trip from minPathWindow.)
+        if (path.cwnd > cfg.minPathWindow)
+        {
+            m_slowStartEnd = std::max(cfg.minPathWindow, path.cwnd * cfg.aimdDecrease);
+        }
         path.cwnd = cfg.minPathWindow;
     }
 
@@ -39,27 +49,57 @@ class AimdFamily : public CongestionControl
         return m_lastDecrease < 0 || now - m_lastDecrease >= path.rtt.Smoothed();
     }
 
+    /**
+     * Grow the window for an ACK without an ECN echo: by slow start while the connection's
+     * minimum RTT is at least slowStartMinRtt and the window is below where slow start ends,
+     * else by additive increase.
+     */
+    void Grow(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg)
+    {
+        if (cfg.slowStartMinRtt > 0 && ack.minRtt >= cfg.slowStartMinRtt &&
+            path.cwnd < m_slowStartEnd)
+        {
+            if (!ack.connectionLimited)
+            {
+                path.cwnd =
+                    std::min({cfg.maxPathWindow, m_slowStartEnd, path.cwnd + ack.newlyAcked});
+                return;
+            }
+            m_slowStartEnd = path.cwnd; // the connection's cap is reached: slow start is over
+        }
+        Increase(path, ack.newlyAcked, cfg);
+    }
+
     /// Additive increase for \p acked newly acknowledged packets.
     static void Increase(PathState& path, uint32_t acked, const ConnectionConfig& cfg)
     {
         path.cwnd = std::min(cfg.maxPathWindow, path.cwnd + cfg.aimdIncrease * acked / path.cwnd);
     }
 
-    /// Multiplicative decrease by \p factor.
+    /// Multiplicative decrease by \p factor; slow start, if any, is over.
     void Decrease(PathState& path, double factor, Time now, const ConnectionConfig& cfg)
     {
         path.cwnd = std::max(cfg.minPathWindow, path.cwnd * factor);
         m_lastDecrease = now;
+        m_slowStartEnd = path.cwnd;
+    }
+
+    /// End slow start, if any, at the present window (an ECN echo: congestion).
+    void EndSlowStart(const PathState& path)
+    {
+        m_slowStartEnd = std::min(m_slowStartEnd, path.cwnd);
     }
 
   private:
     Time m_lastDecrease{-1}; //!< last multiplicative decrease
+    /// Slow start (slowStartMinRtt) grows the window up to this (TCP's ssthresh).
+    double m_slowStartEnd{std::numeric_limits<double>::infinity()};
 };
 
 /**
  * Sender-driven, ECN-triggered AIMD per path (the public description's "conventional
- * ECN-based AIMD"): +aimdIncrease packets per RTT, x aimdDecrease on an ECN echo, at most
- * once per RTT.
+ * ECN-based AIMD"): +aimdIncrease packets per RTT (slow start on long paths: slowStartMinRtt),
+ * x aimdDecrease on an ECN echo, at most once per RTT.
  */
 class AimdCongestionControl : public AimdFamily
 {
@@ -78,9 +118,10 @@ class AimdCongestionControl : public AimdFamily
                 Decrease(path, cfg.aimdDecrease, ack.now, cfg);
                 return true;
             }
+            EndSlowStart(path);
             return false;
         }
-        Increase(path, ack.newlyAcked, cfg);
+        Grow(path, ack, cfg);
         return false;
     }
 };
@@ -114,9 +155,13 @@ class DctcpCongestionControl : public AimdFamily
             m_windowAcked = 0;
             m_windowMarked = 0;
         }
-        if (!ack.ece)
+        if (ack.ece)
         {
-            Increase(path, ack.newlyAcked, cfg);
+            EndSlowStart(path);
+        }
+        else
+        {
+            Grow(path, ack, cfg);
         }
         return decreased;
     }

@@ -23,6 +23,10 @@ struct AckEvent
     uint32_t newlyAcked{0}; //!< packets newly acknowledged
     uint32_t ceCount{0};    //!< CE marks echoed
     bool ece{false};        //!< the ACK echoes ECN
+    Time minRtt{0};         //!< the connection's minimum RTT (0: no sample yet)
+    /// The connection had connectionWindow packets in flight when the ACK came: its cap,
+    /// not the path's window, limits what the path sends.
+    bool connectionLimited{false};
 };
 
 /**

@@ -102,6 +102,7 @@ MultipathRequester::HandleAck(Time now, const Mah& ack)
     }
     Count(Counter::RX_ACK);
     m_newEvidence = false;
+    m_ackFoundCapFull = TotalInflight() >= uint32_t(m_cfg.connectionWindow);
     AckProgress done;
     if (!ApplyAck(now, ack, 0, done))
     {
@@ -148,6 +149,8 @@ MultipathRequester::HandleCoalescedAck(Time now, const ParsedPacket& pkt)
     // Every record first, then loss detection: a packet acknowledged by a later record of
     // the same ACK is not declared lost on the evidence of an earlier one.
     m_newEvidence = false;
+    // (Before any record: each record's path gives up what it acknowledged.)
+    m_ackFoundCapFull = TotalInflight() >= uint32_t(m_cfg.connectionWindow);
     m_ackProgress.clear();
     for (const AckRecord& r : m_ackRecords)
     {
@@ -313,6 +316,8 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
     ev.newlyAcked = newlyAcked;
     ev.ceCount = ack.ceCount;
     ev.ece = (ack.flags & Mah::FLAG_ECE) != 0;
+    ev.minRtt = m_minRtt;
+    ev.connectionLimited = m_ackFoundCapFull;
     if (repeat)
     {
         path.repeatedTrigger = ack.triggerPsn; // (it acknowledged packets: see AcksOutstanding)

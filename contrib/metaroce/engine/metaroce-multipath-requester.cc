@@ -62,7 +62,8 @@ MultipathRequester::MultipathRequester(MultipathConnection& conn)
       m_holdConfirming(conn.Config().confirmHold == "hold"),
       m_perConnectionStart(conn.Config().initialWindow != "per-path"),
       m_coalescedAcks(conn.Config().ackPolicy == "coalesced"),
-      m_repeatedAcks(m_coalescedAcks && conn.Config().ackRepeat > 0)
+      m_repeatedAcks(m_coalescedAcks && conn.Config().ackRepeat > 0),
+      m_longPathPacing(conn.Config().longPathPacingGain > 0 && conn.Config().slowStartMinRtt > 0)
 {
     m_pacer.SetSlack(m_ep.Config().pacingSlack);
     if (m_perConnectionStart)
@@ -502,6 +503,24 @@ bool
 MultipathRequester::HasResendReady() const
 {
     return !m_resends.empty();
+}
+
+double
+MultipathRequester::WindowPacingRate() const
+{
+    // (A pass over the paths per call, on long paths only: PacingRate() checks first.)
+    double windows = 0;
+    for (const PathState& p : m_paths)
+    {
+        if (p.Usable())
+        {
+            windows += p.cwnd;
+        }
+    }
+    windows = std::max(1.0, std::min(windows, m_cfg.connectionWindow));
+    const Time srtt = std::max(FallbackRtt(), m_minRtt);
+    return m_cfg.longPathPacingGain * windows * (m_cfg.mtu + WIRE_OVERHEAD_BYTES) * 8.0 /
+           (double(srtt) * 1e-12);
 }
 
 double

@@ -189,7 +189,13 @@ class MultipathRequester : public MultipathRole
     /// \return the current pacing rate in b/s (0 = unpaced).
     double PacingRate() const
     {
-        return m_rateHint.Rate();
+        const double hint = m_rateHint.Rate();
+        if (m_longPathPacing && m_minRtt >= m_cfg.slowStartMinRtt)
+        {
+            const double window = WindowPacingRate();
+            return hint > 0 ? std::min(hint, window) : window;
+        }
+        return hint;
     }
 
     /// \return heap bytes held by the requester (beyond its own size).
@@ -304,6 +310,8 @@ class MultipathRequester : public MultipathRole
     bool HasResendReady() const;
     /// \return true if nothing new is to be sent and no resend is queued (the tail).
     bool AtTail() const;
+    /// \return longPathPacingGain x the path windows' sum per smoothed RTT, in b/s.
+    double WindowPacingRate() const;
     /// \return the window a returned path starts with under returnWindow "share".
     double ShareWindow(const PathState& path) const;
 
@@ -503,7 +511,10 @@ class MultipathRequester : public MultipathRole
     Time m_rttMaxEpoch{0};                  //!< when this epoch began
     Time m_lastSrtt{-1};                    //!< smoothed RTT of the path sampled last (-1: none)
     bool m_tailProbeOut{false};             //!< a tail probe is out, no progress since
-    bool m_newEvidence{false};       //!< the ACK being processed delivered a later-sent packet
+    bool m_newEvidence{false}; //!< the ACK being processed delivered a later-sent packet
+    /// The ACK being processed found connectionWindow packets in flight (AckEvent).
+    bool m_ackFoundCapFull{false};
+    bool m_longPathPacing{false};    //!< longPathPacingGain and slowStartMinRtt are both on
     Time m_latestDeliveredSent{-1};  //!< latest send time of any packet acknowledged
     uint32_t m_reorderMultiplier{1}; //!< "rack" window multiplier (grown by duplicates)
     uint32_t m_lossEpisodes{0};      //!< loss detections since the multiplier last grew

@@ -567,6 +567,19 @@ MetaRoceNic::GetTypeId()
                           DoubleValue(cc.lossWindowFactor),
                           MakeFieldAccessor<DoubleValue>(METAROCE_CONN(lossWindowFactor)),
                           MakeDoubleChecker<double>(0, 1))
+            .AddAttribute("SlowStartMinRtt",
+                          "While a connection's minimum RTT is at least this, its path "
+                          "windows grow by slow start (\"aimd\", \"dctcp\"; a long path, "
+                          "not a datacenter's); 0 = never.",
+                          TimeValue(PicoSeconds(cc.slowStartMinRtt)),
+                          MakeFieldAccessor<TimeValue>(METAROCE_CONN(slowStartMinRtt)),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("LongPathPacingGain",
+                          "On a long path (SlowStartMinRtt), pace at most at this many times "
+                          "the path windows' sum per smoothed RTT; 0 = off.",
+                          DoubleValue(cc.longPathPacingGain),
+                          MakeFieldAccessor<DoubleValue>(METAROCE_CONN(longPathPacingGain)),
+                          MakeDoubleChecker<double>(0))
             .AddAttribute("PacingRate",
                           "Per-connection pacing ceiling (ConnectionConfig::lineRateBps); 0 = "
                           "unpaced unless rate-hinted (MetaRoCE) or the endpoint line rate "

@@ -1,0 +1,272 @@
+/*
+ * Copyright (c) 2026 MetaRoCE-ns3 authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-only
+ */
+
+// Slow start on long paths (ConnectionConfig::slowStartMinRtt, issue 19): the window rules one
+// ACK at a time, then a transfer over a 10 ms round trip on the pair harness.
+
+#include "metaroce-congestion-control.h"
+#include "pair-fixture.h"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <vector>
+
+namespace metaroce
+{
+namespace test
+{
+namespace
+{
+
+const Time LONG_RTT = MilliSeconds(10);       //!< 5 ms each way
+const Time DATACENTER_RTT = MicroSeconds(20); //!< a few switch hops with some queueing
+
+/// One path's controller and window, fed ACKs by hand.
+class WindowRules : public ::testing::TestWithParam<const char*>
+{
+  protected:
+    void SetUp() override
+    {
+        m_cc = CreateCongestionControl(GetParam());
+        ASSERT_NE(m_cc, nullptr);
+        m_path.cwnd = 4;
+        // (A smoothed RTT for the once-per-RTT decrease; the slow-start rule reads the
+        // connection's minimum RTT from the AckEvent.)
+        m_path.rtt.AddSample(LONG_RTT, MicroSeconds(100), MilliSeconds(100));
+    }
+
+    /// An ACK of \p acked packets at a connection minimum RTT of \p minRtt.
+    bool Ack(uint32_t acked, Time minRtt, bool ece = false, bool connectionLimited = false)
+    {
+        AckEvent ev;
+        ev.now = m_now;
+        ev.newlyAcked = acked;
+        ev.ceCount = ece ? acked : 0;
+        ev.ece = ece;
+        ev.minRtt = minRtt;
+        ev.connectionLimited = connectionLimited;
+        return m_cc->OnAck(m_path, ev, m_cfg);
+    }
+
+    /// A round trip of \p minRtt: one ACK for every packet of the window.
+    void RoundTrip(Time minRtt, bool connectionLimited = false)
+    {
+        m_now += minRtt;
+        uint32_t window = uint32_t(m_path.cwnd);
+        for (uint32_t i = 0; i < window; ++i)
+        {
+            Ack(1, minRtt, false, connectionLimited);
+        }
+    }
+
+    ConnectionConfig m_cfg;
+    PathState m_path;
+    std::unique_ptr<CongestionControl> m_cc;
+    Time m_now{MilliSeconds(1)};
+};
+
+TEST_P(WindowRules, ALongPathDoublesItsWindowPerRoundTrip)
+{
+    for (double expected : {8.0, 16.0, 32.0, 64.0, 128.0})
+    {
+        RoundTrip(LONG_RTT);
+        EXPECT_DOUBLE_EQ(m_path.cwnd, expected);
+    }
+    RoundTrip(LONG_RTT);
+    RoundTrip(LONG_RTT);
+    EXPECT_DOUBLE_EQ(m_path.cwnd, m_cfg.maxPathWindow) << "up to maxPathWindow, not beyond";
+}
+
+TEST_P(WindowRules, ADatacenterPathOrSlowStartOffGrowsByOnePacketPerRoundTrip)
+{
+    RoundTrip(DATACENTER_RTT);
+    EXPECT_NEAR(m_path.cwnd, 5.0, 0.1);
+    RoundTrip(m_cfg.slowStartMinRtt - 1);
+    EXPECT_LT(m_path.cwnd, 6.01) << "just below the threshold";
+    m_cfg.slowStartMinRtt = 0; // off
+    m_path.cwnd = 4;
+    RoundTrip(LONG_RTT);
+    EXPECT_NEAR(m_path.cwnd, 5.0, 0.1);
+    RoundTrip(0); // no RTT sample yet
+    EXPECT_LT(m_path.cwnd, 6.01);
+}
+
+TEST_P(WindowRules, AnEcnEchoEndsSlowStart)
+{
+    RoundTrip(LONG_RTT);
+    RoundTrip(LONG_RTT);
+    ASSERT_DOUBLE_EQ(m_path.cwnd, 16.0);
+    m_now += LONG_RTT;
+    for (int i = 0; i < 16; ++i)
+    {
+        Ack(1, LONG_RTT, true); // every packet of a round trip marked
+    }
+    const double after = m_path.cwnd;
+    EXPECT_LT(after, 16.0) << "the marks cut the window";
+    RoundTrip(LONG_RTT);
+    EXPECT_LE(m_path.cwnd, after + 1.01) << "additive increase after the marks";
+}
+
+TEST_P(WindowRules, TheConnectionsCapEndsSlowStart)
+{
+    RoundTrip(LONG_RTT);
+    ASSERT_DOUBLE_EQ(m_path.cwnd, 8.0);
+    RoundTrip(LONG_RTT, true); // the connection had connectionWindow packets in flight
+    EXPECT_LE(m_path.cwnd, 9.01);
+    RoundTrip(LONG_RTT);
+    EXPECT_LE(m_path.cwnd, 10.01) << "slow start does not come back when the cap is left";
+}
+
+TEST_P(WindowRules, ATimeoutSlowStartsBackToAPartOfTheWindow)
+{
+    m_path.cwnd = 64;
+    m_cc->OnTimeout(m_path, m_cfg);
+    EXPECT_DOUBLE_EQ(m_path.cwnd, m_cfg.minPathWindow);
+    for (int i = 0; i < 5; ++i)
+    {
+        RoundTrip(LONG_RTT);
+    }
+    // 1, 2, 4, 8, 16, then up to aimdDecrease x 64
+    EXPECT_DOUBLE_EQ(m_path.cwnd, 32.0);
+    RoundTrip(LONG_RTT);
+    EXPECT_LT(m_path.cwnd, 33.01) << "additive increase above it";
+    // At a datacenter's round trip the timeout leaves the additive increase alone.
+    m_path.cwnd = 64;
+    m_cc->OnTimeout(m_path, m_cfg);
+    RoundTrip(DATACENTER_RTT);
+    EXPECT_DOUBLE_EQ(m_path.cwnd, 2.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(SlowStart, WindowRules, ::testing::Values("aimd", "dctcp"));
+
+TEST(SlowStartTest, FixedWindowsStayFixed)
+{
+    ConnectionConfig cfg;
+    PathState path;
+    path.cwnd = 4;
+    auto cc = CreateCongestionControl("fixed");
+    AckEvent ev;
+    ev.newlyAcked = 4;
+    ev.minRtt = LONG_RTT;
+    cc->OnAck(path, ev, cfg);
+    EXPECT_DOUBLE_EQ(path.cwnd, 4.0);
+}
+
+TEST(SlowStartTest, ANegativeThresholdIsRejected)
+{
+    ConnectionConfig cfg;
+    std::string why;
+    EXPECT_TRUE(cfg.Validate(why)) << why;
+    cfg.slowStartMinRtt = -1;
+    EXPECT_FALSE(cfg.Validate(why));
+    EXPECT_NE(why.find("slowStartMinRtt"), std::string::npos) << why;
+    cfg.slowStartMinRtt = 0;
+    EXPECT_TRUE(cfg.Validate(why)) << why;
+}
+
+/// A transfer over a 10 ms round trip (5 ms each way, every path), loss-free.
+class LongPathTest : public PairTest
+{
+  protected:
+    /// Send 8 MiB with \p cfg; \return when it completed.
+    Time Transfer(ConnectionConfig cfg)
+    {
+        // As the HIL's link timers do for a long path: the first flight must not time out
+        // before its ACKs can return.
+        cfg.rtoInitial = MilliSeconds(30);
+        cfg.rtoMax = MilliSeconds(120);
+        Build(cfg, 8 << 20);
+        m_net->EnableTxLog(true);
+        m_net->Link(m_a, m_b).delay = MilliSeconds(5);
+        m_net->Link(m_b, m_a).delay = MilliSeconds(5);
+        EXPECT_EQ(Write(1, 0, uint32_t(m_src.size())), PostStatus::OK);
+        m_net->RunUntilIdle(MilliSeconds(2000));
+        EXPECT_EQ(m_net->Completions(m_a).size(), 1u);
+        EXPECT_EQ(m_src, m_dst);
+        EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 0u);
+        EXPECT_EQ(CounterA(Counter::RTO), 0u);
+        return m_lastCompletion;
+    }
+
+    /// \return the most data packets a sent in any \p span.
+    size_t LargestBurst(Time span)
+    {
+        std::vector<Time> sent;
+        for (const TxRecord& r : m_net->TxLog())
+        {
+            if (r.src == m_a && r.opcode == MR_WRITE)
+            {
+                sent.push_back(r.time);
+            }
+        }
+        size_t most = 0;
+        size_t first = 0;
+        for (size_t i = 0; i < sent.size(); ++i)
+        {
+            while (sent[i] - sent[first] >= span)
+            {
+                ++first;
+            }
+            most = std::max(most, i - first + 1);
+        }
+        return most;
+    }
+
+    /// \return the sum of the path windows.
+    double WindowSum()
+    {
+        ConnectionConfig cfg;
+        double sum = 0;
+        for (uint32_t p = 0; p < cfg.numPaths; ++p)
+        {
+            sum += PathOf(p).cwnd;
+        }
+        return sum;
+    }
+};
+
+TEST_F(LongPathTest, ReachesTheConnectionWindowInAFewRoundTrips)
+{
+    // 2,048 packets: 32, 64, 128, 256, 512 in the first five round trips, then 512 per round
+    // trip (connectionWindow) - about 8 round trips. By +1 packet per path per round trip
+    // from 32 it takes about 19.
+    ConnectionConfig cfg;
+    Time done = Transfer(cfg);
+    EXPECT_LT(done, MilliSeconds(100)) << "completed at " << done / 1000000 << " us";
+    EXPECT_GE(WindowSum(), 0.9 * cfg.connectionWindow) << "the windows reached the cap";
+    EXPECT_LE(WindowSum(), 1.25 * cfg.connectionWindow) << "and slow start stopped there";
+}
+
+TEST_F(LongPathTest, WithSlowStartOffTheWindowCreepsUp)
+{
+    ConnectionConfig cfg;
+    cfg.slowStartMinRtt = 0;
+    Time done = Transfer(cfg);
+    EXPECT_GT(done, MilliSeconds(150)) << "completed at " << done / 1000000 << " us";
+    EXPECT_LT(WindowSum(), cfg.connectionWindow);
+}
+
+TEST_F(LongPathTest, PacesTheWindowOverTheRoundTrip)
+{
+    // 2 x the windows per smoothed RTT: at the 512-packet cap about 100 packets per ms; an
+    // unpaced window leaves as its ACKs come back, in a burst at line rate.
+    ConnectionConfig cfg;
+    Time done = Transfer(cfg);
+    EXPECT_LT(done, MilliSeconds(100)) << "completed at " << done / 1000000 << " us";
+    EXPECT_LE(LargestBurst(MilliSeconds(1)), 150u);
+}
+
+TEST_F(LongPathTest, WithoutPacingAWindowLeavesInOneBurst)
+{
+    ConnectionConfig cfg;
+    cfg.longPathPacingGain = 0;
+    Transfer(cfg);
+    EXPECT_GE(LargestBurst(MilliSeconds(1)), 400u);
+}
+
+} // namespace
+} // namespace test
+} // namespace metaroce
