@@ -140,6 +140,63 @@ TEST_P(WindowRules, ATimeoutSlowStartsBackToAPartOfTheWindow)
     EXPECT_DOUBLE_EQ(m_path.cwnd, 2.0);
 }
 
+TEST_P(WindowRules, ATimeoutBeforeTheFirstRttSampleLeavesSlowStartAlone)
+{
+    // A datacenter's initial RTO fires before a 10 ms path has answered at all: the RTO was
+    // too short, the path is not congested, so slow start must still run to its end.
+    PathState fresh;
+    fresh.cwnd = 4;
+    m_path = fresh; // no RTT sample
+    m_cc->OnTimeout(m_path, m_cfg);
+    m_cc->OnTimeout(m_path, m_cfg);
+    EXPECT_DOUBLE_EQ(m_path.cwnd, m_cfg.minPathWindow);
+    m_path.rtt.AddSample(LONG_RTT, MicroSeconds(100), MilliSeconds(100));
+    for (int i = 0; i < 6; ++i)
+    {
+        RoundTrip(LONG_RTT);
+    }
+    EXPECT_DOUBLE_EQ(m_path.cwnd, 64.0) << "1, 2, 4, 8, 16, 32, 64: no end from those timeouts";
+}
+
+TEST_P(WindowRules, AStaleEcnEchoAfterATimeoutDoesNotEndSlowStart)
+{
+    // A deep marked queue delays the first flight past the RTO; the original packets' ACKs,
+    // CE-echoing, come just after the timeout. They are for the window the timeout already
+    // collapsed: slow start must still run back to aimdDecrease x 64.
+    m_path.cwnd = 64;
+    m_cc->OnTimeout(m_path, m_cfg);
+    Ack(1, LONG_RTT, true);
+    Ack(1, LONG_RTT, true);
+    for (int i = 0; i < 5; ++i)
+    {
+        RoundTrip(LONG_RTT);
+    }
+    EXPECT_DOUBLE_EQ(m_path.cwnd, 32.0) << "1, 2, 4, 8, 16, 32: the stale echoes ended nothing";
+    // An echo one round trip later is news: it ends slow start (and decreases).
+    m_path.cwnd = 8;
+    Ack(1, LONG_RTT, true);
+    RoundTrip(LONG_RTT);
+    EXPECT_LT(m_path.cwnd, 9.01) << "additive increase after a fresh echo";
+}
+
+TEST_P(WindowRules, MarksEndingSlowStartHalveTheWindow)
+{
+    // Slow start overshoots; the first fully marked round trip must take back about half,
+    // for "dctcp" too (whose estimate would otherwise start near 0 and cut almost nothing).
+    for (int i = 0; i < 5; ++i)
+    {
+        RoundTrip(LONG_RTT); // 4 -> 128
+    }
+    ASSERT_DOUBLE_EQ(m_path.cwnd, 128.0);
+    m_now += LONG_RTT;
+    for (uint32_t i = 0; i < 128; ++i)
+    {
+        Ack(1, LONG_RTT, true);
+    }
+    EXPECT_LE(m_path.cwnd, 70.0) << "about half (dctcp: its estimate over the last window)";
+    EXPECT_GE(m_path.cwnd, 60.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(SlowStart, WindowRules, ::testing::Values("aimd", "dctcp"));
 
 TEST(SlowStartTest, FixedWindowsStayFixed)

@@ -118,9 +118,10 @@ struct ConnectionConfig
      * window grows by slow start (+1 packet per packet acknowledged: doubling per round trip)
      * until its first ECN echo (or decrease), until the connection has connectionWindow
      * packets in flight, or up to maxPathWindow; after an RTO up to aimdDecrease x the window
-     * the timeout collapsed. Far above any datacenter round trip, so that only a long path
-     * (1-10 ms: a WAN, a forwarder, a slow lab link) reaches the cap in a few round trips
-     * instead of the hundreds of +aimdIncrease steps. 0 turns it off.
+     * the timeout collapsed (not after one before the path's first RTT sample). Far above any
+     * datacenter round trip, so that only a long path (1-10 ms: a WAN, a forwarder, a slow lab
+     * link) reaches the cap in a few round trips instead of the hundreds of +aimdIncrease steps. 0
+     * turns it off.
      */
     Time slowStartMinRtt{MicroSeconds(500)};
     /// [M] While the connection's minimum RTT is at least slowStartMinRtt (a long path), pace

@@ -34,12 +34,15 @@ class AimdFamily : public CongestionControl
     void OnTimeout(PathState& path, const ConnectionConfig& cfg) override
     {
         // (Read only by slow start: a long path grows back to part of what it had, as TCP
-        // after an RTO, instead of by aimdIncrease per round trip from minPathWindow.)
-        if (path.cwnd > cfg.minPathWindow)
+        // after an RTO, instead of by aimdIncrease per round trip from minPathWindow. A
+        // timeout before the path's first RTT sample says that the RTO, not yet fitted to the
+        // path, was too short, nothing of the path's capacity: it leaves the end alone.)
+        if (path.cwnd > cfg.minPathWindow && path.rtt.HasSample())
         {
             m_slowStartEnd = std::max(cfg.minPathWindow, path.cwnd * cfg.aimdDecrease);
         }
         path.cwnd = cfg.minPathWindow;
+        m_timedOut = true;
     }
 
   protected:
@@ -50,14 +53,44 @@ class AimdFamily : public CongestionControl
     }
 
     /**
+     * Note an ACK's time: the first ACK after a timeout starts the guard (Guarded).
+     * \param now the ACK's time
+     */
+    void NoteAck(Time now)
+    {
+        if (m_timedOut)
+        {
+            m_timedOut = false;
+            m_guardFrom = now;
+        }
+    }
+
+    /**
+     * \return true for one smoothed RTT from the first ACK after a timeout: its ECN echoes
+     *         are for packets sent before the timeout, whose window is gone already (TCP
+     *         reacts to ECE at most once per window), so they do not end slow start. (Read
+     *         only by slow start; the decrease itself is as before.)
+     */
+    bool Guarded(const PathState& path, Time now) const
+    {
+        return m_guardFrom >= 0 && now - m_guardFrom < path.rtt.Smoothed();
+    }
+
+    /// \return true if \p path grows by slow start now (a long path, below the end)
+    bool InSlowStart(const PathState& path, const AckEvent& ack, const ConnectionConfig& cfg) const
+    {
+        return cfg.slowStartMinRtt > 0 && ack.minRtt >= cfg.slowStartMinRtt &&
+               path.cwnd < m_slowStartEnd;
+    }
+
+    /**
      * Grow the window for an ACK without an ECN echo: by slow start while the connection's
      * minimum RTT is at least slowStartMinRtt and the window is below where slow start ends,
      * else by additive increase.
      */
     void Grow(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg)
     {
-        if (cfg.slowStartMinRtt > 0 && ack.minRtt >= cfg.slowStartMinRtt &&
-            path.cwnd < m_slowStartEnd)
+        if (InSlowStart(path, ack, cfg))
         {
             if (!ack.connectionLimited)
             {
@@ -76,22 +109,30 @@ class AimdFamily : public CongestionControl
         path.cwnd = std::min(cfg.maxPathWindow, path.cwnd + cfg.aimdIncrease * acked / path.cwnd);
     }
 
-    /// Multiplicative decrease by \p factor; slow start, if any, is over.
+    /// Multiplicative decrease by \p factor; slow start, if any, is over (unless Guarded).
     void Decrease(PathState& path, double factor, Time now, const ConnectionConfig& cfg)
     {
         path.cwnd = std::max(cfg.minPathWindow, path.cwnd * factor);
         m_lastDecrease = now;
-        m_slowStartEnd = path.cwnd;
+        if (!Guarded(path, now))
+        {
+            m_slowStartEnd = path.cwnd;
+        }
     }
 
-    /// End slow start, if any, at the present window (an ECN echo: congestion).
-    void EndSlowStart(const PathState& path)
+    /// End slow start, if any, at the present window (an ECN echo: congestion), unless Guarded.
+    void EndSlowStart(const PathState& path, Time now)
     {
-        m_slowStartEnd = std::min(m_slowStartEnd, path.cwnd);
+        if (!Guarded(path, now))
+        {
+            m_slowStartEnd = std::min(m_slowStartEnd, path.cwnd);
+        }
     }
 
   private:
     Time m_lastDecrease{-1}; //!< last multiplicative decrease
+    bool m_timedOut{false};  //!< a timeout, no ACK since
+    Time m_guardFrom{-1};    //!< the first ACK after the last timeout (Guarded)
     /// Slow start (slowStartMinRtt) grows the window up to this (TCP's ssthresh).
     double m_slowStartEnd{std::numeric_limits<double>::infinity()};
 };
@@ -111,6 +152,7 @@ class AimdCongestionControl : public AimdFamily
 
     bool OnAck(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg) override
     {
+        NoteAck(ack.now);
         if (ack.ece)
         {
             if (DecreaseAllowed(path, ack.now))
@@ -118,7 +160,7 @@ class AimdCongestionControl : public AimdFamily
                 Decrease(path, cfg.aimdDecrease, ack.now, cfg);
                 return true;
             }
-            EndSlowStart(path);
+            EndSlowStart(path, ack.now);
             return false;
         }
         Grow(path, ack, cfg);
@@ -140,6 +182,15 @@ class DctcpCongestionControl : public AimdFamily
 
     bool OnAck(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg) override
     {
+        NoteAck(ack.now);
+        if (ack.ece && InSlowStart(path, ack, cfg) && !Guarded(path, ack.now))
+        {
+            // Slow start overshoots by up to twice the path's share: with the estimate still
+            // near 0 the first decreases would hardly cut, so it starts from "all marked", as
+            // Linux's DCTCP initialises alpha to 1. (Only on long paths: a datacenter path
+            // never slow-starts, and its alpha starts at 0 as before.)
+            m_alpha = 1;
+        }
         m_windowAcked += ack.newlyAcked;
         m_windowMarked += std::min(ack.ceCount, ack.newlyAcked);
         bool decreased = false;
@@ -157,7 +208,7 @@ class DctcpCongestionControl : public AimdFamily
         }
         if (ack.ece)
         {
-            EndSlowStart(path);
+            EndSlowStart(path, ack.now);
         }
         else
         {

@@ -173,10 +173,14 @@ struct LeafSpine
     Ptr<MetaRoceFabric> fabric;         //!< the fabric
     std::vector<Ptr<MetaRoceNic>> nics; //!< NICs
 
-    /// Build.
-    explicit LeafSpine(uint32_t planes = 1)
+    /// Build (\p delay: every link's delay; 0 = the helper's default).
+    explicit LeafSpine(uint32_t planes = 1, Time delay = Time(0))
     {
         topo.SetPlaneCount(planes);
+        if (delay > Time(0))
+        {
+            topo.SetLinkDelay(delay);
+        }
         fabric = topo.BuildLeafSpine(2, 4, 1.0);
         MetaRoceStackHelper stack;
         nics = stack.Install(fabric);
@@ -316,6 +320,57 @@ class MetaRoceNicSprayTestCase : public SeededTestCase
                     goodput / 1e9,
                     static_cast<unsigned long>(dataTx));
         NS_TEST_EXPECT_MSG_GT(goodput, 50e9, "goodput");
+    }
+};
+
+/**
+ * \ingroup metaroce-tests
+ * On a long path (a 10 ms round trip, far above SlowStartMinRtt) a MetaRoCE transfer reaches its
+ * connection window in a few round trips (slow start, paced), and with SlowStartMinRtt 0 it
+ * creeps up by one packet per path per round trip as on a datacenter path.
+ */
+class MetaRoceNicLongPathTestCase : public SeededTestCase
+{
+  public:
+    MetaRoceNicLongPathTestCase()
+        : SeededTestCase("a 10 ms round trip: slow start reaches the window in a few round trips")
+    {
+    }
+
+  private:
+    void DoRun() override
+    {
+        const uint32_t bytes = 8 << 20;
+        double fct[2] = {0, 0};
+        for (uint32_t slowStart : {1, 0})
+        {
+            // host - leaf - spine - leaf - host: 4 links of 1.25 ms, a 10 ms round trip.
+            LeafSpine net(1, MicroSeconds(1250));
+            Ptr<MetaRoceNic> a = net.nics[0];
+            Ptr<MetaRoceNic> b = net.nics[4]; // under the other leaf
+            metaroce::ConnectionConfig cfg = a->GetDefaultConnectionConfig();
+            if (slowStart == 0)
+            {
+                cfg.slowStartMinRtt = 0; // (and with it the long-path pacing)
+            }
+            RealTransfer t;
+            t.Post(a, b, cfg, bytes, MicroSeconds(1));
+            Simulator::Stop(Seconds(2));
+            Simulator::Run();
+            NS_TEST_ASSERT_MSG_EQ(t.recvOk && t.sendOk, true, "posted");
+            NS_TEST_ASSERT_MSG_EQ(t.senderLog.entries.size(), 1U, "sender completions");
+            NS_TEST_EXPECT_MSG_EQ((t.src == t.dst), true, "payload, slow start " << slowStart);
+            fct[slowStart] = (t.senderLog.entries[0].first - MicroSeconds(1)).GetSeconds();
+            Simulator::Destroy();
+        }
+        std::printf("[ metaroce ] 8 MiB over a 10 ms round trip: FCT %.1f ms with slow start, "
+                    "%.1f ms without\n",
+                    fct[1] * 1e3,
+                    fct[0] * 1e3);
+        // The connection window (512 packets) is 2 MiB: at least 4 round trips of sending,
+        // plus about 4 to grow from the first flight by slow start; hundreds without it.
+        NS_TEST_EXPECT_MSG_LT(fct[1], 0.12, "with slow start, seconds");
+        NS_TEST_EXPECT_MSG_LT(fct[1], 0.6 * fct[0], "slow start against additive increase");
     }
 };
 
@@ -709,6 +764,7 @@ class MetaRoceNicTestSuite : public TestSuite
         : TestSuite("metaroce-nic", TestSuite::Type::SYSTEM)
     {
         AddTestCase(new MetaRoceNicSprayTestCase);
+        AddTestCase(new MetaRoceNicLongPathTestCase);
         AddTestCase(new MetaRoceNicRoceV2TestCase);
         AddTestCase(new MetaRoceNicAttributesTestCase);
         AddTestCase(new MetaRoceNicLossyIncastTestCase);
