@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <gtest/gtest.h>
+#include <limits>
 #include <vector>
 
 namespace metaroce
@@ -222,6 +223,23 @@ TEST(SlowStartTest, ANegativeThresholdIsRejected)
     EXPECT_NE(why.find("slowStartMinRtt"), std::string::npos) << why;
     cfg.slowStartMinRtt = 0;
     EXPECT_TRUE(cfg.Validate(why)) << why;
+    // The pacing gain: 0 (off) or 1 to 100; nothing that would overflow the pacer's gap.
+    for (double bad : {-1.0,
+                       1e-9,
+                       0.5,
+                       101.0,
+                       std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::quiet_NaN()})
+    {
+        cfg.longPathPacingGain = bad;
+        EXPECT_FALSE(cfg.Validate(why)) << bad;
+        EXPECT_NE(why.find("longPathPacingGain"), std::string::npos) << why;
+    }
+    for (double good : {0.0, 1.0, 2.0, 100.0})
+    {
+        cfg.longPathPacingGain = good;
+        EXPECT_TRUE(cfg.Validate(why)) << good << ": " << why;
+    }
 }
 
 /// A transfer over a 10 ms round trip (5 ms each way, every path), loss-free.

@@ -121,9 +121,16 @@ ConnectionConfig::Validate(std::string& why) const
         why = "probeInterval and connectionTimeout must be positive, delays non-negative";
         return false;
     }
-    if (slowStartMinRtt < 0 || !(longPathPacingGain >= 0))
+    if (slowStartMinRtt < 0)
     {
-        why = "slowStartMinRtt and longPathPacingGain must not be negative (0 turns them off)";
+        why = "slowStartMinRtt must not be negative (0 turns it off)";
+        return false;
+    }
+    // Below 1 the long-path pacing would hold a path under its own window's rate (and a gain
+    // near 0 would make the pacer's gap overflow); above 100 it no longer paces anything.
+    if (!(longPathPacingGain == 0 || (longPathPacingGain >= 1 && longPathPacingGain <= 100)))
+    {
+        why = "longPathPacingGain must be 0 (off) or between 1 and 100";
         return false;
     }
     if (lineRateBps < 0)

@@ -576,10 +576,10 @@ MetaRoceNic::GetTypeId()
                           MakeTimeChecker(Time(0)))
             .AddAttribute("LongPathPacingGain",
                           "On a long path (SlowStartMinRtt), pace at most at this many times "
-                          "the path windows' sum per smoothed RTT; 0 = off.",
+                          "the path windows' sum per smoothed RTT; 0 = off, else 1 to 100.",
                           DoubleValue(cc.longPathPacingGain),
                           MakeFieldAccessor<DoubleValue>(METAROCE_CONN(longPathPacingGain)),
-                          MakeDoubleChecker<double>(0))
+                          MakeDoubleChecker<double>(0, 100))
             .AddAttribute("PacingRate",
                           "Per-connection pacing ceiling (ConnectionConfig::lineRateBps); 0 = "
                           "unpaced unless rate-hinted (MetaRoCE) or the endpoint line rate "
