@@ -158,6 +158,11 @@ main(int argc, char** argv)
                  "with ns3::MetaRoceScheduler: Insertion (ns-3's order of equal-time events) or "
                  "Link (the same order on any number of MPI ranks)",
                  tieBreak);
+    bool listFlows = false;
+    cmd.AddValue("listFlows",
+                 "print the workload's flows (\"id src dst bytes\", host indices) and exit "
+                 "without simulating (tools/htsim-compare.sh reads the permutation so)",
+                 listFlows);
     bool mpiFlag = false;
     cmd.AddValue("mpi",
                  "distributed run over the MPI ranks (automatic under mpirun -np N > 1)",
@@ -247,6 +252,19 @@ main(int argc, char** argv)
     else
     {
         load->AddRingAllReduce(hosts, bytes, channels, MicroSeconds(1));
+    }
+    if (listFlows)
+    {
+        for (const MetaRoceFlow& f : load->GetFlows())
+        {
+            std::printf("%u %u %u %llu\n",
+                        f.id,
+                        f.src,
+                        f.dst,
+                        static_cast<unsigned long long>(f.bytes));
+        }
+        Simulator::Destroy();
+        return 0;
     }
     Simulator::Stop(MilliSeconds(stopMs));
     const double buildSeconds = SecondsSince(tBuild);

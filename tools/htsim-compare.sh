@@ -8,9 +8,9 @@
 # build/bin/metaroce-fabric-benchmark and htsim_uec (a binary you built from
 # github.com/ultraethernet/uet-htsim; the script never downloads or builds it) for N rounds
 # under /usr/bin/time, and prints CPU (user+sys), wall and peak RSS per run, the ratio per round
-# and its median. Both run the same permutation: our AddPermutation (Sattolo's algorithm over
-# metaroce::Rng, seed --seed) is recomputed here and written as htsim's connection matrix,
-# together with an htsim topology file for the same k-ary 3-tier fat tree. Options:
+# and its median. Both run the same permutation: our benchmark prints its flows
+# (--listFlows) and they are written as htsim's connection matrix, together with an htsim
+# topology file for the same k-ary 3-tier fat tree. Options:
 #   --htsim PATH       htsim_uec binary (required)
 #   --ours PATH        our benchmark (default: build/bin/metaroce-fabric-benchmark)
 #   --rounds N         rounds, each one run of both, the order alternating (default 3)
@@ -98,7 +98,6 @@ done
 [[ $((K % 2)) == 0 && $K -ge 4 ]] || die "--k: need an even radix >= 4: $K" 2
 [[ -z "$DELAY_NS" || "$DELAY_NS" =~ ^[1-9][0-9]*$ ]] || die "--delay: not nanoseconds: $DELAY_NS" 2
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)" 2
-command -v python3 >/dev/null || die "python3 is needed to write the connection matrix" 2
 
 if [[ -n "$KEEP" ]]; then
     mkdir -p "$KEEP"
@@ -110,51 +109,18 @@ fi
 HOSTS=$((K * K * K / 4))
 HALF=$((K / 2))
 
-# htsim's connection matrix: our permutation, recomputed. MetaRoceWorkloadHelper::AddPermutation
-# runs Sattolo's algorithm with metaroce::Rng (xoshiro256** seeded through splitmix64,
-# contrib/metaroce/engine/metaroce-random.h); host i sends to dst[i]. Our flows start at 1 us,
-# htsim's at 0 (its matrices start at whole microseconds; the offset is the same for all).
-python3 - "$HOSTS" "$SEED" "$BYTES" >"$WORK/permutation.cm" <<'EOF'
-import sys
-
-n, seed, size = (int(a) for a in sys.argv[1:4])
-M = (1 << 64) - 1
-state = []
-for _ in range(4):
-    seed = (seed + 0x9E3779B97F4A7C15) & M
-    z = seed
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
-    state.append(z ^ (z >> 31))
-
-
-def rotl(x, k):
-    return ((x << k) | (x >> (64 - k))) & M
-
-
-def next64():
-    s = state
-    result = (rotl((s[1] * 5) & M, 7) * 9) & M
-    t = (s[1] << 17) & M
-    s[2] ^= s[0]
-    s[3] ^= s[1]
-    s[1] ^= s[2]
-    s[0] ^= s[3]
-    s[2] ^= t
-    s[3] = rotl(s[3], 45)
-    return result
-
-
-dst = list(range(n))
-for i in range(n - 1, 0, -1):
-    j = next64() % i
-    dst[i], dst[j] = dst[j], dst[i]
-assert sorted(dst) == list(range(n)) and all(d != i for i, d in enumerate(dst))
-print(f"Nodes {n}")
-print(f"Connections {n}")
-for i, d in enumerate(dst):
-    print(f"{i}->{d} id {i + 1} start 0 size {size}")
-EOF
+# htsim's connection matrix: our permutation, as the benchmark builds it (--listFlows prints
+# "id src dst bytes" per flow and exits). Our flows start at 1 us, htsim's at 0 (its matrices
+# start at whole microseconds; the offset is the same for all).
+"$OURS" --workload=permutation --k="$K" --bytes="$BYTES" --seed="$SEED" --listFlows \
+    >"$WORK/flows.txt" || die "$OURS --listFlows failed"
+[[ $(wc -l <"$WORK/flows.txt") -eq $HOSTS ]] ||
+    die "$OURS --listFlows printed $(wc -l <"$WORK/flows.txt") flows, expected $HOSTS"
+{
+    echo "Nodes $HOSTS"
+    echo "Connections $HOSTS"
+    awk '{ printf "%d->%d id %d start 0 size %d\n", $2, $3, $1 + 1, $4 }' "$WORK/flows.txt"
+} >"$WORK/permutation.cm"
 
 # htsim's topology: the same k-ary 3-tier fat tree as our BuildFatTree(k, 3) (k/2 hosts per
 # leaf, k/2 leaves and k/2 aggregation switches per pod, (k/2)^2 cores with one link per pod),
