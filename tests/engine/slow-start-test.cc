@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <limits>
+#include <map>
 #include <vector>
 
 namespace metaroce
@@ -40,9 +41,14 @@ class WindowRules : public ::testing::TestWithParam<const char*>
     }
 
     /// An ACK of \p acked packets at a connection minimum RTT of \p minRtt.
-    bool Ack(uint32_t acked, Time minRtt, bool ece = false, bool connectionLimited = false)
+    bool Ack(uint32_t acked,
+             Time minRtt,
+             bool ece = false,
+             bool connectionLimited = false,
+             bool windowLimited = true)
     {
         AckEvent ev;
+        ev.windowLimited = windowLimited;
         ev.now = m_now;
         ev.newlyAcked = acked;
         ev.ceCount = ece ? acked : 0;
@@ -119,6 +125,28 @@ TEST_P(WindowRules, TheConnectionsCapEndsSlowStart)
     EXPECT_LE(m_path.cwnd, 9.01);
     RoundTrip(LONG_RTT);
     EXPECT_LE(m_path.cwnd, 10.01) << "slow start does not come back when the cap is left";
+}
+
+TEST_P(WindowRules, AnApplicationLimitedPathDoesNotSlowStart)
+{
+    RoundTrip(LONG_RTT);
+    ASSERT_DOUBLE_EQ(m_path.cwnd, 8.0);
+    m_now += LONG_RTT;
+    for (int i = 0; i < 100; ++i)
+    {
+        Ack(1, LONG_RTT, false, false, false); // less than half the window was in flight
+    }
+    EXPECT_DOUBLE_EQ(m_path.cwnd, 8.0) << "the application, not the window, limited the path";
+    RoundTrip(LONG_RTT);
+    EXPECT_DOUBLE_EQ(m_path.cwnd, 16.0) << "still in slow start when the window limits again";
+    // Additive increase (a datacenter path) is as before: it does not read the flag.
+    m_path.cwnd = 4;
+    m_now += DATACENTER_RTT;
+    for (int i = 0; i < 4; ++i)
+    {
+        Ack(1, DATACENTER_RTT, false, false, false);
+    }
+    EXPECT_NEAR(m_path.cwnd, 5.0, 0.1);
 }
 
 TEST_P(WindowRules, ATimeoutSlowStartsBackToAPartOfTheWindow)
@@ -246,17 +274,23 @@ TEST(SlowStartTest, ANegativeThresholdIsRejected)
 class LongPathTest : public PairTest
 {
   protected:
-    /// Send 8 MiB with \p cfg; \return when it completed.
-    Time Transfer(ConnectionConfig cfg)
+    /// Build a pair with \p bytes of buffer, \p cfg and 5 ms each way, logging what a sends.
+    void BuildLongPath(ConnectionConfig cfg, size_t bytes)
     {
         // As the HIL's link timers do for a long path: the first flight must not time out
         // before its ACKs can return.
         cfg.rtoInitial = MilliSeconds(30);
         cfg.rtoMax = MilliSeconds(120);
-        Build(cfg, 8 << 20);
+        Build(cfg, bytes);
         m_net->EnableTxLog(true);
         m_net->Link(m_a, m_b).delay = MilliSeconds(5);
         m_net->Link(m_b, m_a).delay = MilliSeconds(5);
+    }
+
+    /// Send 8 MiB with \p cfg; \return when it completed.
+    Time Transfer(const ConnectionConfig& cfg)
+    {
+        BuildLongPath(cfg, 8 << 20);
         EXPECT_EQ(Write(1, 0, uint32_t(m_src.size())), PostStatus::OK);
         m_net->RunUntilIdle(MilliSeconds(2000));
         EXPECT_EQ(m_net->Completions(m_a).size(), 1u);
@@ -340,6 +374,70 @@ TEST_F(LongPathTest, WithoutPacingAWindowLeavesInOneBurst)
     cfg.longPathPacingGain = 0;
     Transfer(cfg);
     EXPECT_GE(LargestBurst(MilliSeconds(1)), 400u);
+}
+
+TEST_F(LongPathTest, AnApplicationThatSendsLittleDoesNotGrowTheWindows)
+{
+    // 64 KiB (16 packets, 2 per path) per round trip for 30 round trips: the windows (32
+    // packets at the start) are never filled, so slow start must not grow them; before the
+    // check they grew by every packet acknowledged, to about 16 x 30 packets, and a larger
+    // message would have left at once at the pacing rate of that window.
+    const uint32_t chunk = 64 << 10;
+    const uint32_t rounds = 30;
+    BuildLongPath(ConnectionConfig(), size_t(chunk) * rounds);
+    for (uint32_t i = 0; i < rounds; ++i)
+    {
+        m_net->At(LONG_RTT * i + 1, [this, i, chunk]() {
+            EXPECT_EQ(Write(i + 1, size_t(chunk) * i, chunk), PostStatus::OK);
+        });
+    }
+    m_net->RunUntilIdle(LONG_RTT * (rounds + 20));
+    EXPECT_EQ(m_net->Completions(m_a).size(), rounds);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_LE(WindowSum(), 64.0) << "application-limited paths kept their windows";
+}
+
+TEST_F(LongPathTest, PacedResendsOfASackGapAtTheTailDoNotWaitForAnAck)
+{
+    // One path, so that one ACK reveals a gap of three PSNs at the connection's tail, after
+    // the last new packet left: the first resend leaves at once, the other two wait for the
+    // pacer. Nothing else is to be sent, and the only ACK still to come is the last packet's,
+    // so before the fix they waited a round trip (the first resend's ACK) or an RTO.
+    ConnectionConfig cfg;
+    cfg.numPaths = 1;
+    const uint32_t packets = 64;
+    BuildLongPath(cfg, size_t(packets) * cfg.mtu);
+    std::map<uint32_t, int> seen;
+    m_net->Link(m_a, m_b).dropIf = [&seen, packets](const WireInfo& w) {
+        if (w.opcode != MR_WRITE)
+        {
+            return false;
+        }
+        // PSNs count from the path's initial PSN: drop the first copy of the 3 before the
+        // last packet (found by order of first transmission).
+        int& n = seen[w.psn];
+        ++n;
+        return n == 1 && seen.size() >= packets - 3 && seen.size() <= packets - 1;
+    };
+    ASSERT_EQ(Write(1, 0, uint32_t(m_src.size())), PostStatus::OK);
+    m_net->RunUntilIdle(MilliSeconds(2000));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 1u);
+    EXPECT_EQ(m_src, m_dst);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 3u);
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    // Resends of the three: within a millisecond of each other.
+    std::vector<Time> resent;
+    std::map<uint32_t, int> copies;
+    for (const TxRecord& r : m_net->TxLog())
+    {
+        if (r.src == m_a && r.opcode == MR_WRITE && ++copies[r.psn] == 2)
+        {
+            resent.push_back(r.time);
+        }
+    }
+    ASSERT_EQ(resent.size(), 3u);
+    EXPECT_LT(resent.back() - resent.front(), MilliSeconds(1))
+        << "resends at " << resent.front() / 1000000 << " and " << resent.back() / 1000000 << " us";
 }
 
 } // namespace

@@ -85,8 +85,9 @@ class AimdFamily : public CongestionControl
 
     /**
      * Grow the window for an ACK without an ECN echo: by slow start while the connection's
-     * minimum RTT is at least slowStartMinRtt and the window is below where slow start ends,
-     * else by additive increase.
+     * minimum RTT is at least slowStartMinRtt and the window is below where slow start ends
+     * (only while the window, not the application, limits the path), else by additive
+     * increase.
      */
     void Grow(PathState& path, const AckEvent& ack, const ConnectionConfig& cfg)
     {
@@ -94,8 +95,13 @@ class AimdFamily : public CongestionControl
         {
             if (!ack.connectionLimited)
             {
-                path.cwnd =
-                    std::min({cfg.maxPathWindow, m_slowStartEnd, path.cwnd + ack.newlyAcked});
+                if (ack.windowLimited)
+                {
+                    path.cwnd =
+                        std::min({cfg.maxPathWindow, m_slowStartEnd, path.cwnd + ack.newlyAcked});
+                }
+                // (else the application limits the path: a window it does not fill would
+                // only let a later burst out at once, so it stays as it is, in slow start)
                 return;
             }
             m_slowStartEnd = path.cwnd; // the connection's cap is reached: slow start is over

@@ -27,6 +27,11 @@ struct AckEvent
     /// The connection had connectionWindow packets in flight when the ACK came: its cap,
     /// not the path's window, limits what the path sends.
     bool connectionLimited{false};
+    /// The path had at least half its window in flight when the ACK came, so its window, not
+    /// the application, limited what it sent (RFC 7661's "cwnd-limited", as Linux's
+    /// tcp_is_cwnd_limited in slow start). Read only by slow start: an application-limited
+    /// path does not grow its window there.
+    bool windowLimited{true};
 };
 
 /**

@@ -270,6 +270,8 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
             return false;
         }
     }
+    // (Before this ACK takes its packets out of flight: did the window limit the path?)
+    const bool windowLimited = 2.0 * path.inflight >= path.cwnd;
     uint32_t newlyAcked = 0;
     Time rttSample = -1;
     // A probe's reply samples the path's round trip with the probe (a confirmation's, below),
@@ -318,6 +320,7 @@ MultipathRequester::ApplyAck(Time now, const Mah& ack, Time held, AckProgress& d
     ev.ece = (ack.flags & Mah::FLAG_ECE) != 0;
     ev.minRtt = m_minRtt;
     ev.connectionLimited = m_ackFoundCapFull;
+    ev.windowLimited = windowLimited;
     if (repeat)
     {
         path.repeatedTrigger = ack.triggerPsn; // (it acknowledged packets: see AcksOutstanding)

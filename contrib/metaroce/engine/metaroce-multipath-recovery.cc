@@ -775,7 +775,9 @@ MultipathRequester::NextDeadline(Time lastNow) const
 {
     // Every armed timer is in the table, which keeps the earliest: no pass over the paths.
     Time t = m_timers.Earliest();
-    bool dataPending = HasNewData() || HasResendReady();
+    // (PSNs a SACK gap declared lost wait for the release too: with nothing else to send,
+    // they would otherwise wait for the next ACK, or the RTO at a connection's tail.)
+    bool dataPending = HasNewData() || HasResendReady() || PathWithPendingLoss() >= 0;
     if (PacingRate() > 0 && dataPending && !m_pacer.MayTransmit(lastNow))
     {
         t = std::min(t, m_pacer.NextRelease()); // pacing release: a condition, so only if ahead

@@ -905,7 +905,9 @@ MetaRoceNic::GetTypeId()
                             "ns3::MetaRoceNic::PathEventTracedCallback")
             .AddTraceSource("RateChange",
                             "A connection's sending rate limit changed: (qpn, b/s; 0 = "
-                            "unlimited).",
+                            "unlimited). MetaRoCE reports it when the receiver's rate hint "
+                            "changes; a long path's window pacing is in PathEvent's window "
+                            "events.",
                             MakeTraceSourceAccessor(&MetaRoceNic::m_rateChangeTrace),
                             "ns3::MetaRoceNic::RateChangeTracedCallback");
 #undef METAROCE_CONN
