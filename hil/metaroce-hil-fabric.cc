@@ -14,7 +14,8 @@
  *
  * Each TAP device is created by this program (inside a named network namespace if asked)
  * with the identity of one simulated host: its IPv4 address and its MAC address. The
- * descriptor goes to an ns3::FdNetDevice, and a TapBridge joins that FdNetDevice to the host's
+ * descriptor goes to a TapFramePipe (a reader thread that hands the simulator the frames in
+ * batches, metaroce-hil-tap-pipe.h), and a TapBridge joins that pipe to the host's
  * MetaRoceNetDevice port:
  *  - RoCE datagrams (IPv4/UDP to the data port) from the TAP enter the fabric unchanged
  *    (byte-exact frames, ECN bits included) and frames the fabric delivers to the host go to
@@ -29,10 +30,10 @@
 #include "metaroce-hil-lag.h"
 #include "metaroce-hil-options.h"
 #include "metaroce-hil-sim-host.h"
+#include "metaroce-hil-tap-pipe.h"
 #include "metaroce-hil-tap.h"
 
 #include "ns3/core-module.h"
-#include "ns3/fd-net-device.h"
 #include "ns3/metaroce-channel.h"
 #include "ns3/metaroce-fabric.h"
 #include "ns3/metaroce-frame.h"
@@ -104,31 +105,6 @@ ToEngineMac(Mac48Address mac)
     return m;
 }
 
-/// \return \p mac as an ns-3 address.
-Mac48Address
-ToNs3Mac(const metaroce::MacAddress& mac)
-{
-    Mac48Address m;
-    m.CopyFrom(mac.bytes);
-    return m;
-}
-
-/**
- * An FdNetDevice that says how many frames its reader thread has read from the TAP and queued
- * for the simulator, not yet handled (ns-3 keeps them in the protected m_pendingQueue, up to
- * the RxQueueSize attribute, and drops frames beyond it).
- */
-class QueuedFdNetDevice : public FdNetDevice
-{
-  public:
-    /// \return frames read and not yet handled.
-    uint64_t PendingFrames()
-    {
-        std::lock_guard<std::mutex> lock(m_pendingReadMutex);
-        return m_pendingQueue.size();
-    }
-};
-
 /// The lag of the real-time simulator: set up in main() before Simulator::Run().
 std::unique_ptr<metaroce::hil::LagMonitor> g_lag;
 /// The real-time simulator, for its wall clock.
@@ -157,7 +133,7 @@ class TapBridge;
 std::map<uint32_t, TapBridge*> g_bridgeByIp;
 
 /**
- * Joins one TAP device (through an FdNetDevice) to the MetaRoceNetDevice port of one
+ * Joins one TAP device (through a TapFramePipe) to the MetaRoceNetDevice port of one
  * simulated host, whose IPv4 and MAC addresses the TAP's kernel interface carries.
  */
 class TapBridge
@@ -181,7 +157,8 @@ class TapBridge
 
     /**
      * \param port the host's fabric port
-     * \param fd the FdNetDevice on the TAP descriptor
+     * \param tapFd the TAP descriptor (not owned)
+     * \param context the simulation context (node id) of the TAP's frames
      * \param ip the host address
      * \param dataPort UDP port of RoCE datagrams
      * \param queueLimit bytes the host port may queue before frames from the TAP are dropped
@@ -189,13 +166,19 @@ class TapBridge
      *        carries the control plane (bypassed IPv4) to the program's server, no RoCE
      */
     TapBridge(Ptr<MetaRoceNetDevice> port,
-              Ptr<QueuedFdNetDevice> fd,
+              int tapFd,
+              uint32_t context,
               uint32_t ip,
               uint16_t dataPort,
               uint64_t queueLimit,
               bool controlOnly = false)
         : m_port(port),
-          m_fd(fd),
+          m_pipe(tapFd,
+                 metaroce::hil::TapFramePipe::DEFAULT_CAPACITY,
+                 [this, context]() {
+                     // (the reader thread: one drain event per batch of frames)
+                     Simulator::ScheduleWithContext(context, Time(0), &TapBridge::DrainTap, this);
+                 }),
           m_ip(ip),
           m_dataPort(dataPort),
           m_queueLimit(queueLimit),
@@ -207,9 +190,31 @@ class TapBridge
         {
             m_port->SetFrameReceiveCallback(MakeCallback(&TapBridge::FromFabric, this));
         }
-        m_fd->SetPromiscReceiveCallback(MakeCallback(&TapBridge::FromTap, this));
-        m_fd->SetReceiveCallback(MakeCallback(&TapBridge::Ignore));
         g_bridgeByIp[ip] = this;
+    }
+
+    /// Start reading the TAP. \return false with \p error if it could not.
+    bool Start(std::string& error)
+    {
+        return m_pipe.Start(error);
+    }
+
+    /// Stop reading the TAP (after the simulation: no more drain events).
+    void Stop()
+    {
+        m_pipe.Stop();
+    }
+
+    /// \return the pipe's counters.
+    metaroce::hil::TapFramePipe::Counters PipeCounters() const
+    {
+        return m_pipe.GetCounters();
+    }
+
+    /// \return why the TAP's reader stopped early, or "".
+    std::string ReaderError() const
+    {
+        return m_pipe.ReaderError();
     }
 
     /// \return the counters.
@@ -227,13 +232,7 @@ class TapBridge
     /// \return frames read from the TAP and not yet handled by the simulator.
     uint64_t PendingFrames() const
     {
-        return m_fd->PendingFrames();
-    }
-
-    /// \return the TAP's device.
-    Ptr<QueuedFdNetDevice> Device() const
-    {
-        return m_fd;
+        return m_pipe.Pending();
     }
 
     /// Write \p frame (with its Ethernet header) to the TAP.
@@ -243,15 +242,7 @@ class TapBridge
         {
             return;
         }
-        metaroce::MacAddress dst;
-        metaroce::MacAddress src;
-        std::memcpy(dst.bytes, frame + metaroce::ETHERNET_DST_OFFSET, metaroce::MAC_ADDRESS_SIZE);
-        std::memcpy(src.bytes, frame + metaroce::ETHERNET_SRC_OFFSET, metaroce::MAC_ADDRESS_SIZE);
-        uint16_t type = uint16_t(frame[metaroce::ETHERNET_TYPE_OFFSET] << 8 |
-                                 frame[metaroce::ETHERNET_TYPE_OFFSET + 1]);
-        Ptr<Packet> payload = Create<Packet>(frame + metaroce::ETHERNET_HEADER_SIZE,
-                                             size - metaroce::ETHERNET_HEADER_SIZE);
-        m_fd->SendFrom(payload, ToNs3Mac(src), ToNs3Mac(dst), type);
+        m_pipe.Write(frame, size); // (a refused frame is counted, as a lost one)
     }
 
     /// Deliver a bypassed IPv4 frame from another TAP host to this one.
@@ -264,15 +255,19 @@ class TapBridge
     }
 
   private:
-    static bool Ignore(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&)
+    /// The frames the reader thread queued (one event per batch).
+    void DrainTap()
     {
-        return true;
+        m_pipe.Drain([this](uint8_t* frame, uint32_t size, size_t left) {
+            RecordLag(left);
+            FromTap(frame, size);
+        });
     }
 
     /// A frame the fabric delivered to the host: to the TAP, unchanged.
     void FromFabric(Ptr<MetaRoceNetDevice>, Ptr<Packet> frame)
     {
-        RecordLag(m_fd->PendingFrames());
+        RecordLag(m_pipe.Pending());
         const uint32_t size = frame->GetSize();
         m_buffer.resize(size);
         frame->CopyData(m_buffer.data(), size);
@@ -287,24 +282,17 @@ class TapBridge
         ToTap(m_buffer.data(), size);
     }
 
-    /// A frame from the TAP (Ethernet header removed by the FdNetDevice).
-    bool FromTap(Ptr<NetDevice>,
-                 Ptr<const Packet> packet,
-                 uint16_t protocol,
-                 const Address& from,
-                 const Address& to,
-                 NetDevice::PacketType)
+    /// A frame from the TAP, with its Ethernet header (changed in place: CE, bypass MACs).
+    void FromTap(uint8_t* frame, uint32_t size)
     {
-        RecordLag(m_fd->PendingFrames());
         ++m_counters.fromTapFrames;
-        const uint32_t size = packet->GetSize() + metaroce::ETHERNET_HEADER_SIZE;
-        m_buffer.resize(size);
-        Mac48Address::ConvertFrom(to).CopyTo(m_buffer.data() + metaroce::ETHERNET_DST_OFFSET);
-        Mac48Address::ConvertFrom(from).CopyTo(m_buffer.data() + metaroce::ETHERNET_SRC_OFFSET);
-        m_buffer[metaroce::ETHERNET_TYPE_OFFSET] = uint8_t(protocol >> 8);
-        m_buffer[metaroce::ETHERNET_TYPE_OFFSET + 1] = uint8_t(protocol);
-        packet->CopyData(m_buffer.data() + metaroce::ETHERNET_HEADER_SIZE, packet->GetSize());
-        const uint8_t* frame = m_buffer.data();
+        if (size < metaroce::ETHERNET_HEADER_SIZE)
+        {
+            ++m_counters.ignored;
+            return;
+        }
+        const uint16_t protocol = uint16_t(frame[metaroce::ETHERNET_TYPE_OFFSET] << 8 |
+                                           frame[metaroce::ETHERNET_TYPE_OFFSET + 1]);
 
         metaroce::MacAddress senderMac;
         uint32_t senderIp = 0;
@@ -318,19 +306,19 @@ class TapBridge
                 ++m_counters.arpReplies;
                 ToTap(reply, sizeof(reply));
             }
-            return true;
+            return;
         }
         if (protocol != metaroce::ETHERTYPE_IPV4)
         {
             ++m_counters.ignored;
-            return true;
+            return;
         }
         metaroce::ParsedFrame parsed;
         metaroce::FrameStatus st = metaroce::ParseFrame(frame, size, parsed);
         if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort && m_controlOnly)
         {
             ++m_counters.ignored; // the simulated host's RoCE traffic is its NIC's
-            return true;
+            return;
         }
         if (st == metaroce::FrameStatus::OK && parsed.meta.dstPort == m_dataPort)
         {
@@ -342,8 +330,7 @@ class TapBridge
                 // queue and the simulator's, a queue no simulated switch sees. Mark them as a
                 // switch marks a deep queue, so that the real senders slow down (our model
                 // [M]; docs/hil.md, "Keeping up"). The ICRC does not cover the ECN bits.
-                metaroce::SetIpv4Ecn(m_buffer.data() + metaroce::ETHERNET_HEADER_SIZE,
-                                     metaroce::Ecn::CE);
+                metaroce::SetIpv4Ecn(frame + metaroce::ETHERNET_HEADER_SIZE, metaroce::Ecn::CE);
                 marked = true; // counted once the frame is in the fabric
             }
             Ptr<Packet> fabricFrame = MetaRoceCreateFrame(frame, size, 0, 0);
@@ -351,7 +338,7 @@ class TapBridge
             if (m_port->GetQueueBytes() + size > m_queueLimit)
             {
                 ++m_counters.hostQueueDrops;
-                return true;
+                return;
             }
             if (m_port->Enqueue(fabricFrame, priority))
             {
@@ -363,7 +350,7 @@ class TapBridge
             {
                 ++m_counters.hostQueueDrops; // link down or too large: the device counted it
             }
-            return true;
+            return;
         }
         // Not a RoCE datagram: the control plane (TCP), ping, ... between TAP hosts.
         if (size >= metaroce::ETHERNET_HEADER_SIZE + metaroce::IPV4_HEADER_SIZE)
@@ -374,24 +361,23 @@ class TapBridge
             auto it = g_bridgeByIp.find(dst);
             if (it != g_bridgeByIp.end() && it->second != this)
             {
-                it->second->Bypass(m_buffer.data(), size);
-                return true;
+                it->second->Bypass(frame, size);
+                return;
             }
         }
         ++m_counters.ignored;
-        return true;
     }
 
-    Ptr<MetaRoceNetDevice> m_port;     //!< the host's fabric port
-    Ptr<QueuedFdNetDevice> m_fd;       //!< the TAP
-    uint32_t m_ip;                     //!< host address
-    uint16_t m_dataPort;               //!< RoCE UDP port
-    uint64_t m_queueLimit;             //!< host port queue limit, bytes
-    metaroce::MacAddress m_hostMac;    //!< the host's (and the TAP's) MAC
-    metaroce::MacAddress m_gatewayMac; //!< the leaf switch port's MAC
-    bool m_controlOnly;                //!< a control TAP of a simulated host
-    std::vector<uint8_t> m_buffer;     //!< one frame
-    Counters m_counters;               //!< counters
+    Ptr<MetaRoceNetDevice> m_port;      //!< the host's fabric port
+    metaroce::hil::TapFramePipe m_pipe; //!< the TAP's frames
+    uint32_t m_ip;                      //!< host address
+    uint16_t m_dataPort;                //!< RoCE UDP port
+    uint64_t m_queueLimit;              //!< host port queue limit, bytes
+    metaroce::MacAddress m_hostMac;     //!< the host's (and the TAP's) MAC
+    metaroce::MacAddress m_gatewayMac;  //!< the leaf switch port's MAC
+    bool m_controlOnly;                 //!< a control TAP of a simulated host
+    std::vector<uint8_t> m_buffer;      //!< a frame from the fabric
+    Counters m_counters;                //!< counters
 };
 
 /// Every \p period: record the lag (with the longest TAP queue) and stop on a signal.
@@ -554,20 +540,16 @@ main(int argc, char* argv[])
         Ptr<MetaRoceNic> nic;
         if (sim)
         {
-            // Before the FdNetDevice joins the node: the NIC drives the fabric ports only.
-            // Its peers are real daemons, which compute and check the ICRC.
+            // The NIC drives the host's fabric port; the TAP carries its control plane. Its peers
+            // are real daemons, which compute and check the ICRC.
             MetaRoceStackHelper stack;
             stack.SetNicAttribute("Icrc", BooleanValue(true));
             nic = stack.Install(fabric, uint32_t(host));
             MetaRoceStackHelper::AssignStreams({nic}, 2000 + int64_t(i));
         }
-        Ptr<QueuedFdNetDevice> device = CreateObject<QueuedFdNetDevice>();
-        device->SetFileDescriptor(fd);
-        device->SetAddress(port->GetPeerMac());
-        device->SetMtu(port->GetMtu());
-        fabric->GetHost(uint32_t(host))->AddDevice(device);
         bridges.push_back(std::make_unique<TapBridge>(port,
-                                                      device,
+                                                      fd,
+                                                      fabric->GetHost(uint32_t(host))->GetId(),
                                                       ip,
                                                       uint16_t(opts.dataPort),
                                                       uint64_t(opts.hostQueueKb) * 1024,
@@ -624,12 +606,9 @@ main(int argc, char* argv[])
 
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
-    UintegerValue rxQueue;
-    if (!bridges.empty())
-    {
-        bridges.front()->Device()->GetAttribute("RxQueueSize", rxQueue);
-    }
-    g_lag = std::make_unique<metaroce::hil::LagMonitor>(opts.maxLagMs * 1e3, rxQueue.Get());
+    g_lag =
+        std::make_unique<metaroce::hil::LagMonitor>(opts.maxLagMs * 1e3,
+                                                    metaroce::hil::TapFramePipe::DEFAULT_CAPACITY);
     g_lagEcnUs = opts.lagEcnUs;
     g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
     Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
@@ -641,7 +620,23 @@ main(int argc, char* argv[])
     {
         server->Start();
     }
+    for (size_t i = 0; i < bridges.size(); ++i)
+    {
+        std::string error;
+        if (!bridges[i]->Start(error))
+        {
+            std::fprintf(stderr,
+                         "metaroce-hil-fabric: TAP %s: %s\n",
+                         tapNames[i].c_str(),
+                         error.c_str());
+            return 1;
+        }
+    }
     Simulator::Run();
+    for (auto& bridge : bridges)
+    {
+        bridge->Stop(); // (no drain event after the simulation)
+    }
     const double simSeconds = Simulator::Now().GetSeconds();
     for (auto& server : simServers)
     {
@@ -677,6 +672,18 @@ main(int argc, char* argv[])
                     (unsigned long long)c.bypassFrames,
                     (unsigned long long)c.arpReplies,
                     (unsigned long long)c.ignored);
+        const metaroce::hil::TapFramePipe::Counters p = bridges[i]->PipeCounters();
+        std::printf("tap %s: read %llu frames in %llu batches, %llu dropped (%zu frames queued "
+                    "already), %llu written, %llu refused by the TAP%s%s\n",
+                    tapNames[i].c_str(),
+                    (unsigned long long)p.read,
+                    (unsigned long long)p.wakeUps,
+                    (unsigned long long)p.queueDrops,
+                    metaroce::hil::TapFramePipe::DEFAULT_CAPACITY,
+                    (unsigned long long)p.written,
+                    (unsigned long long)p.writeErrors,
+                    bridges[i]->ReaderError().empty() ? "" : "; reader stopped: ",
+                    bridges[i]->ReaderError().c_str());
     }
     uint64_t totalEcn = 0;
     uint64_t totalDrops = 0;
