@@ -68,7 +68,7 @@ class FrameHandoffRing
         for (size_t k = 0; k < n; ++k)
         {
             const size_t slot = size_t((head + k) & m_mask);
-            visit(m_data.data() + slot * m_slotBytes, m_lengths[slot]);
+            visit(m_data.get() + slot * m_slotBytes, m_lengths[slot]);
         }
         m_head.store(head + n, std::memory_order_release);
         return n;
@@ -106,10 +106,11 @@ class FrameHandoffRing
     }
 
   private:
-    uint32_t m_mask;                            //!< slots - 1
-    uint32_t m_slotBytes;                       //!< bytes per slot
-    std::vector<uint32_t> m_lengths;            //!< each slot's frame length
-    std::vector<uint8_t> m_data;                //!< the slots
+    uint32_t m_mask;                 //!< slots - 1
+    uint32_t m_slotBytes;            //!< bytes per slot
+    std::vector<uint32_t> m_lengths; //!< each slot's frame length
+    /// The slots (left uninitialised: a large allocation's pages are touched only when used).
+    std::unique_ptr<uint8_t[]> m_data;
     std::atomic<uint64_t> m_pushed{};           //!< frames pushed (written by the producer)
     std::atomic<uint64_t> m_dropped{};          //!< frames dropped (written by the producer)
     alignas(64) std::atomic<uint64_t> m_head{}; //!< next slot to read (written by the consumer)
@@ -158,7 +159,10 @@ class ShardHandoff
     /// Wake shard \p shard's poll loop (a write to its eventfd).
     void Wake(uint32_t shard) const;
 
-    /// Slots per ring for \p shards shards: about 1,024 frames towards each shard in all.
+    /**
+     * Slots per ring for \p shards shards: as many frames towards each shard in all as an
+     * AF_XDP socket's receive ring holds (2,048), at least 16 per ring.
+     */
     static uint32_t SlotsPerRing(uint32_t shards);
 
   private:
