@@ -392,13 +392,26 @@ RawFramePort::Open(boost::asio::io_context& io,
                 }
             }
         }
+        XdpMode xdpMode = cfg.xdpMode;
+        if (xdpMode == XdpMode::AUTO && cfg.shards > 1 && cfg.shardIndex == 0 &&
+            DriverName(fd, cfg.device) == "veth")
+        {
+            // A veth hands a frame sent on its queue i to the peer's queue i in native XDP; in
+            // generic XDP they all reached queue 0, so every frame of shard 1 and up was handed
+            // off (docs/hil.md, "Several engine threads"). A veth has no zero-copy either way.
+            xdpMode = XdpMode::NATIVE;
+            spdlog::info("raw port: AF_XDP on veth {} with {} threads: native XDP, so that a "
+                         "frame arrives on the queue of the peer's thread that sent it",
+                         cfg.device,
+                         cfg.shards);
+        }
         // The packet socket served the interface queries; the port polls the AF_XDP socket.
         std::string why;
         std::shared_ptr<XdpProgram> program = c.xdpGroup ? c.xdpGroup->program : nullptr;
         auto xdp = XdpSocket::Open(cfg.device,
                                    ifindex,
                                    cfg.dataPort,
-                                   cfg.xdpMode,
+                                   xdpMode,
                                    cfg.shards > 1 ? cfg.shardIndex : 0,
                                    program,
                                    why);

@@ -314,14 +314,15 @@ class HilXdpThreadsTest : public ::testing::Test
 };
 
 // Test 1: AF_XDP with two threads on both ends, each shard on its own queue of a two-queue veth
-// pair, in generic and in native XDP; every byte verified. (Measured on a 6.18 kernel: in
+// pair, in generic and in native XDP, and with --xdp-mode auto (native on a veth with several
+// threads); every byte verified. (Measured on a 6.18 kernel: in
 // generic XDP frames sent on either queue arrive mostly on the peer's queue 0, so shard 0 hands
 // shard 1's frames on; in native XDP a frame sent on queue i arrives on the peer's queue i and
 // matched sessions need no hand-off. Printed, not asserted: it is the kernel's choice.)
 TEST_F(HilXdpThreadsTest, TwoThreadsEachOnItsQueueBothEnds)
 {
     Start(2);
-    for (const char* mode : {"generic", "native"})
+    for (const char* mode : {"generic", "native", "auto"})
     {
         SCOPED_TRACE(mode);
         const std::vector<std::string> common = {"--port-mode",
@@ -353,6 +354,12 @@ TEST_F(HilXdpThreadsTest, TwoThreadsEachOnItsQueueBothEnds)
             EXPECT_NE(co.find(q), std::string::npos) << co;
         }
         EXPECT_EQ(SumResults(so, "rx_handoff_drops"), 0u) << so;
+        if (std::string(mode) == "auto")
+        {
+            // On a veth with several threads, auto takes native XDP (matched queues).
+            EXPECT_NE(so.find("AF_XDP copy mode (native XDP"), std::string::npos) << so;
+            EXPECT_NE(co.find("AF_XDP copy mode (native XDP"), std::string::npos) << co;
+        }
         std::printf("%s XDP: server handed off %llu of %llu data frames, client %llu\n",
                     mode,
                     (unsigned long long)FinalHandoffs(so),
