@@ -359,6 +359,7 @@ RawFramePort::Open(boost::asio::io_context& io,
         c.localIp = ntohl(reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr)->sin_addr.s_addr);
     }
     std::unique_ptr<FrameRing> ring;
+    int wakeFd = -1; // AF_XDP shards: this shard's hand-off wake-up
     if (cfg.io == RawIoMode::XDP)
     {
         if (cfg.shards > 1)
@@ -422,11 +423,22 @@ RawFramePort::Open(boost::asio::io_context& io,
         if (c.xdpGroup)
         {
             c.xdpGroup->program = program;
+            // Other shards wake this one's loop through its eventfd (the port polls a copy).
+            wakeFd = fcntl(c.xdpGroup->handoff->WakeFd(cfg.shardIndex), F_DUPFD_CLOEXEC, 0);
+            if (wakeFd < 0)
+            {
+                return fail(std::string("the hand-off eventfd: ") + std::strerror(errno));
+            }
         }
         const int xdpFd = fcntl(xdp->Fd(), F_DUPFD_CLOEXEC, 0);
         if (xdpFd < 0)
         {
-            return fail(std::string("AF_XDP socket: ") + std::strerror(errno));
+            const int err = errno;
+            if (wakeFd >= 0)
+            {
+                close(wakeFd);
+            }
+            return fail(std::string("AF_XDP socket: ") + std::strerror(err));
         }
         close(fd);
         fd = xdpFd;
@@ -515,7 +527,7 @@ RawFramePort::Open(boost::asio::io_context& io,
         }
     }
     return std::unique_ptr<RawFramePort>(
-        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu, std::move(ring)));
+        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu, std::move(ring), wakeFd));
 }
 
 RawFramePort::RawFramePort(boost::asio::io_context& io,
@@ -526,7 +538,8 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
                            int ifindex,
                            const MacAddress& mac,
                            uint32_t mtu,
-                           std::unique_ptr<FrameRing> ring)
+                           std::unique_ptr<FrameRing> ring,
+                           int handoffWakeFd)
     : m_clock(clock),
       m_cfg(cfg),
       m_sock(io, fd),
@@ -543,20 +556,9 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
       m_handoff(cfg.xdpGroup ? cfg.xdpGroup->handoff : nullptr),
       m_handoffWake(io)
 {
-    if (m_handoff)
+    if (handoffWakeFd >= 0)
     {
-        const int wake = fcntl(m_handoff->WakeFd(cfg.shardIndex), F_DUPFD_CLOEXEC, 0);
-        if (wake >= 0)
-        {
-            m_handoffWake.assign(wake);
-        }
-        else
-        {
-            // The poll loop still drains the rings after each receive, only later.
-            spdlog::warn("raw port: shard {}: no wake-up for handed-off frames: {}",
-                         cfg.shardIndex,
-                         std::strerror(errno));
-        }
+        m_handoffWake.assign(handoffWakeFd);
     }
     if (cfg.busyPollUs > 0)
     {

@@ -195,6 +195,7 @@ class RawFramePort : public FramePort
     }
 
   private:
+    /// (Open() does the set-up; \p handoffWakeFd: AF_XDP shards' wake-up, the port's, or -1.)
     RawFramePort(boost::asio::io_context& io,
                  const HostClock& clock,
                  const RawPortConfig& cfg,
@@ -203,7 +204,8 @@ class RawFramePort : public FramePort
                  int ifindex,
                  const MacAddress& mac,
                  uint32_t mtu,
-                 std::unique_ptr<FrameRing> ring);
+                 std::unique_ptr<FrameRing> ring,
+                 int handoffWakeFd);
 
     /// \return the MAC of \p ip, or nullptr if unknown.
     const MacAddress* Resolve(uint32_t ip);
