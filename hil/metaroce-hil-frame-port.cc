@@ -28,6 +28,8 @@ AddCounters(PortCounters& a, const PortCounters& b)
     a.faultReordered += b.faultReordered;
     a.rxKernelDrops += b.rxKernelDrops;
     a.rxBacklogMarked += b.rxBacklogMarked;
+    a.rxHandedOff += b.rxHandedOff;
+    a.rxHandoffDrops += b.rxHandoffDrops;
 }
 
 MacAddress

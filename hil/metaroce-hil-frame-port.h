@@ -56,6 +56,10 @@ struct PortCounters
     /// Datagrams the port marked CE because its kernel receive queue was deeper than the
     /// --backlog-ecn threshold (metaroce-hil-backlog-ecn.h).
     uint64_t rxBacklogMarked{0};
+    /// AF_XDP shards: frames this port received for a QPN of another shard and passed to it.
+    uint64_t rxHandedOff{0};
+    /// AF_XDP shards: such frames dropped because the hand-off ring to their shard was full.
+    uint64_t rxHandoffDrops{0};
 };
 
 /**

@@ -230,7 +230,7 @@ PerfApp::JoinShards()
     {
         EngineHost& host = *shard->host;
         PortCounters pc = host.Port().Counters();
-        spdlog::info("final: port {}: tx {} rx {} tx failed {} rx malformed {} rx ignored {}; "
+        spdlog::info("final: port {}: tx {} rx {} tx failed {} rx malformed {} rx ignored {}{}; "
                      "engine rx drops: {}",
                      host.Port().Describe(),
                      pc.txFrames,
@@ -238,6 +238,10 @@ PerfApp::JoinShards()
                      pc.txFailed,
                      pc.rxMalformed,
                      pc.rxIgnored,
+                     pc.rxHandedOff + pc.rxHandoffDrops == 0
+                         ? std::string()
+                         : " handed off " + std::to_string(pc.rxHandedOff) + " hand-off drops " +
+                               std::to_string(pc.rxHandoffDrops),
                      host.DropSummary());
         spdlog::info("final: engine of {}", EngineHoldings(*shard));
     }
@@ -449,6 +453,7 @@ PerfApp::OpenPort(uint32_t index,
         rc.shards = std::max<uint32_t>(m_opts.threads, 1);
         rc.shardIndex = index;
         rc.fanoutId = m_fanoutId; // (shard 0 makes the group and sets it below)
+        rc.xdpGroup = m_xdpGroup; // (likewise)
         auto raw = RawFramePort::Open(*io, m_clock, rc, why);
         if (!raw)
         {
@@ -457,6 +462,7 @@ PerfApp::OpenPort(uint32_t index,
         if (index == 0)
         {
             m_fanoutId = raw->FanoutId(); // the group the other shards join
+            m_xdpGroup = raw->XdpGroup();
         }
         if (raw->LocalIp() != controlIp)
         {

@@ -341,11 +341,11 @@ PerfCommandLine::AddFrameOptions()
           Number(p.cpu, 0, CPU_SETSIZE - 1));
     o.Add("threads",
           "N",
-          "engine shards, each on its own thread, 1..64, udp or raw mode, not AF_XDP (default "
-          "1). The kernel steers each datagram to its shard by destination QPN. A server puts each "
-          "session "
-          "on the least busy shard; a client runs N sessions, one per shard, and adds them up "
-          "(docs/hil.md)",
+          "engine shards, each on its own thread, 1..64, udp or raw mode (default 1). The kernel "
+          "steers each datagram to its shard by destination QPN; with --raw-io xdp shard i reads "
+          "queue i of the device (N queues needed) and passes other shards' frames on. A server "
+          "puts each session on the least busy shard; a client runs N sessions, one per shard, "
+          "and adds them up (docs/hil.md)",
           Number(p.threads, 1, MAX_THREADS));
     o.Add("rto-initial-ms",
           "MS",
@@ -481,10 +481,10 @@ PerfCommandLine::Finish(const std::vector<std::string>& args)
     {
         return "--xdp-mode " + p.xdpMode + " needs --port-mode raw --raw-io xdp";
     }
-    if (p.threads > 1 && (p.portMode == "tap" || p.rawIo == "xdp"))
+    if (p.threads > 1 && p.portMode == "tap")
     {
         return "--threads " + std::to_string(p.threads) +
-               " needs --port-mode udp or raw (the TAP and AF_XDP ports have one queue)";
+               " needs --port-mode udp or raw (the TAP port has one queue)";
     }
     if (p.threads > 1 && !p.server && (!p.results.empty() || !p.telemetry.empty()))
     {

@@ -332,7 +332,8 @@ Session::PrintFinal(Time now)
                 sum.Get(Counter::RX_DUPLICATE));
     std::printf("port: tx %" PRIu64 " rx %" PRIu64 " tx failed %" PRIu64 " rx malformed %" PRIu64
                 " rx ignored %" PRIu64 " rx kernel drops %" PRIu64 " rx backlog ce %" PRIu64
-                "  faults: dropped %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64 "\n",
+                " handed off %" PRIu64 " hand-off drops %" PRIu64 "  faults: dropped %" PRIu64
+                " duplicated %" PRIu64 " reordered %" PRIu64 "\n",
                 pc.txFrames,
                 pc.rxFrames,
                 pc.txFailed,
@@ -340,6 +341,8 @@ Session::PrintFinal(Time now)
                 pc.rxIgnored,
                 pc.rxKernelDrops,
                 pc.rxBacklogMarked,
+                pc.rxHandedOff,
+                pc.rxHandoffDrops,
                 pc.faultDropped,
                 pc.faultDuplicated,
                 pc.faultReordered);
@@ -382,7 +385,8 @@ Session::PrintFinal(Time now)
                 "msgs=%" PRIu64 " bytes=%" PRIu64 " retx=%" PRIu64 " verified=%s errors=%" PRIu64
                 " malformed=%" PRIu64 " malformed_lifetime=%" PRIu64 " data_packets=%" PRIu64
                 " rto=%" PRIu64 " loss_detected=%" PRIu64 " rx_kernel_drops=%" PRIu64
-                " rx_backlog_ce=%" PRIu64 " ecn_echoes=%" PRIu64 "\n",
+                " rx_backlog_ce=%" PRIu64 " ecn_echoes=%" PRIu64 " rx_handoffs=%" PRIu64
+                " rx_handoff_drops=%" PRIu64 "\n",
                 m_client ? "client" : "server",
                 pass ? "PASS" : (m_interrupted && m_errors == 0 ? "INTERRUPTED" : "FAIL"),
                 m_ccfg.transport.c_str(),
@@ -401,7 +405,9 @@ Session::PrintFinal(Time now)
                 sum.Get(Counter::LOSS_DETECTED),
                 pc.rxKernelDrops,
                 pc.rxBacklogMarked,
-                sum.Get(Counter::ECN_ECHO_RECEIVED) + sum.Get(Counter::RX_CNP));
+                sum.Get(Counter::ECN_ECHO_RECEIVED) + sum.Get(Counter::RX_CNP),
+                pc.rxHandedOff,
+                pc.rxHandoffDrops);
     std::fflush(stdout);
     if (m_app.WritesResults())
     {

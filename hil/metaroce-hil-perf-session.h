@@ -113,6 +113,8 @@ CountersSince(const PortCounters& now, const PortCounters& then)
     d.faultReordered = now.faultReordered - then.faultReordered;
     d.rxKernelDrops = now.rxKernelDrops - then.rxKernelDrops;
     d.rxBacklogMarked = now.rxBacklogMarked - then.rxBacklogMarked;
+    d.rxHandedOff = now.rxHandedOff - then.rxHandedOff;
+    d.rxHandoffDrops = now.rxHandoffDrops - then.rxHandoffDrops;
     return d;
 }
 
@@ -534,6 +536,7 @@ class PerfApp
     Time m_connectDeadline{0};                      //!< client: give up connecting
     std::vector<std::unique_ptr<Shard>> m_shards;   //!< engines (created on demand)
     uint32_t m_fanoutId{0};                         //!< raw mode: the shards' fanout group
+    std::shared_ptr<XdpShardGroup> m_xdpGroup;      //!< AF_XDP: what the shards share
     uint32_t m_localIp{0};                          //!< engine address
     std::mutex m_sessionsMutex;                     //!< guards m_sessions
     std::list<std::shared_ptr<Session>> m_sessions; //!< live sessions

@@ -258,6 +258,26 @@ ParseRingTxCopy(const std::string& text, RingTxCopy& mode)
     return true;
 }
 
+uint32_t
+DeviceQueueCount(int fd, const std::string& device, std::string& detail)
+{
+    ethtool_channels channels{};
+    channels.cmd = ETHTOOL_GCHANNELS;
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, device.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(&channels);
+    if (ioctl(fd, SIOCETHTOOL, &ifr) != 0)
+    {
+        detail = std::string("ETHTOOL_GCHANNELS: ") + std::strerror(errno);
+        return 1;
+    }
+    // A veth reports separate rx and tx counts, a NIC mostly combined channels.
+    const uint32_t rx = channels.rx_count + channels.combined_count;
+    const uint32_t tx = channels.tx_count + channels.combined_count;
+    detail = "rx " + std::to_string(rx) + ", tx " + std::to_string(tx);
+    return std::max<uint32_t>(1, std::min(rx, tx));
+}
+
 bool
 LookupNeighbour(const std::string& device, uint32_t ip, MacAddress& mac)
 {
@@ -339,19 +359,86 @@ RawFramePort::Open(boost::asio::io_context& io,
         c.localIp = ntohl(reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr)->sin_addr.s_addr);
     }
     std::unique_ptr<FrameRing> ring;
+    int wakeFd = -1; // AF_XDP shards: this shard's hand-off wake-up
     if (cfg.io == RawIoMode::XDP)
     {
+        if (cfg.shards > 1)
+        {
+            if (cfg.shardIndex >= cfg.shards || (cfg.shardIndex > 0 && !cfg.xdpGroup))
+            {
+                return fail("raw port: AF_XDP shard " + std::to_string(cfg.shardIndex) + " of " +
+                            std::to_string(cfg.shards) + " without its group");
+            }
+            std::string detail;
+            const uint32_t queues = DeviceQueueCount(fd, cfg.device, detail);
+            if (queues < cfg.shards)
+            {
+                const std::string n = std::to_string(cfg.shards);
+                return fail("--threads " + n + " with --raw-io xdp binds one AF_XDP socket to " +
+                            "each of queues 0-" + std::to_string(cfg.shards - 1) + " of " +
+                            cfg.device + ", which has " + std::to_string(queues) + " (" + detail +
+                            "): give it " + n + " queues (a veth: `ip link add ... numrxqueues " +
+                            n + " numtxqueues " + n + " type veth peer ... numrxqueues " + n +
+                            " numtxqueues " + n + "`; a NIC: `ethtool -L " + cfg.device +
+                            " combined " + n + "`) or run fewer threads");
+            }
+            if (!cfg.xdpGroup)
+            {
+                c.xdpGroup = std::make_shared<XdpShardGroup>();
+                std::string why;
+                c.xdpGroup->handoff = ShardHandoff::Create(cfg.shards, XDP_MAX_FRAME, why);
+                if (!c.xdpGroup->handoff)
+                {
+                    return fail(why);
+                }
+            }
+        }
+        XdpMode xdpMode = cfg.xdpMode;
+        if (xdpMode == XdpMode::AUTO && cfg.shards > 1 && cfg.shardIndex == 0 &&
+            DriverName(fd, cfg.device) == "veth")
+        {
+            // A veth hands a frame sent on its queue i to the peer's queue i in native XDP; in
+            // generic XDP they all reached queue 0, so every frame of shard 1 and up was handed
+            // off (docs/hil.md, "Several engine threads"). A veth has no zero-copy either way.
+            xdpMode = XdpMode::NATIVE;
+            spdlog::info("raw port: AF_XDP on veth {} with {} threads: native XDP, so that a "
+                         "frame arrives on the queue of the peer's thread that sent it",
+                         cfg.device,
+                         cfg.shards);
+        }
         // The packet socket served the interface queries; the port polls the AF_XDP socket.
         std::string why;
-        auto xdp = XdpSocket::Open(cfg.device, ifindex, cfg.dataPort, cfg.xdpMode, why);
+        std::shared_ptr<XdpProgram> program = c.xdpGroup ? c.xdpGroup->program : nullptr;
+        auto xdp = XdpSocket::Open(cfg.device,
+                                   ifindex,
+                                   cfg.dataPort,
+                                   xdpMode,
+                                   cfg.shards > 1 ? cfg.shardIndex : 0,
+                                   program,
+                                   why);
         if (!xdp)
         {
             return fail(why);
         }
+        if (c.xdpGroup)
+        {
+            c.xdpGroup->program = program;
+            // Other shards wake this one's loop through its eventfd (the port polls a copy).
+            wakeFd = fcntl(c.xdpGroup->handoff->WakeFd(cfg.shardIndex), F_DUPFD_CLOEXEC, 0);
+            if (wakeFd < 0)
+            {
+                return fail(std::string("the hand-off eventfd: ") + std::strerror(errno));
+            }
+        }
         const int xdpFd = fcntl(xdp->Fd(), F_DUPFD_CLOEXEC, 0);
         if (xdpFd < 0)
         {
-            return fail(std::string("AF_XDP socket: ") + std::strerror(errno));
+            const int err = errno;
+            if (wakeFd >= 0)
+            {
+                close(wakeFd);
+            }
+            return fail(std::string("AF_XDP socket: ") + std::strerror(err));
         }
         close(fd);
         fd = xdpFd;
@@ -407,13 +494,12 @@ RawFramePort::Open(boost::asio::io_context& io,
             return fail(why);
         }
     }
-    if (cfg.shards > 1)
+    if (cfg.shards > 1 && cfg.io != RawIoMode::XDP)
     {
-        if (cfg.io == RawIoMode::XDP || cfg.shardIndex >= cfg.shards)
+        if (cfg.shardIndex >= cfg.shards)
         {
             return fail("raw port: shard " + std::to_string(cfg.shardIndex) + " of " +
-                        std::to_string(cfg.shards) +
-                        (cfg.io == RawIoMode::XDP ? " on AF_XDP (one queue)" : ""));
+                        std::to_string(cfg.shards));
         }
         c.fanoutId = cfg.fanoutId;
         std::string why = JoinQpnFanout(fd, cfg.shards, cfg.shardIndex == 0, c.fanoutId);
@@ -441,7 +527,7 @@ RawFramePort::Open(boost::asio::io_context& io,
         }
     }
     return std::unique_ptr<RawFramePort>(
-        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu, std::move(ring)));
+        new RawFramePort(io, clock, c, fd, guard, ifindex, mac, mtu, std::move(ring), wakeFd));
 }
 
 RawFramePort::RawFramePort(boost::asio::io_context& io,
@@ -452,7 +538,8 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
                            int ifindex,
                            const MacAddress& mac,
                            uint32_t mtu,
-                           std::unique_ptr<FrameRing> ring)
+                           std::unique_ptr<FrameRing> ring,
+                           int handoffWakeFd)
     : m_clock(clock),
       m_cfg(cfg),
       m_sock(io, fd),
@@ -465,8 +552,14 @@ RawFramePort::RawFramePort(boost::asio::io_context& io,
       m_txBuffer(RX_FRAME_MAX),
       m_batch(std::max<uint32_t>(ring ? 1 : cfg.txBatch, 1), mtu + FRAME_HEADERS_SIZE),
       m_ring(std::move(ring)),
-      m_backlogEcn(cfg.backlogEcn)
+      m_backlogEcn(cfg.backlogEcn),
+      m_handoff(cfg.xdpGroup ? cfg.xdpGroup->handoff : nullptr),
+      m_handoffWake(io)
 {
+    if (handoffWakeFd >= 0)
+    {
+        m_handoffWake.assign(handoffWakeFd);
+    }
     if (cfg.busyPollUs > 0)
     {
         int us = int(cfg.busyPollUs);
@@ -535,6 +628,94 @@ RawFramePort::Start(ReceiveHandler onDatagram, BatchHandler onBatch)
     m_onDatagram = std::move(onDatagram);
     m_onBatch = std::move(onBatch);
     DoReceive();
+    DoHandoffWait();
+}
+
+void
+RawFramePort::DoHandoffWait()
+{
+    if (m_closed || !m_handoffWake.is_open())
+    {
+        return;
+    }
+    m_handoffWake.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                             [this](const boost::system::error_code& error) {
+                                 if (error)
+                                 {
+                                     return; // closed
+                                 }
+                                 // Clear the wake-up first: a frame pushed after the drain
+                                 // wakes this loop again.
+                                 uint64_t count = 0;
+                                 [[maybe_unused]] ssize_t n =
+                                     read(m_handoffWake.native_handle(), &count, sizeof(count));
+                                 if (DrainHandoffs(size_t(4) * RX_BATCH) && m_onBatch)
+                                 {
+                                     m_onBatch();
+                                 }
+                                 DoHandoffWait();
+                             });
+}
+
+bool
+RawFramePort::HandOff(const uint8_t* data, size_t len)
+{
+    uint32_t owner = 0;
+    if (!FrameQpnShard(data, len, m_cfg.shards, owner) || owner == m_cfg.shardIndex)
+    {
+        return false; // ours (or too short to say: ours to count as malformed)
+    }
+    if (m_handoff->Ring(m_cfg.shardIndex, owner).Push(data, uint32_t(len)))
+    {
+        ++m_counters.rxHandedOff;
+        m_wakeTargets |= uint64_t(1) << owner;
+    }
+    else
+    {
+        ++m_counters.rxHandoffDrops;
+    }
+    return true;
+}
+
+void
+RawFramePort::WakeHandoffTargets()
+{
+    for (uint32_t shard = 0; m_wakeTargets != 0; ++shard, m_wakeTargets >>= 1)
+    {
+        if (m_wakeTargets & 1)
+        {
+            m_handoff->Wake(shard);
+        }
+    }
+}
+
+bool
+RawFramePort::DrainHandoffs(size_t maxFrames)
+{
+    bool any = false;
+    bool emptied = true;
+    for (uint32_t from = 0; from < m_handoff->Shards() && !m_closed; ++from)
+    {
+        if (from == m_cfg.shardIndex)
+        {
+            continue;
+        }
+        const size_t n = m_handoff->Ring(from, m_cfg.shardIndex)
+                             .Drain(maxFrames, [this, &any](const uint8_t* data, uint32_t length) {
+                                 if (HandleFrame(data, length, false))
+                                 {
+                                     any = true;
+                                 }
+                             });
+        emptied = emptied && n < maxFrames;
+    }
+    if (emptied)
+    {
+        // The hand-off rings are this shard's receive queue too: a run of frames read from
+        // them counts towards --backlog-ecn's depth until they are found empty.
+        m_backlogEcn.OnQueueEmpty();
+    }
+    return any;
 }
 
 void
@@ -581,7 +762,7 @@ RawFramePort::ReceiveNow(int maxRounds)
         // As many frames per wake-up as the socket path reads, then let timers run.
         const size_t most = size_t(maxRounds) * RX_BATCH;
         if (m_ring->Receive(most, [this, &any](const RingFrame& f) {
-                if (f.packetType != PACKET_OUTGOING &&
+                if (f.packetType != PACKET_OUTGOING && !(m_handoff && HandOff(f.data, f.length)) &&
                     HandleFrame(f.data, f.length, f.length < f.wireLength))
                 {
                     any = true;
@@ -589,6 +770,11 @@ RawFramePort::ReceiveNow(int maxRounds)
             }) < most)
         {
             m_backlogEcn.OnQueueEmpty(); // the ring had no more
+        }
+        if (m_handoff)
+        {
+            WakeHandoffTargets();
+            any = DrainHandoffs(most) || any;
         }
     }
     else
@@ -909,6 +1095,7 @@ RawFramePort::Close()
     m_closed = true;
     boost::system::error_code ignored;
     m_sock.close(ignored);
+    m_handoffWake.close(ignored);
     if (m_guardFd >= 0)
     {
         close(m_guardFd);

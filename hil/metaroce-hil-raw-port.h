@@ -9,6 +9,7 @@
 
 #include "metaroce-hil-backlog-ecn.h"
 #include "metaroce-hil-clock.h"
+#include "metaroce-hil-frame-handoff.h"
 #include "metaroce-hil-frame-port.h"
 #include "metaroce-hil-log.h"
 #include "metaroce-hil-packet-ring.h"
@@ -69,6 +70,13 @@ bool ParseRingTxCopy(const std::string& text, RingTxCopy& mode);
 /// kernel gives each slot back within the send() that sent it, docs/hil.md).
 constexpr uint32_t VETH_TX_RING_SLOTS = 32;
 
+/// What the AF_XDP ports of one process's shards share (RawIoMode::XDP with shards > 1).
+struct XdpShardGroup
+{
+    std::shared_ptr<XdpProgram> program;   //!< the XDP program attached to the device
+    std::shared_ptr<ShardHandoff> handoff; //!< frames a shard received for another shard
+};
+
 /// Settings of a RawFramePort.
 struct RawPortConfig
 {
@@ -92,12 +100,16 @@ struct RawPortConfig
      * Ports of one process on the same device (the shards of --threads): the group's size.
      * Their packet sockets join one PACKET_FANOUT group whose classic BPF program picks the
      * member by the BTH's destination QPN, (QPN - FIRST_QPN) mod shards, as the UDP port's
-     * SO_REUSEPORT group does. Open them in shardIndex order. 1: no group. Not with
-     * RawIoMode::XDP (one queue).
+     * SO_REUSEPORT group does. Open them in shardIndex order. 1: no group. With
+     * RawIoMode::XDP shard i binds its AF_XDP socket to queue i of the device (which needs
+     * \c shards queues), and a frame a shard receives for another shard's QPN goes to that
+     * shard through a hand-off ring (ShardHandoff).
      */
     uint32_t shards{1};
     uint32_t shardIndex{0}; //!< this port's place in the group (see shards)
     uint32_t fanoutId{0};   //!< shardIndex > 0: the group (FanoutId() of shard 0's port)
+    /// RawIoMode::XDP, shardIndex > 0: the group (XdpGroup() of shard 0's port).
+    std::shared_ptr<XdpShardGroup> xdpGroup;
 };
 
 /// Transport datagrams in Ethernet frames on an AF_PACKET socket.
@@ -132,6 +144,12 @@ class RawFramePort : public FramePort
     uint32_t FanoutId() const
     {
         return m_cfg.fanoutId;
+    }
+
+    /// \return what the AF_XDP shards share (RawIoMode::XDP with shards > 1), else nullptr.
+    const std::shared_ptr<XdpShardGroup>& XdpGroup() const
+    {
+        return m_cfg.xdpGroup;
     }
 
     void Start(ReceiveHandler onDatagram, BatchHandler onBatch) override;
@@ -177,6 +195,7 @@ class RawFramePort : public FramePort
     }
 
   private:
+    /// (Open() does the set-up; \p handoffWakeFd: AF_XDP shards' wake-up, the port's, or -1.)
     RawFramePort(boost::asio::io_context& io,
                  const HostClock& clock,
                  const RawPortConfig& cfg,
@@ -185,7 +204,8 @@ class RawFramePort : public FramePort
                  int ifindex,
                  const MacAddress& mac,
                  uint32_t mtu,
-                 std::unique_ptr<FrameRing> ring);
+                 std::unique_ptr<FrameRing> ring,
+                 int handoffWakeFd);
 
     /// \return the MAC of \p ip, or nullptr if unknown.
     const MacAddress* Resolve(uint32_t ip);
@@ -197,6 +217,17 @@ class RawFramePort : public FramePort
     bool ReceiveBatches(int maxRounds);
     /// Hand up one received frame of \p len bytes. \return true if it was a datagram for us.
     bool HandleFrame(const uint8_t* data, size_t len, bool truncated);
+    /**
+     * AF_XDP shards: pass a frame whose QPN another shard owns to that shard's hand-off ring.
+     * \return true if the frame was another shard's (handed off or dropped)
+     */
+    bool HandOff(const uint8_t* data, size_t len);
+    /// Wake the shards HandOff() gave frames since the last call.
+    void WakeHandoffTargets();
+    /// Hand up up to \p maxFrames frames other shards handed to this one. \return true if any.
+    bool DrainHandoffs(size_t maxFrames);
+    /// Wait for another shard's wake-up (the eventfd).
+    void DoHandoffWait();
     /// Queue the frame in m_txBuffer in the transmit ring.
     SendStatus SendToRing(size_t len, uint64_t datagramLen);
     /// Mark the ring's current slot, holding a frame of \p len bytes, ready to send.
@@ -227,6 +258,9 @@ class RawFramePort : public FramePort
     bool m_closed{false};                         //!< Close() was called
     RateLimiter m_errorLog;                       //!< error lines
     RateLimiter m_malformedLog;                   //!< malformed-frame lines
+    std::shared_ptr<ShardHandoff> m_handoff;      //!< AF_XDP shards: the hand-off rings
+    boost::asio::posix::stream_descriptor m_handoffWake; //!< this shard's eventfd (a dup)
+    uint64_t m_wakeTargets{0};                           //!< shards to wake (bit i: shard i)
 };
 
 /**
@@ -234,6 +268,14 @@ class RawFramePort : public FramePort
  * \return true with \p mac set if a complete entry exists
  */
 bool LookupNeighbour(const std::string& device, uint32_t ip, MacAddress& mac);
+
+/**
+ * The queues of \p device that an AF_XDP socket can bind: the smaller of its receive and
+ * transmit queue counts (ETHTOOL_GCHANNELS; a device without it counts as one queue).
+ * \param fd any socket (for the ioctl)
+ * \param[out] detail the counts, for messages ("rx 2, tx 2")
+ */
+uint32_t DeviceQueueCount(int fd, const std::string& device, std::string& detail);
 
 } // namespace hil
 } // namespace metaroce

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <spdlog/spdlog.h>
 #include <vector>
 
@@ -66,7 +67,30 @@ KeepLibbpfMessage(enum libbpf_print_level level, const char* format, va_list arg
 
 } // namespace
 
-/// The libxdp and libbpf state of one socket.
+/// The XDP program attached to one interface, and its maps.
+class XdpProgram
+{
+  public:
+    ~XdpProgram()
+    {
+        if (link >= 0)
+        {
+            close(link); // detaches the program
+        }
+        if (object)
+        {
+            bpf_object__close(object);
+        }
+    }
+
+    bpf_object* object{nullptr};    //!< the XDP program and its maps
+    int link{-1};                   //!< the BPF link that attaches the program
+    int xsksFd{-1};                 //!< its XSKMAP (queue -> socket)
+    XdpMode mode{XdpMode::GENERIC}; //!< how the program is attached and the sockets bound
+    bool frags{false};              //!< the program is the xdp.frags entry point
+};
+
+/// The libxdp state of one socket.
 class XdpSocket::Impl
 {
   public:
@@ -79,14 +103,6 @@ class XdpSocket::Impl
         if (umem)
         {
             xsk_umem__delete(umem);
-        }
-        if (link >= 0)
-        {
-            close(link); // detaches the program
-        }
-        if (object)
-        {
-            bpf_object__close(object);
         }
         if (area != MAP_FAILED)
         {
@@ -112,23 +128,21 @@ class XdpSocket::Impl
         xsk_ring_cons__release(&comp, n);
     }
 
-    std::string ifname;             //!< interface
-    int ifindex{0};                 //!< its index
-    bpf_object* object{nullptr};    //!< the XDP program and its maps
-    int link{-1};                   //!< the BPF link that attaches the program
-    void* area{MAP_FAILED};         //!< UMEM
-    xsk_umem* umem{nullptr};        //!< UMEM registration
-    xsk_socket* xsk{nullptr};       //!< the socket
-    xsk_ring_prod fill{};           //!< chunks given to the kernel to receive into
-    xsk_ring_cons comp{};           //!< chunks the kernel has sent
-    xsk_ring_cons rx{};             //!< received frames
-    xsk_ring_prod tx{};             //!< frames to send
-    std::vector<uint64_t> freeTx;   //!< chunks free for sending
-    std::vector<uint64_t> refill;   //!< Receive() scratch
-    uint32_t pending{0};            //!< frames submitted, not yet kicked
-    uint64_t droppedBefore{0};      //!< XDP_STATISTICS drops already reported
-    XdpMode mode{XdpMode::GENERIC}; //!< how the program and socket are attached
-    bool frags{false};              //!< the program is the xdp.frags entry point
+    std::shared_ptr<XdpProgram> program; //!< the attached program (released after the socket)
+    std::string ifname;                  //!< interface
+    int ifindex{0};                      //!< its index
+    uint32_t queue{0};                   //!< the queue the socket is bound to
+    void* area{MAP_FAILED};              //!< UMEM
+    xsk_umem* umem{nullptr};             //!< UMEM registration
+    xsk_socket* xsk{nullptr};            //!< the socket
+    xsk_ring_prod fill{};                //!< chunks given to the kernel to receive into
+    xsk_ring_cons comp{};                //!< chunks the kernel has sent
+    xsk_ring_cons rx{};                  //!< received frames
+    xsk_ring_prod tx{};                  //!< frames to send
+    std::vector<uint64_t> freeTx;        //!< chunks free for sending
+    std::vector<uint64_t> refill;        //!< Receive() scratch
+    uint32_t pending{0};                 //!< frames submitted, not yet kicked
+    uint64_t droppedBefore{0};           //!< XDP_STATISTICS drops already reported
 };
 
 namespace
@@ -160,6 +174,8 @@ XdpSocket::Open(const std::string& ifname,
                 int ifindex,
                 uint16_t dataPort,
                 XdpMode mode,
+                uint32_t queue,
+                std::shared_ptr<XdpProgram>& program,
                 std::string& error)
 {
     libbpf_set_print(KeepLibbpfMessage);
@@ -167,25 +183,40 @@ XdpSocket::Open(const std::string& ifname,
     bool driverRefused = false; // the driver refused native XDP or the zero-copy bind
     bool notPermitted = false;  // a call was refused for want of privileges
     bool tryFrags = false;      // the plain entry point's attach was refused in this mode
-    for (const Attempt& attempt : ATTEMPTS)
+    // Another queue of an interface whose program this process attached: bind the same way.
+    const Attempt same[] = {{program ? program->mode : mode, program && program->frags}};
+    const Attempt* attempts = program ? same : ATTEMPTS;
+    const size_t count = program ? std::size(same) : std::size(ATTEMPTS);
+    for (size_t i = 0; i < count; ++i)
     {
-        if (mode == XdpMode::AUTO ? attempt.mode == XdpMode::NATIVE : mode != attempt.mode)
+        const Attempt& attempt = attempts[i];
+        if (!program &&
+            (mode == XdpMode::AUTO ? attempt.mode == XdpMode::NATIVE : mode != attempt.mode))
         {
             continue;
         }
         // The xdp.frags entry point only where the driver refused to attach the plain one (a
         // veth whose MTU exceeds a page): on a NIC each attach and detach may reset its rings.
-        if (attempt.frags && !tryFrags)
+        if (!program && attempt.frags && !tryFrags)
         {
             continue;
         }
         std::string why;
         XdpStage failedAt = XdpStage::NONE;
         int err = 0;
-        std::unique_ptr<Impl> impl =
-            TryOpen(ifname, ifindex, dataPort, attempt.mode, attempt.frags, why, failedAt, err);
+        std::unique_ptr<Impl> impl = TryOpen(ifname,
+                                             ifindex,
+                                             dataPort,
+                                             attempt.mode,
+                                             attempt.frags,
+                                             queue,
+                                             program,
+                                             why,
+                                             failedAt,
+                                             err);
         if (impl)
         {
+            program = impl->program;
             if (!reasons.empty())
             {
                 spdlog::info("AF_XDP on {}: {} (passed over: {})",
@@ -229,6 +260,8 @@ XdpSocket::TryOpen(const std::string& ifname,
                    uint16_t dataPort,
                    XdpMode mode,
                    bool frags,
+                   uint32_t queue,
+                   std::shared_ptr<XdpProgram> program,
                    std::string& error,
                    XdpStage& failedAt,
                    int& failedErrno)
@@ -236,8 +269,7 @@ XdpSocket::TryOpen(const std::string& ifname,
     auto impl = std::make_unique<Impl>();
     impl->ifname = ifname;
     impl->ifindex = ifindex;
-    impl->mode = mode;
-    impl->frags = frags;
+    impl->queue = queue;
     failedAt = XdpStage::SETUP;
     auto fail = [&](const std::string& what, int err) {
         failedErrno = err;
@@ -249,59 +281,66 @@ XdpSocket::TryOpen(const std::string& ifname,
         return nullptr;
     };
     g_libbpfMessage.clear();
-    impl->object = bpf_object__open_mem(METAROCE_XSK_FILTER_OBJECT,
-                                        sizeof(METAROCE_XSK_FILTER_OBJECT),
-                                        nullptr);
-    if (!impl->object)
-    {
-        return fail("opening the XDP program", errno);
-    }
-    // Load only this attempt's entry point: a kernel without multi-buffer XDP (before 5.18)
-    // refuses an xdp.frags program, and the object's load would fail with it.
-    if (bpf_program* unused = bpf_object__find_program_by_name(impl->object,
-                                                               frags ? "metaroce_xsk_filter"
-                                                                     : "metaroce_xsk_filter_frags"))
-    {
-        bpf_program__set_autoload(unused, false);
-    }
-    if (int err = bpf_object__load(impl->object); err != 0)
-    {
-        return fail("loading the XDP program", -err);
-    }
-    bpf_program* prog = bpf_object__find_program_by_name(impl->object,
-                                                         frags ? "metaroce_xsk_filter_frags"
-                                                               : "metaroce_xsk_filter");
-    const int configFd = bpf_object__find_map_fd_by_name(impl->object, "config");
-    const int xsksFd = bpf_object__find_map_fd_by_name(impl->object, "xsks_map");
-    if (!prog || configFd < 0 || xsksFd < 0)
-    {
-        return fail("the embedded XDP program lacks its program or maps", EINVAL);
-    }
-    const uint32_t key = 0;
-    const uint32_t port = dataPort;
-    if (bpf_map_update_elem(configFd, &key, &port, BPF_ANY) != 0)
-    {
-        return fail("setting the data port", errno);
-    }
-    // A BPF link never replaces another program, and the kernel detaches ours when the link's
-    // descriptor closes, also when the process dies. Generic (SKB) mode: every driver has it,
-    // veth included; native (driver) mode: the driver's own XDP hook.
     const uint32_t xdpFlags = mode == XdpMode::GENERIC ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
-    LIBBPF_OPTS(bpf_link_create_opts, linkOptions, .flags = xdpFlags);
-    failedAt = XdpStage::ATTACH;
-    impl->link = bpf_link_create(bpf_program__fd(prog), ifindex, BPF_XDP, &linkOptions);
-    if (impl->link < 0)
+    if (!program)
     {
-        const int err = errno;
-        if (err == EBUSY || err == EEXIST)
+        program = std::make_shared<XdpProgram>();
+        program->mode = mode;
+        program->frags = frags;
+        program->object = bpf_object__open_mem(METAROCE_XSK_FILTER_OBJECT,
+                                               sizeof(METAROCE_XSK_FILTER_OBJECT),
+                                               nullptr);
+        if (!program->object)
         {
-            return fail("attaching the XDP program (the interface has one already)", err);
+            return fail("opening the XDP program", errno);
         }
-        return fail(mode == XdpMode::GENERIC
-                        ? std::string("attaching the XDP program")
-                        : std::string("attaching the XDP program in the driver (native XDP)"),
-                    err);
+        // Load only this attempt's entry point: a kernel without multi-buffer XDP (before 5.18)
+        // refuses an xdp.frags program, and the object's load would fail with it.
+        if (bpf_program* unused = bpf_object__find_program_by_name(
+                program->object,
+                frags ? "metaroce_xsk_filter" : "metaroce_xsk_filter_frags"))
+        {
+            bpf_program__set_autoload(unused, false);
+        }
+        if (int err = bpf_object__load(program->object); err != 0)
+        {
+            return fail("loading the XDP program", -err);
+        }
+        bpf_program* prog = bpf_object__find_program_by_name(program->object,
+                                                             frags ? "metaroce_xsk_filter_frags"
+                                                                   : "metaroce_xsk_filter");
+        const int configFd = bpf_object__find_map_fd_by_name(program->object, "config");
+        program->xsksFd = bpf_object__find_map_fd_by_name(program->object, "xsks_map");
+        if (!prog || configFd < 0 || program->xsksFd < 0)
+        {
+            return fail("the embedded XDP program lacks its program or maps", EINVAL);
+        }
+        const uint32_t key = 0;
+        const uint32_t port = dataPort;
+        if (bpf_map_update_elem(configFd, &key, &port, BPF_ANY) != 0)
+        {
+            return fail("setting the data port", errno);
+        }
+        // A BPF link never replaces another program, and the kernel detaches ours when the
+        // link's descriptor closes, also when the process dies. Generic (SKB) mode: every
+        // driver has it, veth included; native (driver) mode: the driver's own XDP hook.
+        LIBBPF_OPTS(bpf_link_create_opts, linkOptions, .flags = xdpFlags);
+        failedAt = XdpStage::ATTACH;
+        program->link = bpf_link_create(bpf_program__fd(prog), ifindex, BPF_XDP, &linkOptions);
+        if (program->link < 0)
+        {
+            const int err = errno;
+            if (err == EBUSY || err == EEXIST)
+            {
+                return fail("attaching the XDP program (the interface has one already)", err);
+            }
+            return fail(mode == XdpMode::GENERIC
+                            ? std::string("attaching the XDP program")
+                            : std::string("attaching the XDP program in the driver (native XDP)"),
+                        err);
+        }
     }
+    impl->program = program;
     failedAt = XdpStage::SETUP;
     const size_t bytes = size_t(CHUNK) * (RX_CHUNKS + TX_CHUNKS);
     impl->area = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -329,7 +368,7 @@ XdpSocket::TryOpen(const std::string& ifname,
     failedAt = XdpStage::BIND;
     if (int err = xsk_socket__create(&impl->xsk,
                                      ifname.c_str(),
-                                     0,
+                                     queue,
                                      impl->umem,
                                      &impl->rx,
                                      &impl->tx,
@@ -337,14 +376,14 @@ XdpSocket::TryOpen(const std::string& ifname,
         err != 0)
     {
         impl->xsk = nullptr;
+        const std::string q = "queue " + std::to_string(queue);
         return fail(mode == XdpMode::ZEROCOPY
-                        ? std::string("a zero-copy socket on queue 0 (the driver's AF_XDP "
-                                      "zero-copy support)")
-                        : std::string("socket on queue 0"),
+                        ? "a zero-copy socket on " + q + " (the driver's AF_XDP zero-copy support)"
+                        : "socket on " + q,
                     -err);
     }
     failedAt = XdpStage::SETUP;
-    if (int err = xsk_socket__update_xskmap(impl->xsk, xsksFd); err != 0)
+    if (int err = xsk_socket__update_xskmap(impl->xsk, program->xsksFd); err != 0)
     {
         return fail("registering the socket with the XDP program", -err);
     }
@@ -372,7 +411,7 @@ XdpSocket::TryOpen(const std::string& ifname,
 XdpMode
 XdpSocket::Mode() const
 {
-    return m_impl->mode;
+    return m_impl->program->mode;
 }
 
 int
@@ -498,22 +537,33 @@ std::string
 XdpSocket::Describe() const
 {
     const Impl& s = *m_impl;
-    const char* how = s.mode == XdpMode::ZEROCOPY ? "AF_XDP zero-copy (native XDP"
-                      : s.mode == XdpMode::NATIVE ? "AF_XDP copy mode (native XDP"
-                                                  : "AF_XDP copy mode (generic XDP";
-    return std::string(how) + (s.frags ? ", xdp.frags program" : "") + ") queue 0, UMEM " +
-           std::to_string(RX_CHUNKS) + "+" + std::to_string(TX_CHUNKS) + " x 4 KiB, frames up to " +
-           std::to_string(XDP_MAX_FRAME);
+    const XdpMode mode = s.program->mode;
+    const char* how = mode == XdpMode::ZEROCOPY ? "AF_XDP zero-copy (native XDP"
+                      : mode == XdpMode::NATIVE ? "AF_XDP copy mode (native XDP"
+                                                : "AF_XDP copy mode (generic XDP";
+    return std::string(how) + (s.program->frags ? ", xdp.frags program" : "") + ") queue " +
+           std::to_string(s.queue) + ", UMEM " + std::to_string(RX_CHUNKS) + "+" +
+           std::to_string(TX_CHUNKS) + " x 4 KiB, frames up to " + std::to_string(XDP_MAX_FRAME);
 }
 
 #else // no AF_XDP in this build
+
+class XdpProgram
+{
+};
 
 class XdpSocket::Impl
 {
 };
 
 std::unique_ptr<XdpSocket>
-XdpSocket::Open(const std::string& ifname, int, uint16_t, XdpMode, std::string& error)
+XdpSocket::Open(const std::string& ifname,
+                int,
+                uint16_t,
+                XdpMode,
+                uint32_t,
+                std::shared_ptr<XdpProgram>&,
+                std::string& error)
 {
     error = "AF_XDP on " + ifname +
             ": this build has no AF_XDP support (it needs libxdp-dev, libbpf-dev and clang at "

@@ -14,14 +14,15 @@
 
 /**
  * \file
- * The raw port's AF_XDP backend (--raw-io xdp): an AF_XDP socket on queue 0 of the interface,
- * through libxdp's xsk API, and a small XDP program of our own (hil/bpf/, loaded with libbpf)
- * that hands IPv4/UDP datagrams to the data port to the socket and passes everything else (ARP,
- * the TCP control plane) to the kernel. Three ways to attach (XdpMode): zero-copy in the
- * driver's own XDP where the driver supports AF_XDP zero-copy, copy mode in the driver's own
- * (native) XDP, and copy mode in generic (SKB) XDP, which every interface has, veth included.
- * The default takes zero-copy where the driver has it, else generic XDP. Frames are at most
- * one 4 KiB UMEM chunk less the kernel's headroom.
+ * The raw port's AF_XDP backend (--raw-io xdp): an AF_XDP socket on one receive queue of the
+ * interface, through libxdp's xsk API, and a small XDP program of our own (hil/bpf/, loaded with
+ * libbpf) that hands IPv4/UDP datagrams to the data port to the socket of the queue they arrived
+ * on and passes everything else (ARP, the TCP control plane) to the kernel. The engine shards of
+ * --threads share one attached program (XdpProgram) and each bind a socket to their own queue.
+ * Three ways to attach (XdpMode): zero-copy in the driver's own XDP where the driver supports
+ * AF_XDP zero-copy, copy mode in the driver's own (native) XDP, and copy mode in generic (SKB) XDP,
+ * which every interface has, veth included. The default takes zero-copy where the driver has it,
+ * else generic XDP. Frames are at most one 4 KiB UMEM chunk less the kernel's headroom.
  */
 
 namespace metaroce
@@ -47,23 +48,33 @@ const char* XdpModeName(XdpMode mode);
 /// Largest frame the AF_XDP backend carries (a 4 KiB UMEM chunk less XDP_PACKET_HEADROOM).
 constexpr uint32_t XDP_MAX_FRAME = 4096 - 256;
 
-/// An AF_XDP socket with its UMEM and XDP program, as a FrameRing.
+/// The XDP program attached to an interface, shared by the sockets of its queues.
+class XdpProgram;
+
+/// An AF_XDP socket with its UMEM, on one queue, as a FrameRing.
 class XdpSocket : public FrameRing
 {
   public:
     /**
-     * Attach the XDP program to \p ifname and open an AF_XDP socket on its queue 0.
+     * Open an AF_XDP socket on queue \p queue of \p ifname. Without \p program, attach the XDP
+     * program first and set \p program to it; with it (the program another socket of this
+     * process attached to the same interface), bind the way that socket did and register with
+     * it. The program stays attached while a socket holds it.
      * \param dataPort UDP port whose datagrams go to the socket
      * \param mode how to attach; XdpMode::AUTO tries each way in turn and logs (at info) why
-     *        each one it passed over was refused
+     *        each one it passed over was refused (ignored with \p program)
+     * \param queue the receive (and transmit) queue to bind
+     * \param[in,out] program the attached program, or nullptr to attach one
      * \param[out] error why it failed (not built, no privileges, another XDP program, a driver
-     *        without native XDP or zero-copy, ...; for AUTO, every way's reason)
+     *        without native XDP or zero-copy, no such queue, ...; for AUTO, every way's reason)
      * \return the socket, or nullptr
      */
     static std::unique_ptr<XdpSocket> Open(const std::string& ifname,
                                            int ifindex,
                                            uint16_t dataPort,
                                            XdpMode mode,
+                                           uint32_t queue,
+                                           std::shared_ptr<XdpProgram>& program,
                                            std::string& error);
 
     /// \return the way the socket is attached (never XdpMode::AUTO).
@@ -105,7 +116,8 @@ class XdpSocket : public FrameRing
         BIND,   //!< creating and binding the socket
     };
     /**
-     * One way of attaching (\p mode not AUTO; \p frags: the xdp.frags entry point).
+     * One way of attaching (\p mode not AUTO; \p frags: the xdp.frags entry point), and a
+     * socket on \p queue; with \p program, that program (attached already) instead.
      * \param[out] error why it failed
      * \param[out] failedAt where it failed
      * \param[out] failedErrno the refusing call's error number
@@ -116,6 +128,8 @@ class XdpSocket : public FrameRing
                                          uint16_t dataPort,
                                          XdpMode mode,
                                          bool frags,
+                                         uint32_t queue,
+                                         std::shared_ptr<XdpProgram> program,
                                          std::string& error,
                                          XdpStage& failedAt,
                                          int& failedErrno);

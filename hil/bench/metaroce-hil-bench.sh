@@ -15,12 +15,16 @@
 # 4. The raw port's AF_XDP backend (--raw-io xdp) in generic and native XDP against the V2 ring
 #    and the blast, at engine MTU 3584 (AF_XDP's frame limit): goodput, CPU of both processes.
 #    Section "HIL raw port: AF_XDP generic, native and the V2 ring" of docs/benchmarks.md.
+# 5. (PARTS=xdp-threads) AF_XDP with --threads 1 and --threads 2 on both sides, alternated in
+#    each round, over a second veth pair with two queues per device (shard i reads queue i),
+#    in generic and native XDP: goodput, CPU per GB, and the frames handed between shards.
+#    Section "HIL AF_XDP with several engine threads".
 #
 #   sudo hil/bench/metaroce-hil-bench.sh [BUILD_DIR] [SECONDS] [ROUNDS]
 #
 # BUILD_DIR defaults to build/, SECONDS (per veth measurement) to 3, ROUNDS (repetitions of
 # part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder"
-# by default; any of veth, forwarder, threads, xdp), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
+# by default; any of veth, forwarder, threads, xdp, xdp-threads), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
 # FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
 # metaroce-perf sides in part 1, e.g. "--udp-gso off"), FWD_SERVER_EXTRA (options added to the
 # receiving metaroce-perf of part 2, e.g. "--backlog-ecn 0"), WRITE_DOC (0: print the sections, do
@@ -45,6 +49,8 @@ NS_B=mr-hil-bench-$$-b
 NS_M=mr-hil-bench-$$-m
 NS_FA=mr-hil-bench-$$-fa
 NS_FB=mr-hil-bench-$$-fb
+NS_QA=mr-hil-bench-$$-qa
+NS_QB=mr-hil-bench-$$-qb
 
 for prog in metaroce-perf metaroce-udp-blast; do
     [[ -x $BIN/$prog ]] || { echo "missing $BIN/$prog: build first" >&2; exit 1; }
@@ -52,7 +58,9 @@ done
 [[ $(id -u) -eq 0 ]] || { echo "needs root (network namespaces, AF_PACKET)" >&2; exit 1; }
 
 cleanup() {
-    for ns in "$NS_A" "$NS_B" "$NS_M" "$NS_FA" "$NS_FB"; do ip netns del "$ns" 2>/dev/null || true; done
+    for ns in "$NS_A" "$NS_B" "$NS_M" "$NS_FA" "$NS_FB" "$NS_QA" "$NS_QB"; do
+        ip netns del "$ns" 2>/dev/null || true
+    done
 }
 trap cleanup EXIT
 ip netns add "$NS_A"
@@ -131,6 +139,12 @@ perf_run() {
     PERF_BYTES=$(total bytes </tmp/bench-client.$$)
     PERF_CPU=$(cat /tmp/bench-server.$$ /tmp/bench-client.$$ | sed -n 's/^CPU \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' |
         awk '{ s += $1 + $2 } END { printf "%.2f", s }')
+    # Sums over every session's RESULT line (AF_XDP shards: frames handed to another shard).
+    sum() { sed -n 's/^RESULT.* '"$1"'=\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }'; }
+    PERF_DATA=$(sum data_packets </tmp/bench-client.$$)
+    PERF_HANDOFF_S=$(sum rx_handoffs </tmp/bench-server.$$)
+    PERF_HANDOFF_C=$(sum rx_handoffs </tmp/bench-client.$$)
+    PERF_HANDOFF_DROPS=$(cat /tmp/bench-server.$$ /tmp/bench-client.$$ | sum rx_handoff_drops)
     rm -f /tmp/bench-server.$$ /tmp/bench-client.$$
 }
 
@@ -189,6 +203,7 @@ PY
 }
 
 CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 if [[ " $PARTS " == *" veth "* ]]; then
 ROWS=""
@@ -306,6 +321,61 @@ MD
 )
 write_section "$SECTION"
 MTU=$SAVED_MTU
+fi
+
+if [[ " $PARTS " == *" xdp-threads "* ]]; then
+# A second veth pair with two queues per device, so that shard i of each side has queue i; the
+# other parts keep their one-queue pair. perf_run and blast use NS_A and NS_B: point them here.
+ip netns add "$NS_QA"; ip netns add "$NS_QB"
+ip link add va netns "$NS_QA" mtu 9000 numrxqueues 2 numtxqueues 2 type veth peer name vb \
+    netns "$NS_QB" mtu 9000 numrxqueues 2 numtxqueues 2
+ip -n "$NS_QA" addr add 10.250.1.1/24 dev va
+ip -n "$NS_QB" addr add 10.250.1.2/24 dev vb
+ip -n "$NS_QA" link set va up; ip -n "$NS_QB" link set vb up
+ip -n "$NS_QA" link set lo up; ip -n "$NS_QB" link set lo up
+SAVED_NS_A=$NS_A; SAVED_NS_B=$NS_B; NS_A=$NS_QA; NS_B=$NS_QB
+SAVED_MTU=$MTU
+MTU=3584
+ROWS=""
+for round in $(seq 1 "$ROUNDS"); do
+    echo "round $round: plain UDP blast..."
+    blast
+    ROWS+="| $round | plain UDP blast (received) | - | $BLAST_RECV | 1.00 | - | - | - | - | - | - |"$'\n'
+    for transport in metaroce rocev2; do
+        for mode in raw-xdp-generic raw-xdp-native; do
+            for threads in 1 2; do
+                echo "round $round: metaroce-perf $transport $mode --threads $threads..."
+                PERF_THREADS=$threads perf_run "$transport" "$mode"
+                per_gb=$(python3 -c "import sys; c, b = map(float, sys.argv[1:]); print(f'{c / (b / 1e9):.2f}' if b else '-')" "${PERF_CPU:-0}" "${PERF_BYTES:-0}")
+                share=$(python3 -c "import sys; h, d = map(float, sys.argv[1:]); print(f'{100 * h / d:.0f}%' if d else '-')" "${PERF_HANDOFF_S:-0}" "${PERF_DATA:-0}")
+                ROWS+="| $round | metaroce-perf, $transport, AF_XDP ${mode#raw-xdp-} XDP | $threads | $PERF_GBPS | $(ratio "$PERF_GBPS" "$BLAST_RECV") | $PERF_CPU | $per_gb | $PERF_HANDOFF_S ($share) / $PERF_HANDOFF_C | $PERF_HANDOFF_DROPS | $PERF_RETX | $PERF_STATUS |"$'\n'
+            done
+        done
+    done
+done
+SECTION=$(cat <<MD
+## HIL AF_XDP with several engine threads
+
+Measured by \`hil/bench/metaroce-hil-bench.sh\` (PARTS=xdp-threads) on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
+kernel $(uname -r), load average before the run: ${LOAD_BEFORE:-not recorded}): a veth pair with two
+queues per device (\`numrxqueues 2 numtxqueues 2\`) between two namespaces, raw port with
+\`--raw-io xdp\`, engine MTU $MTU, ${SECONDS_PER_RUN} s per measurement, messages of $SIZE bytes, RDMA
+WRITE with immediate, 1 connection and 1 stream per session, MetaRoCE with 8 paths. \`--threads 1\`
+and \`--threads 2\` on both sides alternate within each round. With two threads shard i binds its
+AF_XDP socket to queue i; the client runs two sessions, one per shard. "Hand-offs" are the frames
+the server's shards received on their queue for the other shard's QPN (and their share of the
+client's data packets) / the same at the client; "drops": hand-offs lost to a full ring. "CPU" is
+the user plus system time of both processes, "CPU s / GB" that per GB delivered. Ratio: goodput
+over the blast of the same round. Extra metaroce-perf options: \`${PERF_EXTRA[*]:-none}\`.
+
+| Round | Sender | Threads | Goodput (Gb/s) | Ratio | CPU (s) | CPU s / GB | Hand-offs server (share) / client | Hand-off drops | Retransmissions | Verified |
+| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+$ROWS
+MD
+)
+write_section "$SECTION"
+MTU=$SAVED_MTU
+NS_A=$SAVED_NS_A; NS_B=$SAVED_NS_B
 fi
 
 if [[ " $PARTS " == *" forwarder "* ]]; then

@@ -78,7 +78,7 @@ NetnsPair::Unavailable()
     return "";
 }
 
-NetnsPair::NetnsPair(int mtu, bool middle)
+NetnsPair::NetnsPair(int mtu, bool middle, int queues)
 {
     m_why = Unavailable();
     if (!m_why.empty())
@@ -112,8 +112,11 @@ NetnsPair::NetnsPair(int mtu, bool middle)
     }
     else
     {
-        steps.push_back("ip link add va netns " + m_a + " mtu " + m +
-                        " type veth peer name vb netns " + m_b + " mtu " + m);
+        const std::string q = queues > 1 ? " numrxqueues " + std::to_string(queues) +
+                                               " numtxqueues " + std::to_string(queues)
+                                         : "";
+        steps.push_back("ip link add va netns " + m_a + " mtu " + m + q +
+                        " type veth peer name vb netns " + m_b + " mtu " + m + q);
     }
     steps.insert(steps.end(),
                  {

@@ -36,8 +36,11 @@ namespace test
 class NetnsPair
 {
   public:
-    /// Create the namespaces; Ok() says whether it worked, Why() why not.
-    explicit NetnsPair(int mtu = 9000, bool middle = false);
+    /**
+     * Create the namespaces; Ok() says whether it worked, Why() why not.
+     * \param queues receive and transmit queues of each veth device (without \p middle)
+     */
+    explicit NetnsPair(int mtu = 9000, bool middle = false, int queues = 1);
     /// Remove the namespaces (and with them the veth pair).
     ~NetnsPair();
     NetnsPair(const NetnsPair&) = delete;
