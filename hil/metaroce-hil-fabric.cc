@@ -54,6 +54,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
 
@@ -643,7 +644,14 @@ main(int argc, char* argv[])
         server->Stop(); // no control action reaches the simulation any more
     }
 
-    std::printf("---- metaroce-hil-fabric summary: %.3f s simulated ----\n", simSeconds);
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const double cpuSeconds =
+        double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+        double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6; // all threads, user + sys
+    std::printf("---- metaroce-hil-fabric summary: %.3f s simulated, cpu %.2f s ----\n",
+                simSeconds,
+                cpuSeconds);
     const metaroce::hil::LagMonitor::Report lag = g_lag->GetReport();
     std::printf("real-time lag: max %.1f us, mean %.1f us over %llu events, at most %llu frames "
                 "queued\n",
@@ -777,12 +785,13 @@ main(int argc, char* argv[])
         failedLinkFrames += g_framesBeforeFailure[i];
     }
     std::printf(
-        "RESULT program=metaroce-hil-fabric sim_s=%.3f slowdown=%g lag_max_us=%.1f "
+        "RESULT program=metaroce-hil-fabric sim_s=%.3f cpu_s=%.2f slowdown=%g lag_max_us=%.1f "
         "lag_mean_us=%.1f lag_bound_us=%.1f lag_over_bound=%llu queued_max=%llu "
         "fell_behind=%d tap_bytes=%llu tap_ce=%llu lag_ce=%llu ecn_marked=%llu switch_drops=%llu "
         "device_drops=%llu failed_link_frames=%llu sim_sessions=%llu sim_passed=%llu "
         "sim_failed=%llu sim_verified_msgs=%llu sim_verified_bytes=%llu sim_errors=%llu\n",
         simSeconds,
+        cpuSeconds,
         opts.slowdown,
         lag.maxLagUs,
         lag.meanLagUs,

@@ -15,8 +15,8 @@
 /**
  * \file
  * TAP devices and interface settings, by plain system calls (no Asio, no ns-3), shared by the
- * daemon's TAP frame port and the mixed-run fabric program (which hands the descriptor to
- * ns-3's FdNetDevice). Debian's ns-3 TapBridge / TapFdNetDeviceHelper look for a helper binary
+ * daemon's TAP frame port and the mixed-run fabric program (which reads the descriptor with a
+ * TapFramePipe). Debian's ns-3 TapBridge / TapFdNetDeviceHelper look for a helper binary
  * at a build-machine path, so we open /dev/net/tun ourselves.
  *
  * Interface settings act in the network namespace of the calling thread; NetnsScope switches
