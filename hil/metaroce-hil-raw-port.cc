@@ -382,6 +382,30 @@ RawFramePort::Open(boost::asio::io_context& io,
                             " numtxqueues " + n + "`; a NIC: `ethtool -L " + cfg.device +
                             " combined " + n + "`) or run fewer threads");
             }
+            if (queues > cfg.shards && cfg.shardIndex == 0)
+            {
+                // No socket on the other queues: the XDP program passes their frames to the
+                // kernel, where no one reads them (review of the AF_XDP shards: with RSS over 4
+                // queues and 2 threads, frames were lost and resent). A NIC may steer the data
+                // port to the first queues by flow rules, so this is a warning, not an error.
+                spdlog::warn("raw port: {} has {} queues ({}) and --threads {} binds AF_XDP "
+                             "sockets to queues 0-{} only: frames that arrive on queues {}-{} "
+                             "reach no thread and are lost, unless flow rules steer the data "
+                             "port to queues below {} (ethtool -N) or the device has {} "
+                             "(ethtool -L {} combined {}; a veth: numrxqueues {})",
+                             cfg.device,
+                             queues,
+                             detail,
+                             cfg.shards,
+                             cfg.shards - 1,
+                             cfg.shards,
+                             queues - 1,
+                             cfg.shards,
+                             cfg.shards,
+                             cfg.device,
+                             cfg.shards,
+                             cfg.shards);
+            }
             if (!cfg.xdpGroup)
             {
                 c.xdpGroup = std::make_shared<XdpShardGroup>();
@@ -640,7 +664,7 @@ RawFramePort::DoHandoffWait()
     }
     m_handoffWake.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                              [this](const boost::system::error_code& error) {
-                                 if (error)
+                                 if (error || m_closed)
                                  {
                                      return; // closed
                                  }
@@ -649,10 +673,11 @@ RawFramePort::DoHandoffWait()
                                  uint64_t count = 0;
                                  [[maybe_unused]] ssize_t n =
                                      read(m_handoffWake.native_handle(), &count, sizeof(count));
-                                 if (DrainHandoffs(size_t(4) * RX_BATCH) && m_onBatch)
-                                 {
-                                     m_onBatch();
-                                 }
+                                 // The socket's ring too, so that --backlog-ecn's depth
+                                 // restarts only when both were found empty; frames left in
+                                 // a hand-off ring make ReceiveNow wake this loop again (the
+                                 // wake-up just read merged every push into one).
+                                 ReceiveNow(4);
                                  DoHandoffWait();
                              });
 }
@@ -690,10 +715,10 @@ RawFramePort::WakeHandoffTargets()
 }
 
 bool
-RawFramePort::DrainHandoffs(size_t maxFrames)
+RawFramePort::DrainHandoffs(size_t maxFrames, bool& emptied)
 {
     bool any = false;
-    bool emptied = true;
+    emptied = true;
     for (uint32_t from = 0; from < m_handoff->Shards() && !m_closed; ++from)
     {
         if (from == m_cfg.shardIndex)
@@ -708,12 +733,6 @@ RawFramePort::DrainHandoffs(size_t maxFrames)
                                  }
                              });
         emptied = emptied && n < maxFrames;
-    }
-    if (emptied)
-    {
-        // The hand-off rings are this shard's receive queue too: a run of frames read from
-        // them counts towards --backlog-ecn's depth until they are found empty.
-        m_backlogEcn.OnQueueEmpty();
     }
     return any;
 }
@@ -761,20 +780,30 @@ RawFramePort::ReceiveNow(int maxRounds)
     {
         // As many frames per wake-up as the socket path reads, then let timers run.
         const size_t most = size_t(maxRounds) * RX_BATCH;
-        if (m_ring->Receive(most, [this, &any](const RingFrame& f) {
-                if (f.packetType != PACKET_OUTGOING && !(m_handoff && HandOff(f.data, f.length)) &&
-                    HandleFrame(f.data, f.length, f.length < f.wireLength))
-                {
-                    any = true;
-                }
-            }) < most)
-        {
-            m_backlogEcn.OnQueueEmpty(); // the ring had no more
-        }
+        bool emptied = m_ring->Receive(most, [this, &any](const RingFrame& f) {
+            if (f.packetType != PACKET_OUTGOING && !(m_handoff && HandOff(f.data, f.length)) &&
+                HandleFrame(f.data, f.length, f.length < f.wireLength))
+            {
+                any = true;
+            }
+        }) < most;
         if (m_handoff)
         {
             WakeHandoffTargets();
-            any = DrainHandoffs(most) || any;
+            bool handoffsEmptied = true;
+            any = DrainHandoffs(most, handoffsEmptied) || any;
+            if (!handoffsEmptied)
+            {
+                m_handoff->Wake(m_cfg.shardIndex); // the rest on the next turn of the loop
+            }
+            // The hand-off rings are this shard's receive queue too (--backlog-ecn).
+            emptied = emptied && handoffsEmptied;
+        }
+        if (emptied)
+        {
+            // The ring (and the hand-off rings) had no more: a run of frames read counts
+            // towards --backlog-ecn's depth until then.
+            m_backlogEcn.OnQueueEmpty();
         }
     }
     else

@@ -224,8 +224,13 @@ class RawFramePort : public FramePort
     bool HandOff(const uint8_t* data, size_t len);
     /// Wake the shards HandOff() gave frames since the last call.
     void WakeHandoffTargets();
-    /// Hand up up to \p maxFrames frames other shards handed to this one. \return true if any.
-    bool DrainHandoffs(size_t maxFrames);
+    /**
+     * Hand up up to \p maxFrames frames from each ring of the frames other shards handed to
+     * this one.
+     * \param[out] emptied false if a ring may hold more
+     * \return true if any was a datagram for us
+     */
+    bool DrainHandoffs(size_t maxFrames, bool& emptied);
     /// Wait for another shard's wake-up (the eventfd).
     void DoHandoffWait();
     /// Queue the frame in m_txBuffer in the transmit ring.

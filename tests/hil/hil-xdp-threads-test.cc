@@ -17,15 +17,23 @@
 #include "metaroce-encap.h"
 #include "metaroce-endpoint.h"
 #include "metaroce-hil-frame-handoff.h"
+#include "metaroce-hil-raw-port.h"
 #include "metaroce-wire.h"
 
+#include <arpa/inet.h>
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sstream>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 namespace metaroce
 {
@@ -435,6 +443,156 @@ TEST_F(HilXdpThreadsTest, TooFewQueuesIsAClearError)
         << server->Output();
     // The server stops with status 1 (not a signal: no crash).
     EXPECT_EQ(server->Wait(milliseconds(5000)), 1) << server->Output();
+}
+
+// (From an adversarial review.) A device with more queues than threads: the queues above
+// have no socket, and their frames go to the kernel, where nobody reads them. A NIC may steer
+// the data port to the first queues by flow rules, so the port warns, naming the queues.
+TEST_F(HilXdpThreadsTest, MoreQueuesThanThreadsIsWarned)
+{
+    Start(4);
+    if (!m_net)
+    {
+        return; // skipped
+    }
+    auto udpServer = Server({});
+    ASSERT_TRUE(WaitForOutput(*udpServer, "listening", milliseconds(5000))) << udpServer->Output();
+    auto client = Client({"--port-mode",
+                          "raw",
+                          "--raw-io",
+                          "xdp",
+                          "--threads",
+                          "2",
+                          "--dev",
+                          "vb",
+                          "--iters",
+                          "10",
+                          "--timeout",
+                          "2"});
+    const int status = client->Wait(RUN_LIMIT);
+    const std::string out = client->Output();
+    EXPECT_GE(status, 0) << "no crash: " << out;
+    EXPECT_NE(out.find("vb has 4 queues"), std::string::npos) << out;
+    EXPECT_NE(out.find("frames that arrive on queues 2-3 reach no thread"), std::string::npos)
+        << out;
+    udpServer->Signal(SIGTERM);
+    udpServer->Wait(milliseconds(5000));
+}
+
+/// Run \p work on a thread inside network namespace \p ns. \return "" or why it could not.
+std::string
+InNamespace(const std::string& ns, const std::function<void()>& work)
+{
+    std::string why;
+    std::thread t([&]() {
+        const int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+        {
+            why = "cannot enter namespace " + ns;
+            if (fd >= 0)
+            {
+                close(fd);
+            }
+            return;
+        }
+        close(fd);
+        work();
+    });
+    t.join();
+    return why;
+}
+
+// (From an adversarial review.) A shard woken once for more frames than one drain takes
+// (4 x 32) must come back for the rest by itself: its eventfd merged every push into the one
+// wake-up it read, and here nothing else arrives. Before the fix 172 of 300 frames stayed in
+// the ring for good.
+TEST_F(HilXdpThreadsTest, ARingFullerThanOneDrainIsEmptiedWithoutNewTraffic)
+{
+    Start(2);
+    if (!m_net)
+    {
+        return; // skipped
+    }
+    std::string report;
+    uint64_t pushed = 0;
+    uint32_t left = 0;
+    std::string why = InNamespace(m_net->A(), [&]() {
+        HostClock clock;
+        boost::asio::io_context io0(1);
+        boost::asio::io_context io1(1);
+        RawPortConfig cfg;
+        cfg.device = "va";
+        cfg.io = RawIoMode::XDP;
+        cfg.xdpMode = XdpMode::GENERIC;
+        cfg.shards = 2;
+        cfg.shardIndex = 0;
+        std::string err;
+        auto p0 = RawFramePort::Open(io0, clock, cfg, err);
+        if (!p0)
+        {
+            report = "shard 0: " + err;
+            return;
+        }
+        cfg.shardIndex = 1;
+        cfg.xdpGroup = p0->XdpGroup();
+        auto p1 = RawFramePort::Open(io1, clock, cfg, err);
+        if (!p1)
+        {
+            report = "shard 1: " + err;
+            return;
+        }
+        p0->Start([](const DatagramMeta&, const uint8_t*, size_t) {}, nullptr);
+        p1->Start([](const DatagramMeta&, const uint8_t*, size_t) {}, nullptr);
+        // 300 datagrams for QPN 3 (shard 1) and 300 for QPN 2 (shard 0) from B's kernel: one
+        // UDP flow, so that they share a queue and one shard hands the other's on.
+        report = InNamespace(m_net->B(), []() {
+            const int s = socket(AF_INET, SOCK_DGRAM, 0);
+            sockaddr_in to{};
+            to.sin_family = AF_INET;
+            to.sin_port = htons(ROCE_UDP_PORT);
+            inet_pton(AF_INET, "10.250.1.1", &to.sin_addr);
+            for (uint8_t qpn : {3, 2})
+            {
+                std::vector<uint8_t> payload(72, 0);
+                payload[7] = qpn; // the BTH's destination QPN, low byte
+                for (int i = 0; i < 300; ++i)
+                {
+                    sendto(s, payload.data(), payload.size(), 0, (sockaddr*)&to, sizeof(to));
+                }
+            }
+            close(s);
+        });
+        auto pollFor = [](boost::asio::io_context& io, int ms) {
+            const auto end = std::chrono::steady_clock::now() + milliseconds(ms);
+            while (std::chrono::steady_clock::now() < end)
+            {
+                io.restart();
+                io.poll();
+                std::this_thread::sleep_for(milliseconds(1));
+            }
+        };
+        // Each shard reads its own queue before the other runs, then both run for a while
+        // with no new traffic.
+        pollFor(io0, 300);
+        pollFor(io1, 300);
+        for (int i = 0; i < 500; ++i)
+        {
+            io0.restart();
+            io0.poll();
+            io1.restart();
+            io1.poll();
+            std::this_thread::sleep_for(milliseconds(1));
+        }
+        auto handoff = p0->XdpGroup()->handoff;
+        pushed = handoff->Ring(0, 1).Pushed() + handoff->Ring(1, 0).Pushed();
+        left = handoff->Ring(0, 1).Size() + handoff->Ring(1, 0).Size();
+        p0->Close();
+        p1->Close();
+    });
+    ASSERT_EQ(why, "");
+    ASSERT_EQ(report, "");
+    EXPECT_GT(pushed, 128u) << "the frames did not land on one queue: nothing to test";
+    EXPECT_EQ(left, 0u) << "frames left in a hand-off ring with nothing to wake its shard";
 }
 
 } // namespace
