@@ -60,6 +60,7 @@ TapFramePipe::Stop()
     {
         return;
     }
+    m_stopping.store(true, std::memory_order_relaxed); // (a reader that never finds EAGAIN)
     const uint64_t one = 1;
     if (write(m_stopFd, &one, sizeof(one)) != ssize_t(sizeof(one)))
     {
@@ -68,6 +69,7 @@ TapFramePipe::Stop()
     m_reader.join();
     close(m_stopFd);
     m_stopFd = -1;
+    m_stopping.store(false, std::memory_order_relaxed);
 }
 
 void
@@ -103,7 +105,7 @@ TapFramePipe::ReadLoop()
         }
         // Read what the kernel has queued, up to a batch, then queue it under one lock.
         bool more = true;
-        while (more)
+        while (more && !m_stopping.load(std::memory_order_relaxed))
         {
             std::string fatal;
             while (got.size() < READ_BATCH)

@@ -100,11 +100,12 @@ class TapFramePipe
     /// The reader thread's loop.
     void ReadLoop();
 
-    int m_fd;                     //!< the TAP
-    int m_stopFd{-1};             //!< eventfd that wakes the reader to stop
-    size_t m_capacity;            //!< queue limit, frames
-    std::function<void()> m_wake; //!< the consumer's wake-up
-    std::thread m_reader;         //!< the reader thread
+    int m_fd;                            //!< the TAP
+    int m_stopFd{-1};                    //!< eventfd that wakes the reader to stop
+    std::atomic<bool> m_stopping{false}; //!< Stop() was called (read between batches)
+    size_t m_capacity;                   //!< queue limit, frames
+    std::function<void()> m_wake;        //!< the consumer's wake-up
+    std::thread m_reader;                //!< the reader thread
 
     mutable std::mutex m_mutex;                //!< guards what follows
     std::vector<std::vector<uint8_t>> m_queue; //!< frames for the consumer, in order
