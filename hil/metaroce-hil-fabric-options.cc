@@ -225,6 +225,12 @@ AddFabricOptions(ToolOptions& o, FabricOptions& p)
           "default 1000; docs/hil.md, \"Keeping up\")",
           Real(p.lagEcnUs, 0, UNBOUNDED));
     o.AddFlag("fail-behind", p.failBehind, "exit with status 3 if the run fell behind");
+    o.Add("simulator",
+          "metaroce|ns3",
+          "the real-time event loop: metaroce (ns3::MetaRoceRealtimeSimulatorImpl, no lock per "
+          "event, waits without spinning) or ns3 (ns-3's RealtimeSimulatorImpl, best effort) "
+          "(default metaroce; docs/hil.md, \"Keeping up\")",
+          Choice(p.simulator, {"metaroce", "ns3"}));
     // The ns-3 CommandLine spellings of earlier releases.
     for (const char* name : {"sim-hosts",
                              "control-port",

@@ -69,6 +69,7 @@ struct FabricOptions
     /// Mark CE on ECN-capable RoCE frames from a TAP while the simulation lags the wall clock
     /// by more than this, microseconds (0: off).
     double lagEcnUs{1000};
+    std::string simulator{"metaroce"}; //!< the real-time event loop: "metaroce" or "ns3"
     bool failBehind{false}; //!< exit 3 if the run fell behind
 };
 

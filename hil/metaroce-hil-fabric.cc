@@ -39,6 +39,7 @@
 #include "ns3/metaroce-frame.h"
 #include "ns3/metaroce-net-device.h"
 #include "ns3/metaroce-nic.h"
+#include "ns3/metaroce-simulator-impl.h"
 #include "ns3/metaroce-stack-helper.h"
 #include "ns3/metaroce-switch.h"
 #include "ns3/metaroce-topology-helper.h"
@@ -108,14 +109,18 @@ ToEngineMac(Mac48Address mac)
 
 /// The lag of the real-time simulator: set up in main() before Simulator::Run().
 std::unique_ptr<metaroce::hil::LagMonitor> g_lag;
-/// The real-time simulator, for its wall clock.
+/// The real-time simulator (--simulator ns3), for its wall clock.
 Ptr<RealtimeSimulatorImpl> g_realtime;
+/// The real-time simulator (--simulator metaroce), for its wall clock.
+Ptr<MetaRoceRealtimeSimulatorImpl> g_metaroceRealtime;
 
 /// \return how late the running event is, microseconds (how far the simulation lags).
 double
 CurrentLagUs()
 {
-    return double((g_realtime->RealtimeNow() - Simulator::Now()).GetNanoSeconds()) / 1e3;
+    const Time wall =
+        g_metaroceRealtime ? g_metaroceRealtime->RealtimeNow() : g_realtime->RealtimeNow();
+    return double((wall - Simulator::Now()).GetNanoSeconds()) / 1e3;
 }
 
 /// Record how late the running event is, with \p queued frames waiting behind it.
@@ -428,7 +433,9 @@ main(int argc, char* argv[])
         return metaroce::hil::EXIT_USAGE;
     };
 
-    GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::RealtimeSimulatorImpl"));
+    GlobalValue::Bind("SimulatorImplementationType",
+                      StringValue(opts.simulator == "ns3" ? "ns3::RealtimeSimulatorImpl"
+                                                          : "ns3::MetaRoceRealtimeSimulatorImpl"));
     GlobalValue::Bind("ChecksumEnabled", BooleanValue(true));
     RngSeedManager::SetRun(opts.seed);
 
@@ -612,6 +619,13 @@ main(int argc, char* argv[])
                                                     metaroce::hil::TapFramePipe::DEFAULT_CAPACITY);
     g_lagEcnUs = opts.lagEcnUs;
     g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
+    g_metaroceRealtime =
+        DynamicCast<MetaRoceRealtimeSimulatorImpl>(Simulator::GetImplementation());
+    if (!g_realtime && !g_metaroceRealtime)
+    {
+        std::fprintf(stderr, "metaroce-hil-fabric: no real-time simulator implementation\n");
+        return 1;
+    }
     Simulator::Schedule(MilliSeconds(10), &Watch, MilliSeconds(10));
     if (opts.duration > 0)
     {
@@ -815,6 +829,7 @@ main(int argc, char* argv[])
     std::fflush(stdout);
     bridges.clear();
     g_realtime = nullptr;
+    g_metaroceRealtime = nullptr;
     Simulator::Destroy();
     simServers.clear();
     // A simulated host that found a data error or lost a session fails the run; with

@@ -13,9 +13,14 @@
 #include "ns3/log.h"
 #include "ns3/string.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 namespace ns3
 {
@@ -23,6 +28,21 @@ namespace ns3
 NS_LOG_COMPONENT_DEFINE("MetaRoceSimulatorImpl");
 
 NS_OBJECT_ENSURE_REGISTERED(MetaRoceSimulatorImpl);
+NS_OBJECT_ENSURE_REGISTERED(MetaRoceRealtimeSimulatorImpl);
+
+namespace
+{
+
+/// \return the steady clock, nanoseconds
+int64_t
+SteadyNs()
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
 
 MetaRoceSimulatorImpl* MetaRoceSimulatorImpl::s_active = nullptr;
 
@@ -43,6 +63,28 @@ MetaRoceSimulatorImpl::MetaRoceSimulatorImpl()
       m_mainThread(std::this_thread::get_id())
 {
     NS_LOG_FUNCTION(this);
+}
+
+TypeId
+MetaRoceRealtimeSimulatorImpl::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::MetaRoceRealtimeSimulatorImpl")
+                            .SetParent<MetaRoceSimulatorImpl>()
+                            .SetGroupName("MetaRoce")
+                            .AddConstructor<MetaRoceRealtimeSimulatorImpl>();
+    return tid;
+}
+
+MetaRoceRealtimeSimulatorImpl::MetaRoceRealtimeSimulatorImpl()
+{
+    EnableRealtime();
+}
+
+uint64_t
+MetaRoceSimulatorImpl::WallSteps() const
+{
+    const int64_t ns = SteadyNs() - m_wallOriginNs.load(std::memory_order_relaxed);
+    return ns > 0 ? uint64_t(NanoSeconds(ns).GetTimeStep()) : 0;
 }
 
 MetaRoceSimulatorImpl::~MetaRoceSimulatorImpl()
@@ -189,10 +231,17 @@ MetaRoceSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& delay, 
         return;
     }
     // Another thread: the simulation's thread inserts it when the running event ends (or when
-    // Run starts), the delay counted from that time (as DefaultSimulatorImpl does).
+    // Run starts), the delay counted from that time (as DefaultSimulatorImpl does); in
+    // real-time mode from the wall clock now (as RealtimeSimulatorImpl does).
+    const uint64_t steps = uint64_t(delay.GetTimeStep());
     std::lock_guard<std::mutex> lock(m_foreignMutex);
-    m_foreign.push_back(Foreign{context, uint64_t(delay.GetTimeStep()), event});
+    const bool absolute = m_realtime && m_running.load(std::memory_order_acquire);
+    m_foreign.push_back(Foreign{context, absolute ? WallSteps() + steps : steps, event, absolute});
     m_foreignEmpty.store(false, std::memory_order_release);
+    if (m_realtime)
+    {
+        m_foreignCv.notify_one();
+    }
 }
 
 EventId
@@ -230,7 +279,10 @@ MetaRoceSimulatorImpl::TakeForeignEvents()
     }
     for (const Foreign& f : taken)
     {
-        InsertAt(m_currentTs + f.delay, f.context, f.event);
+        // (Real time: due at the wall-clock time, or now if the simulation is behind it.)
+        InsertAt(f.absolute ? std::max(m_currentTs, f.delay) : m_currentTs + f.delay,
+                 f.context,
+                 f.event);
     }
 }
 
@@ -256,6 +308,11 @@ MetaRoceSimulatorImpl::Run()
     NS_LOG_FUNCTION(this);
     m_mainThread = std::this_thread::get_id();
     ClaimIfInUse();
+    if (m_realtime)
+    {
+        RunRealtime();
+        return;
+    }
     TakeForeignEvents();
     m_stop = false;
     // m_fast is read on every pass: an event may change the scheduler (SetScheduler).
@@ -267,6 +324,52 @@ MetaRoceSimulatorImpl::Run()
     NS_ASSERT_MSG(!m_events->IsEmpty() || m_unscheduledEvents == 0,
                   "the simulation ran out of events with " << m_unscheduledEvents
                                                            << " unaccounted for");
+}
+
+void
+MetaRoceSimulatorImpl::RunRealtime()
+{
+    // The wall clock's origin: simulation time m_currentTs is now.
+    m_wallOriginNs.store(SteadyNs() - TimeStep(int64_t(m_currentTs)).GetNanoSeconds(),
+                         std::memory_order_relaxed);
+    m_running.store(true, std::memory_order_release);
+#ifdef __linux__
+    // Wake-ups at the event's time, not up to the default 50 us later (this thread only).
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+    m_stop = false;
+    uint64_t wall = WallSteps(); // the wall clock when last read
+    while (!m_stop)
+    {
+        TakeForeignEvents();
+        if (m_fast != nullptr ? m_fast->MetaRoceScheduler::IsEmpty() : m_events->IsEmpty())
+        {
+            // Nothing to run: wait for another thread's event (Stop comes from an event).
+            std::unique_lock<std::mutex> lock(m_foreignMutex);
+            m_foreignCv.wait_for(lock, std::chrono::milliseconds(100), [this]() {
+                return !m_foreign.empty();
+            });
+            wall = WallSteps();
+            continue;
+        }
+        const uint64_t next = m_events->PeekNext().key.m_ts;
+        if (next > wall)
+        {
+            wall = WallSteps(); // (read again only when the last reading is not late enough)
+            if (next > wall)
+            {
+                const int64_t dueNs = m_wallOriginNs.load(std::memory_order_relaxed) +
+                                      TimeStep(int64_t(next)).GetNanoSeconds();
+                const std::chrono::steady_clock::time_point due{std::chrono::nanoseconds(dueNs)};
+                std::unique_lock<std::mutex> lock(m_foreignMutex);
+                m_foreignCv.wait_until(lock, due, [this]() { return !m_foreign.empty(); });
+                wall = WallSteps();
+                continue;
+            }
+        }
+        ProcessOneEvent();
+    }
+    m_running.store(false, std::memory_order_release);
 }
 
 Time

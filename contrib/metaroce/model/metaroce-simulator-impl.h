@@ -16,6 +16,7 @@
 #include "ns3/simulator.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -143,17 +144,35 @@ class MetaRoceSimulatorImpl : public SimulatorImpl
         InsertAt(m_currentTs + delay, context, event);
     }
 
+    /**
+     * \return the wall clock in time steps since the real-time origin (real-time mode: see
+     *         MetaRoceRealtimeSimulatorImpl; any thread)
+     */
+    uint64_t WallSteps() const;
+
   protected:
     void DoDispose() override;
+
+    /// Pace the simulation on the wall clock (MetaRoceRealtimeSimulatorImpl); before Run.
+    void EnableRealtime()
+    {
+        m_realtime = true;
+    }
 
   private:
     /// An event scheduled by another thread, waiting for the simulation's thread.
     struct Foreign
     {
         uint32_t context; //!< its context
-        uint64_t delay;   //!< its delay, relative to the time the simulation thread takes it
+        /// Its delay, relative to the time the simulation thread takes it; if absolute (a
+        /// real-time run), the wall-clock time (WallSteps) it is due at.
+        uint64_t delay;
         EventImpl* event; //!< the event (one reference)
+        bool absolute;    //!< delay is a wall-clock time
     };
+
+    /// Run() in real-time mode: each event no earlier than its time on the wall clock.
+    void RunRealtime();
 
     /**
      * Give the next uid to \p event at time \p ts and insert it.
@@ -207,6 +226,47 @@ class MetaRoceSimulatorImpl : public SimulatorImpl
     std::atomic<bool> m_foreignEmpty{true}; //!< m_foreign is empty (read without the lock)
     std::deque<Foreign> m_foreign;          //!< events scheduled by other threads
     mutable std::mutex m_foreignMutex;      //!< guards m_foreign and m_foreignEmpty's writes
+    bool m_realtime{false};                 //!< paced on the wall clock (EnableRealtime)
+    std::condition_variable m_foreignCv;    //!< real-time mode: a foreign event came
+    /// Real-time mode: the steady clock's nanoseconds at simulation time 0.
+    std::atomic<int64_t> m_wallOriginNs{0};
+    /// Real-time mode: Run is running (the wall clock has its origin).
+    std::atomic<bool> m_running{false};
+};
+
+/**
+ * \ingroup metaroce
+ * \brief MetaRoceSimulatorImpl paced on the wall clock, for mixed runs
+ * (SimulatorImplementationType "ns3::MetaRoceRealtimeSimulatorImpl").
+ *
+ * Best effort, as ns3::RealtimeSimulatorImpl's default mode: an event runs no earlier than its
+ * time on the wall clock (simulation time 0 is the wall-clock time Run starts, a resumed Run
+ * continues from the time it stopped), and as soon as it can when the simulation is behind.
+ * While the next event is ahead it waits on a condition variable until the event's time or
+ * until another thread schedules an event, with the thread's timer slack at 1 ns, instead of
+ * ns-3's synchronizer, which spins for waits below its clock's jiffy. Events other threads
+ * schedule with ScheduleWithContext are due at the wall-clock time of the call plus their
+ * delay (at the simulation's time if it is behind that), as in RealtimeSimulatorImpl. Run
+ * returns when Stop is called (from an event), not when the queue runs dry: other threads may
+ * still schedule events. What it leaves out: the per-event lock and the synchronizer's clock
+ * reads of RealtimeSimulatorImpl, whose mode "HardLimit" it does not have.
+ */
+class MetaRoceRealtimeSimulatorImpl : public MetaRoceSimulatorImpl
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    MetaRoceRealtimeSimulatorImpl();
+
+    /// \return the wall clock as a simulation time (any thread).
+    Time RealtimeNow() const
+    {
+        return TimeStep(int64_t(WallSteps()));
+    }
 };
 
 /**

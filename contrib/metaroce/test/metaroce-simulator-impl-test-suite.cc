@@ -23,6 +23,8 @@
 #include "ns3/simulator.h"
 #include "ns3/test.h"
 
+#include <atomic>
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -470,6 +472,107 @@ class MetaRoceSimulatorImplActiveTestCase : public TestCase
 
 /**
  * \ingroup metaroce-tests
+ * ns3::MetaRoceRealtimeSimulatorImpl: events run no earlier than their time on the wall
+ * clock, in order; another thread's event wakes an idle loop and is due at the wall-clock time
+ * of its call; Run waits on an empty queue until Stop. (Lower bounds on the wall clock only:
+ * a slow machine runs events later, never earlier.)
+ */
+class MetaRoceRealtimeSimulatorImplTestCase : public TestCase
+{
+  public:
+    MetaRoceRealtimeSimulatorImplTestCase()
+        : TestCase("the real-time mode paces on the wall clock and takes other threads' events")
+    {
+    }
+
+  private:
+    /// \return the wall clock since \p origin, as a simulation time
+    static Time Since(std::chrono::steady_clock::time_point origin)
+    {
+        return NanoSeconds(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - origin)
+                               .count());
+    }
+
+    void DoRun() override
+    {
+        Simulator::Destroy();
+        ObjectFactory factory;
+        factory.SetTypeId("ns3::MetaRoceRealtimeSimulatorImpl");
+        Ptr<MetaRoceRealtimeSimulatorImpl> sim = factory.Create<MetaRoceRealtimeSimulatorImpl>();
+        Simulator::SetImplementation(sim);
+
+        // Before Run, from another thread: counted from the simulation's time, as ever.
+        std::thread early([]() { Simulator::ScheduleWithContext(4, MilliSeconds(1), []() {}); });
+        early.join();
+
+        std::chrono::steady_clock::time_point origin;
+        std::vector<Time> at;          // simulation time of each paced event
+        std::vector<Time> wall;        // wall clock since Run when it ran
+        std::vector<Time> realtime;    // sim->RealtimeNow() then
+        Time foreignNow = Seconds(-1); // Now() in the other thread's event
+        uint32_t foreignContext = 0;
+        Time foreignScheduledAt; // wall clock (since Run) when the other thread scheduled
+        Time foreignWall;        // wall clock (since Run) when its event ran
+        std::thread other;
+        std::atomic<bool> scheduled{false};
+        Simulator::ScheduleNow([&]() {
+            origin = std::chrono::steady_clock::now();
+            // Another thread, 15 ms later: its event wakes the loop, which has nothing to do
+            // before 500 ms.
+            other = std::thread([&]() {
+                std::this_thread::sleep_for(std::chrono::milliseconds(15));
+                foreignScheduledAt = Since(origin);
+                Simulator::ScheduleWithContext(7, MilliSeconds(2), [&]() {
+                    foreignNow = Simulator::Now();
+                    foreignWall = Since(origin);
+                    foreignContext = Simulator::GetContext();
+                });
+                scheduled = true;
+            });
+        });
+        for (int ms : {10, 500, 500, 520})
+        {
+            Simulator::Schedule(MilliSeconds(ms), [&, ms]() {
+                at.push_back(Simulator::Now());
+                wall.push_back(Since(origin));
+                realtime.push_back(sim->RealtimeNow());
+                NS_TEST_EXPECT_MSG_EQ(Simulator::Now(), MilliSeconds(ms), "its own time");
+            });
+        }
+        // Nothing after 530 ms: the loop waits on an empty queue for an event of another
+        // thread, which stops the run.
+        Simulator::Schedule(MilliSeconds(530), [&]() {
+            other.join();
+            std::thread stopper([]() {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                Simulator::ScheduleWithContext(1, Seconds(0), []() { Simulator::Stop(); });
+            });
+            stopper.detach();
+        });
+        Simulator::Run();
+        const Time stoppedAt = Simulator::Now();
+        NS_TEST_ASSERT_MSG_EQ(at.size(), 4U, "every paced event ran");
+        for (std::size_t i = 0; i < at.size(); ++i)
+        {
+            NS_TEST_EXPECT_MSG_GT_OR_EQ(wall[i], at[i], "not before its time, event " << i);
+            NS_TEST_EXPECT_MSG_GT_OR_EQ(realtime[i], at[i], "RealtimeNow, event " << i);
+        }
+        NS_TEST_EXPECT_MSG_EQ(scheduled.load(), true, "the other thread scheduled");
+        NS_TEST_EXPECT_MSG_EQ(foreignContext, 7U, "its context");
+        NS_TEST_EXPECT_MSG_GT_OR_EQ(foreignNow,
+                                    foreignScheduledAt + MilliSeconds(2),
+                                    "due at the wall-clock time of the call plus its delay");
+        // It woke the loop, which would otherwise have slept until the 500 ms events (with a
+        // wide margin: a machine would have to stall for 0.3 s to fail this).
+        NS_TEST_EXPECT_MSG_LT(foreignWall, MilliSeconds(300), "it woke the loop");
+        NS_TEST_EXPECT_MSG_GT_OR_EQ(stoppedAt, MilliSeconds(550), "Run waited on an empty queue");
+        Simulator::Destroy();
+    }
+};
+
+/**
+ * \ingroup metaroce-tests
  * Unit tests of ns3::MetaRoceSimulatorImpl.
  */
 class MetaRoceSimulatorImplTestSuite : public TestSuite
@@ -482,6 +585,7 @@ class MetaRoceSimulatorImplTestSuite : public TestSuite
         AddTestCase(new MetaRoceSimulatorImplFastPathTestCase);
         AddTestCase(new MetaRoceSimulatorImplReleaseTestCase);
         AddTestCase(new MetaRoceSimulatorImplActiveTestCase);
+        AddTestCase(new MetaRoceRealtimeSimulatorImplTestCase);
     }
 };
 
