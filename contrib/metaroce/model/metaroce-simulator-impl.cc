@@ -279,7 +279,8 @@ MetaRoceSimulatorImpl::TakeForeignEvents()
     }
     for (const Foreign& f : taken)
     {
-        // (Real time: due at the wall-clock time, or now if the simulation is behind it.)
+        // (Real time: due at the wall-clock time of the call plus its delay, or at the
+        // simulation's time if the simulation is already past it.)
         InsertAt(f.absolute ? std::max(m_currentTs, f.delay) : m_currentTs + f.delay,
                  f.context,
                  f.event);
@@ -306,7 +307,12 @@ void
 MetaRoceSimulatorImpl::Run()
 {
     NS_LOG_FUNCTION(this);
-    m_mainThread = std::this_thread::get_id();
+    if (m_mainThread != std::this_thread::get_id())
+    {
+        // (Written only if it changes: other threads read it in ScheduleWithContext, and a
+        // mixed run's threads start before Run.)
+        m_mainThread = std::this_thread::get_id();
+    }
     ClaimIfInUse();
     if (m_realtime)
     {
@@ -334,7 +340,9 @@ MetaRoceSimulatorImpl::RunRealtime()
                          std::memory_order_relaxed);
     m_running.store(true, std::memory_order_release);
 #ifdef __linux__
-    // Wake-ups at the event's time, not up to the default 50 us later (this thread only).
+    // Wake-ups at the event's time, not up to the default 50 us later (this thread only;
+    // restored when Run returns).
+    const int slack = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
     m_stop = false;
@@ -358,9 +366,12 @@ MetaRoceSimulatorImpl::RunRealtime()
             wall = WallSteps(); // (read again only when the last reading is not late enough)
             if (next > wall)
             {
-                const int64_t dueNs = m_wallOriginNs.load(std::memory_order_relaxed) +
-                                      TimeStep(int64_t(next)).GetNanoSeconds();
-                const std::chrono::steady_clock::time_point due{std::chrono::nanoseconds(dueNs)};
+                // (At most 100 ms at a time: an event far in the future cannot overflow it.)
+                const uint64_t waitNs =
+                    std::min<uint64_t>(TimeStep(int64_t(next - wall)).GetNanoSeconds(), 100000000);
+                const std::chrono::steady_clock::time_point due{std::chrono::nanoseconds(
+                    m_wallOriginNs.load(std::memory_order_relaxed) +
+                    TimeStep(int64_t(wall)).GetNanoSeconds() + int64_t(waitNs))};
                 std::unique_lock<std::mutex> lock(m_foreignMutex);
                 m_foreignCv.wait_until(lock, due, [this]() { return !m_foreign.empty(); });
                 wall = WallSteps();
@@ -369,7 +380,27 @@ MetaRoceSimulatorImpl::RunRealtime()
         }
         ProcessOneEvent();
     }
-    m_running.store(false, std::memory_order_release);
+    {
+        // Events other threads schedule from now on count from the simulation's time when the
+        // next Run takes them; those already waiting keep what is left of their delay (their
+        // wall-clock times belong to this run's origin).
+        std::lock_guard<std::mutex> lock(m_foreignMutex);
+        m_running.store(false, std::memory_order_release);
+        for (Foreign& f : m_foreign)
+        {
+            if (f.absolute)
+            {
+                f.delay = std::max(f.delay, m_currentTs) - m_currentTs;
+                f.absolute = false;
+            }
+        }
+    }
+#ifdef __linux__
+    if (slack > 0)
+    {
+        prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0UL, 0UL, 0UL);
+    }
+#endif
 }
 
 Time

@@ -55,13 +55,14 @@ class MetaRoceScheduler;
  * The fabric's per-frame paths (the channel's arrivals, the device's end of serialization)
  * reach it through MetaRoceSimulatorImpl::Active(), NowSteps(), ScheduleSteps() and
  * ScheduleStepsWithContext(), without Simulator's out-of-line wrappers; with any other
- * implementation (the real-time one of the HIL fabric, MPI's distributed ones) they use
+ * implementation (ns-3's real-time one, MPI's distributed ones) they use
  * Simulator's calls as before.
  *
  * Threads: like DefaultSimulatorImpl, ScheduleWithContext may be called from another thread
  * (the event is inserted when the running event ends, its delay counted from that event's
- * time, or when Run starts, from the time then); every other call, and the fast paths, belong
- * to the thread that runs the simulation.
+ * time, or when Run starts, from the time then; in real-time mode, MetaRoceRealtimeSimulatorImpl,
+ * from the wall-clock time of the call while Run runs); every other call, Stop included, and
+ * the fast paths, belong to the thread that runs the simulation.
  *
  * Active() is the object the Simulator uses: it is set when the Simulator gives this object
  * its scheduler or runs it, and cleared by Destroy (Simulator::Destroy) and disposal.
@@ -247,8 +248,9 @@ class MetaRoceSimulatorImpl : public SimulatorImpl
  * ns-3's synchronizer, which spins for waits below its clock's jiffy. Events other threads
  * schedule with ScheduleWithContext are due at the wall-clock time of the call plus their
  * delay (at the simulation's time if it is behind that), as in RealtimeSimulatorImpl. Run
- * returns when Stop is called (from an event), not when the queue runs dry: other threads may
- * still schedule events. What it leaves out: the per-event lock and the synchronizer's clock
+ * returns when Stop is called (from an event: Stop is not for other threads, which stop a run
+ * by scheduling an event that calls it), not when the queue runs dry: other threads may still
+ * schedule events. What it leaves out: the per-event lock and the synchronizer's clock
  * reads of RealtimeSimulatorImpl, whose mode "HardLimit" it does not have.
  */
 class MetaRoceRealtimeSimulatorImpl : public MetaRoceSimulatorImpl
