@@ -8,8 +8,9 @@
 #   sudo hil/bench/metaroce-hil-mixed-bench.sh [BUILD_DIR] [ROUNDS] [ITERS]
 #
 # BUILD_DIR defaults to build/, ROUNDS to 3, ITERS (64 KiB messages per run) to 1000.
-# Environment: MTUS (engine MTUs, default "1024 4096"), OTHER_BUILD (a second build directory,
-# run alternately with BUILD_DIR in each round, for a same-sitting comparison), FABRIC_EXTRA
+# Environment: MTUS (engine MTUs, default "1024 4096"), OTHER_BUILD (more build directories,
+# space-separated, run alternately with BUILD_DIR in each round, for a same-sitting
+# comparison; a directory's bin/metaroce-hil-fabric may be a script that adds options), FABRIC_EXTRA
 # (options added to metaroce-hil-fabric, e.g. "--lag-ecn-us 0"). Needs root. The namespaces are
 # removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
@@ -21,7 +22,8 @@ ITERS=${3:-1000}
 read -r -a MTU_LIST <<<"${MTUS:-1024 4096}"
 read -r -a FABRIC_EXTRA <<<"${FABRIC_EXTRA:-}"
 BUILDS=("$BUILD")
-[[ -n ${OTHER_BUILD:-} ]] && BUILDS+=("$OTHER_BUILD")
+read -r -a OTHER_BUILDS <<<"${OTHER_BUILD:-}"
+BUILDS+=("${OTHER_BUILDS[@]}")
 NS_A=mr-mixed-$$-a
 NS_B=mr-mixed-$$-b
 TMP=$(mktemp -d)
