@@ -70,7 +70,7 @@ struct FabricOptions
     /// by more than this, microseconds (0: off).
     double lagEcnUs{1000};
     std::string simulator{"metaroce"}; //!< the real-time event loop: "metaroce" or "ns3"
-    bool failBehind{false}; //!< exit 3 if the run fell behind
+    bool failBehind{false};            //!< exit 3 if the run fell behind
 };
 
 /**

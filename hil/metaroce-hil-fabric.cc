@@ -619,8 +619,7 @@ main(int argc, char* argv[])
                                                     metaroce::hil::TapFramePipe::DEFAULT_CAPACITY);
     g_lagEcnUs = opts.lagEcnUs;
     g_realtime = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
-    g_metaroceRealtime =
-        DynamicCast<MetaRoceRealtimeSimulatorImpl>(Simulator::GetImplementation());
+    g_metaroceRealtime = DynamicCast<MetaRoceRealtimeSimulatorImpl>(Simulator::GetImplementation());
     if (!g_realtime && !g_metaroceRealtime)
     {
         std::fprintf(stderr, "metaroce-hil-fabric: no real-time simulator implementation\n");
