@@ -169,16 +169,27 @@ BindPacketSocket(int fd, int ifindex, const RawPortConfig& cfg)
     return "";
 }
 
+/**
+ * An ethtool request on interface \p device through socket \p fd.
+ * \param command the request (its first field is the command)
+ * \return true if the kernel answered it
+ */
+bool
+EthtoolRequest(int fd, const std::string& device, void* command)
+{
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, device.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(command);
+    return ioctl(fd, SIOCETHTOOL, &ifr) == 0;
+}
+
 /// \return the driver of interface \p device (ETHTOOL_GDRVINFO on socket \p fd), or "".
 std::string
 DriverName(int fd, const std::string& device)
 {
     ethtool_drvinfo info{};
     info.cmd = ETHTOOL_GDRVINFO;
-    ifreq ifr{};
-    std::strncpy(ifr.ifr_name, device.c_str(), IFNAMSIZ - 1);
-    ifr.ifr_data = reinterpret_cast<char*>(&info);
-    if (ioctl(fd, SIOCETHTOOL, &ifr) != 0)
+    if (!EthtoolRequest(fd, device, &info))
     {
         return "";
     }
@@ -263,10 +274,7 @@ DeviceQueueCount(int fd, const std::string& device, std::string& detail)
 {
     ethtool_channels channels{};
     channels.cmd = ETHTOOL_GCHANNELS;
-    ifreq ifr{};
-    std::strncpy(ifr.ifr_name, device.c_str(), IFNAMSIZ - 1);
-    ifr.ifr_data = reinterpret_cast<char*>(&channels);
-    if (ioctl(fd, SIOCETHTOOL, &ifr) != 0)
+    if (!EthtoolRequest(fd, device, &channels))
     {
         detail = std::string("ETHTOOL_GCHANNELS: ") + std::strerror(errno);
         return 1;

@@ -18,6 +18,7 @@
 #include "metaroce-endpoint.h"
 #include "metaroce-hil-frame-handoff.h"
 #include "metaroce-hil-raw-port.h"
+#include "metaroce-hil-tap.h"
 #include "metaroce-wire.h"
 
 #include <arpa/inet.h>
@@ -25,11 +26,9 @@
 #include <boost/asio/io_context.hpp>
 #include <csignal>
 #include <cstring>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <sstream>
 #include <sys/socket.h>
 #include <thread>
@@ -479,27 +478,17 @@ TEST_F(HilXdpThreadsTest, MoreQueuesThanThreadsIsWarned)
     udpServer->Wait(milliseconds(5000));
 }
 
-/// Run \p work on a thread inside network namespace \p ns. \return "" or why it could not.
+/// Run \p work inside network namespace \p ns. \return "" or why it could not.
 std::string
 InNamespace(const std::string& ns, const std::function<void()>& work)
 {
-    std::string why;
-    std::thread t([&]() {
-        const int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
-        {
-            why = "cannot enter namespace " + ns;
-            if (fd >= 0)
-            {
-                close(fd);
-            }
-            return;
-        }
-        close(fd);
-        work();
-    });
-    t.join();
-    return why;
+    NetnsScope scope(ns); // (back to the namespace before when it ends)
+    if (!scope.Ok())
+    {
+        return scope.Why();
+    }
+    work();
+    return "";
 }
 
 // (From an adversarial review.) A shard woken once for more frames than one drain takes
