@@ -491,6 +491,90 @@ InNamespace(const std::string& ns, const std::function<void()>& work)
     return "";
 }
 
+/// Two shards of one AF_XDP group on device "va" (generic XDP), each on its own io_context.
+struct TwoShards
+{
+    boost::asio::io_context io0{1};
+    boost::asio::io_context io1{1};
+    std::unique_ptr<RawFramePort> p0;
+    std::unique_ptr<RawFramePort> p1;
+
+    /// Open both, marking beyond \p backlogEcn datagrams. \return "" or why not.
+    std::string Open(const HostClock& clock, uint32_t backlogEcn)
+    {
+        RawPortConfig cfg;
+        cfg.device = "va";
+        cfg.io = RawIoMode::XDP;
+        cfg.xdpMode = XdpMode::GENERIC;
+        cfg.shards = 2;
+        cfg.shardIndex = 0;
+        cfg.backlogEcn = backlogEcn;
+        std::string err;
+        p0 = RawFramePort::Open(io0, clock, cfg, err);
+        if (!p0)
+        {
+            return "shard 0: " + err;
+        }
+        cfg.shardIndex = 1;
+        cfg.xdpGroup = p0->XdpGroup();
+        p1 = RawFramePort::Open(io1, clock, cfg, err);
+        return p1 ? "" : "shard 1: " + err;
+    }
+
+    /// \return frames handed from one shard to the other so far.
+    uint64_t Pushed() const
+    {
+        auto handoff = p0->XdpGroup()->handoff;
+        return handoff->Ring(0, 1).Pushed() + handoff->Ring(1, 0).Pushed();
+    }
+
+    /// \return frames waiting in the hand-off rings.
+    uint32_t Left() const
+    {
+        auto handoff = p0->XdpGroup()->handoff;
+        return handoff->Ring(0, 1).Size() + handoff->Ring(1, 0).Size();
+    }
+};
+
+/**
+ * From the current namespace, send 300 datagrams for QPN 3 (shard 1), then 300 for QPN 2
+ * (shard 0), to A's engine port, with ECN field \p tos: one UDP flow, so that they share a
+ * queue and one shard hands the other's on.
+ */
+void
+SendToBothShards(int tos = 0)
+{
+    const int s = socket(AF_INET, SOCK_DGRAM, 0);
+    setsockopt(s, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(ROCE_UDP_PORT);
+    inet_pton(AF_INET, "10.250.1.1", &to.sin_addr);
+    for (uint8_t qpn : {3, 2})
+    {
+        std::vector<uint8_t> payload(72, 0);
+        payload[7] = qpn; // the BTH's destination QPN, low byte
+        for (int i = 0; i < 300; ++i)
+        {
+            sendto(s, payload.data(), payload.size(), 0, (sockaddr*)&to, sizeof(to));
+        }
+    }
+    close(s);
+}
+
+/// Run \p io's ready handlers every millisecond for \p ms milliseconds.
+void
+PollFor(boost::asio::io_context& io, int ms)
+{
+    const auto end = std::chrono::steady_clock::now() + milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end)
+    {
+        io.restart();
+        io.poll();
+        std::this_thread::sleep_for(milliseconds(1));
+    }
+}
+
 // (From an adversarial review.) A shard woken once for more frames than one drain takes
 // (4 x 32) must come back for the rest by itself: its eventfd merged every push into the one
 // wake-up it read, and here nothing else arrives. Before the fix 172 of 300 frames stayed in
@@ -507,81 +591,96 @@ TEST_F(HilXdpThreadsTest, ARingFullerThanOneDrainIsEmptiedWithoutNewTraffic)
     uint32_t left = 0;
     std::string why = InNamespace(m_net->A(), [&]() {
         HostClock clock;
-        boost::asio::io_context io0(1);
-        boost::asio::io_context io1(1);
-        RawPortConfig cfg;
-        cfg.device = "va";
-        cfg.io = RawIoMode::XDP;
-        cfg.xdpMode = XdpMode::GENERIC;
-        cfg.shards = 2;
-        cfg.shardIndex = 0;
-        std::string err;
-        auto p0 = RawFramePort::Open(io0, clock, cfg, err);
-        if (!p0)
+        TwoShards shards;
+        report = shards.Open(clock, BACKLOG_ECN_DEFAULT);
+        if (!report.empty())
         {
-            report = "shard 0: " + err;
             return;
         }
-        cfg.shardIndex = 1;
-        cfg.xdpGroup = p0->XdpGroup();
-        auto p1 = RawFramePort::Open(io1, clock, cfg, err);
-        if (!p1)
-        {
-            report = "shard 1: " + err;
-            return;
-        }
-        p0->Start([](const DatagramMeta&, const uint8_t*, size_t) {}, nullptr);
-        p1->Start([](const DatagramMeta&, const uint8_t*, size_t) {}, nullptr);
-        // 300 datagrams for QPN 3 (shard 1) and 300 for QPN 2 (shard 0) from B's kernel: one
-        // UDP flow, so that they share a queue and one shard hands the other's on.
-        report = InNamespace(m_net->B(), []() {
-            const int s = socket(AF_INET, SOCK_DGRAM, 0);
-            sockaddr_in to{};
-            to.sin_family = AF_INET;
-            to.sin_port = htons(ROCE_UDP_PORT);
-            inet_pton(AF_INET, "10.250.1.1", &to.sin_addr);
-            for (uint8_t qpn : {3, 2})
-            {
-                std::vector<uint8_t> payload(72, 0);
-                payload[7] = qpn; // the BTH's destination QPN, low byte
-                for (int i = 0; i < 300; ++i)
-                {
-                    sendto(s, payload.data(), payload.size(), 0, (sockaddr*)&to, sizeof(to));
-                }
-            }
-            close(s);
-        });
-        auto pollFor = [](boost::asio::io_context& io, int ms) {
-            const auto end = std::chrono::steady_clock::now() + milliseconds(ms);
-            while (std::chrono::steady_clock::now() < end)
-            {
-                io.restart();
-                io.poll();
-                std::this_thread::sleep_for(milliseconds(1));
-            }
-        };
+        shards.p0->Start([](const DatagramMeta&, const uint8_t*, size_t) {}, nullptr);
+        shards.p1->Start([](const DatagramMeta&, const uint8_t*, size_t) {}, nullptr);
+        report = InNamespace(m_net->B(), []() { SendToBothShards(); });
         // Each shard reads its own queue before the other runs, then both run for a while
         // with no new traffic.
-        pollFor(io0, 300);
-        pollFor(io1, 300);
+        PollFor(shards.io0, 300);
+        PollFor(shards.io1, 300);
         for (int i = 0; i < 500; ++i)
         {
-            io0.restart();
-            io0.poll();
-            io1.restart();
-            io1.poll();
+            shards.io0.restart();
+            shards.io0.poll();
+            shards.io1.restart();
+            shards.io1.poll();
             std::this_thread::sleep_for(milliseconds(1));
         }
-        auto handoff = p0->XdpGroup()->handoff;
-        pushed = handoff->Ring(0, 1).Pushed() + handoff->Ring(1, 0).Pushed();
-        left = handoff->Ring(0, 1).Size() + handoff->Ring(1, 0).Size();
-        p0->Close();
-        p1->Close();
+        pushed = shards.Pushed();
+        left = shards.Left();
+        shards.p0->Close();
+        shards.p1->Close();
     });
     ASSERT_EQ(why, "");
     ASSERT_EQ(report, "");
     EXPECT_GT(pushed, 128u) << "the frames did not land on one queue: nothing to test";
     EXPECT_EQ(left, 0u) << "frames left in a hand-off ring with nothing to wake its shard";
+}
+
+// (From an adversarial review.) --backlog-ecn's depth is that of the shard's whole receive
+// queue, its socket's ring and the hand-off rings into it together: it restarts only when one
+// pass found both empty. 300 ECN-capable datagrams for each shard arrive on one queue, and each
+// shard marks beyond 200: the shard that reads them from its ring takes 5 passes (128 frames
+// each), the other, run after it, drains its 300 from a hand-off ring in 3, so each run is 300
+// long and 100 of each shard's are marked. Before the fix an empty hand-off ring (the first shard)
+// or an empty socket ring (the second) restarted the depth at every pass, and nothing was marked.
+TEST_F(HilXdpThreadsTest, BacklogEcnCountsTheSocketRingAndTheHandoffRingsAsOneQueue)
+{
+    Start(2);
+    if (!m_net)
+    {
+        return; // skipped
+    }
+    std::string report;
+    uint64_t pushed = 0;
+    uint64_t received[2] = {0, 0};
+    uint64_t ce[2] = {0, 0};
+    uint64_t marked[2] = {0, 0};
+    std::string why = InNamespace(m_net->A(), [&]() {
+        HostClock clock;
+        TwoShards shards;
+        report = shards.Open(clock, 200);
+        if (!report.empty())
+        {
+            return;
+        }
+        auto count = [&](int shard) {
+            return [&, shard](const DatagramMeta& meta, const uint8_t*, size_t) {
+                ++received[shard];
+                ce[shard] += meta.ecn == Ecn::CE ? 1 : 0;
+            };
+        };
+        shards.p0->Start(count(0), nullptr);
+        shards.p1->Start(count(1), nullptr);
+        // ECT(0), all queued before either shard runs.
+        report = InNamespace(m_net->B(), []() { SendToBothShards(int(Ecn::ECT0)); });
+        // One shard at a time, so that the shard the frames are handed to finds all 300 in
+        // its hand-off ring: shard 0, shard 1 (which reads the queue, or drains its ring),
+        // and shard 0 again (which drains its ring, if shard 1 read the queue).
+        PollFor(shards.io0, 300);
+        PollFor(shards.io1, 300);
+        PollFor(shards.io0, 300);
+        pushed = shards.Pushed();
+        marked[0] = shards.p0->Counters().rxBacklogMarked;
+        marked[1] = shards.p1->Counters().rxBacklogMarked;
+        shards.p0->Close();
+        shards.p1->Close();
+    });
+    ASSERT_EQ(why, "");
+    ASSERT_EQ(report, "");
+    ASSERT_EQ(received[0], 300u);
+    ASSERT_EQ(received[1], 300u);
+    ASSERT_EQ(pushed, 300u) << "the frames did not land on one queue: nothing to test";
+    EXPECT_EQ(ce[0], 100u);
+    EXPECT_EQ(ce[1], 100u);
+    EXPECT_EQ(marked[0], 100u);
+    EXPECT_EQ(marked[1], 100u);
 }
 
 } // namespace
