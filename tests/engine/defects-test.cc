@@ -589,7 +589,12 @@ TEST_F(MultipathDefectTest, IrnWithRtoBackoffSurvivesARoundTripFarAboveItsTimeou
         m_net->RunUntil(MilliSeconds(3000));
         // The paper's fixed timer fails here; the backed-off one delivers everything.
         EXPECT_EQ(OnlyStatus(m_a), backoff ? WcStatus::SUCCESS : WcStatus::RETRY_EXC_ERR);
-        EXPECT_EQ(m_src == m_dst, backoff);
+        if (backoff)
+        {
+            // (Without it the originals, all sent before the requester gave up, may still
+            // arrive whole: a timeout no longer resends the window into the same queue.)
+            EXPECT_EQ(m_src, m_dst);
+        }
     }
 }
 

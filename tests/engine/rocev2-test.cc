@@ -24,6 +24,7 @@
 #include <cstring>
 #include <gtest/gtest.h>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace metaroce
@@ -1066,6 +1067,64 @@ TEST_F(RoceV2Pair, IrnLostRetransmissionWaitsForRtoHighAndResendsOnlyTheHole)
     // Many packets were outstanding when the timer was last restarted: RTO_high.
     EXPECT_GT(m_lastCompletion, m_cfg.rocev2.irnRtoHigh);
     EXPECT_LT(m_lastCompletion, m_cfg.rocev2.irnRtoHigh + MicroSeconds(100));
+}
+
+// The first packet out arms the timer while it alone is outstanding, so with RTO_low; the rest
+// of the window follows at once. RTO_low is for at most N packets in flight: with a round trip
+// between RTO_low and RTO_high (150 us here, 100 and 320 us), the timer must wait for
+// RTO_high, not resend a loss-free window (before the fix: 1 timeout, 256 resends).
+TEST_F(RoceV2Pair, IrnRtoLowArmedByTheFirstPacketGivesWayToRtoHighWhenTheWindowFollows)
+{
+    Build(IrnConfig(), 1 << 20);
+    m_net->Link(m_a, m_b).delay = MicroSeconds(75);
+    m_net->Link(m_b, m_a).delay = MicroSeconds(75);
+    ASSERT_LT(m_cfg.rocev2.irnRtoLow, MicroSeconds(150));
+    ASSERT_GT(m_cfg.rocev2.irnRtoHigh, MicroSeconds(200));
+    ASSERT_TRUE(WriteAllAndComplete());
+    EXPECT_EQ(CounterA(Counter::RTO), 0u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 0u);
+}
+
+// A round trip above RTO_high (500 us against 320 us) and no loss: every timeout is
+// spurious. It resends the oldest PSN only; the next cumulative ACK acknowledges PSNs that
+// were not resent, so the originals are arriving and nothing more is resent. (Before, each
+// timeout resent every unSACKed PSN up to the highest sent: 256 resends for this 1 MiB.)
+TEST_F(RoceV2Pair, IrnSpuriousTimeoutResendsOnlyTheOldestPacket)
+{
+    ConnectionConfig cfg = IrnConfig();
+    cfg.rocev2.irnRtoBackoff = true; // (the paper's fixed timer would run out of retries)
+    Build(cfg, 1 << 20);
+    m_net->EnableTxLog(true);
+    m_net->Link(m_a, m_b).delay = MicroSeconds(250);
+    m_net->Link(m_b, m_a).delay = MicroSeconds(250);
+    ASSERT_TRUE(WriteAllAndComplete());
+    const uint64_t timeouts = CounterA(Counter::RTO);
+    EXPECT_GE(timeouts, 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), timeouts) << "one PSN per timeout";
+    EXPECT_EQ(SendsOf(*m_net, m_a, 0), 1u + timeouts);
+    EXPECT_EQ(SendsOf(*m_net, m_a, 1), 1u);
+}
+
+// The last 8 of 16 packets are lost once each and nothing after them reveals it: one timeout
+// resends the oldest; each cumulative ACK that then stops at the next missing PSN presumes
+// twice as many lost (1, 2, 4, then the last one), so all 8 are resent once, without another
+// timeout and without resending what arrived.
+TEST_F(RoceV2Pair, IrnTimeoutOnALostTailBurstResendsItInDoublingSteps)
+{
+    Build(IrnConfig(), 64 * 1024);
+    m_net->EnableTxLog(true);
+    std::set<uint32_t> dropped;
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        return LookupOpcode(w.opcode).kind == PacketKind::DATA && w.psn >= 8 &&
+               dropped.insert(w.psn).second;
+    };
+    ASSERT_TRUE(WriteAllAndComplete());
+    EXPECT_EQ(CounterA(Counter::RTO), 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 8u);
+    for (uint32_t psn = 0; psn < 16; ++psn)
+    {
+        EXPECT_EQ(SendsOf(*m_net, m_a, psn), psn >= 8 ? 2u : 1u) << "psn " << psn;
+    }
 }
 
 TEST_F(RoceV2Pair, IrnCompletesReceivesInOrderAfterTheHoleFills)

@@ -193,19 +193,68 @@ void
 IrnRecovery::OnProgress(RoceRequester& req, uint32_t from)
 {
     // Forget the SACK bits of the PSNs now acknowledged cumulatively.
-    for (uint32_t p = from; p != req.UnackedPsn(); p = PsnAdd(p, 1))
+    const uint32_t unacked = req.UnackedPsn();
+    for (uint32_t p = from; p != unacked; p = PsnAdd(p, 1))
     {
         AssignBit(m_sacked, p & m_mask, false);
+    }
+    if (m_presumedStep != 0)
+    {
+        if (PsnDiff(unacked, m_presumedEnd) >= 0 || PsnDiff(unacked, m_lossBound) > 0)
+        {
+            // Everything sent before the timeout is acknowledged, or the responder holds a
+            // PSN that was not resent: the originals are arriving (the timeout was spurious,
+            // or only the resent PSNs were lost). SACKs and the timer take it from here.
+            m_presumedStep = 0;
+        }
+        else if (unacked == m_lossBound)
+        {
+            // The responder has everything resent and misses the next PSN, sent before the
+            // timeout: presume it and the next ones lost, twice as many as the last time.
+            m_presumedStep = std::min<uint32_t>(2 * m_presumedStep, Cap());
+            uint32_t left = uint32_t(PsnDiff(m_presumedEnd, unacked));
+            m_lossBound = PsnAdd(unacked, std::min(m_presumedStep, left));
+        }
     }
     SkipSacked(req);
     UpdateState(req);
 }
 
 void
+IrnRecovery::Timeout(RoceRequester& req, uint32_t psn)
+{
+    // Resend what the SACKs already showed lost (lost retransmissions among them) and the
+    // oldest unacknowledged PSN, but not yet the unSACKed PSNs above the highest SACKed one:
+    // they may be in flight still, behind a queue or a stalled host, and resending a whole
+    // window at once for a spurious timeout costs a window. Each cumulative ACK that then
+    // shows the responder missing the next of them presumes twice as many lost (as TCP's slow
+    // start after a timeout); one that acknowledges a PSN not resent ends the presumption
+    // (as F-RTO, RFC 5682, detects a spurious timeout). docs/engine-rocev2.md, "Timeout".
+    m_presumedEnd = req.MaxSentPsn();
+    m_presumedStep = 1;
+    m_retxPsn = psn;
+    if (PsnDiff(m_lossBound, PsnAdd(psn, 1)) < 0)
+    {
+        m_lossBound = PsnAdd(psn, 1);
+    }
+    SkipSacked(req);
+    if (!HolePending() && req.InflightPackets() > 0)
+    {
+        // The oldest PSN was SACKed (its cumulative ACK was lost, or discarded at a READ or
+        // atomic whose response was missing): resend it once, so that the responder
+        // acknowledges it again.
+        m_retxPsn = req.UnackedPsn();
+        m_lossBound = PsnAdd(m_retxPsn, 1);
+    }
+    UpdateState(req);
+}
+
+void
 IrnRecovery::Restart(RoceRequester& req, uint32_t psn)
 {
-    // Timeout (or the end of an RNR wait): every unSACKed PSN from psn up to the highest
-    // sent is presumed lost and resent once more; SACKed ones are not.
+    // The end of an RNR wait: every unSACKed PSN from psn up to the highest sent is resent
+    // once more; SACKed ones are not.
+    m_presumedStep = 0;
     m_retxPsn = psn;
     m_lossBound = req.MaxSentPsn();
     SkipSacked(req);

@@ -43,6 +43,7 @@ class IrnRecovery : public RoceRecovery
     void OnCursorOvertaken(RoceRequester& req) override;
     void OnProgress(RoceRequester& req, uint32_t from) override;
     void Restart(RoceRequester& req, uint32_t psn) override;
+    void Timeout(RoceRequester& req, uint32_t psn) override;
     void OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& pkt) override;
     uint32_t MaxRequestPsns() const override;
     size_t HeapBytes() const override;
@@ -59,6 +60,10 @@ class IrnRecovery : public RoceRecovery
     std::vector<uint64_t> m_sacked;               //!< SACKed PSNs in [unacked, unacked + window)
     uint32_t m_retxPsn{0};                        //!< next PSN to consider for retransmission
     uint32_t m_lossBound{0};                      //!< unSACKed PSNs below this are lost
+    /// After a timeout: PSNs up to this one were sent before it and are presumed lost only
+    /// as the cumulative ACK shows them missing (Timeout()).
+    uint32_t m_presumedEnd{0};
+    uint32_t m_presumedStep{0}; //!< PSNs the next such ACK presumes lost (0: not after a timeout)
 };
 
 /**

@@ -62,6 +62,14 @@ class RoceRecovery
     virtual void OnProgress(RoceRequester& req, uint32_t from) = 0;
     /// Resend from \p psn: a sequence NAK, a retransmission timeout or the end of an RNR wait.
     virtual void Restart(RoceRequester& req, uint32_t psn) = 0;
+
+    /// The retransmission timer expired with \p psn the oldest unacknowledged PSN (by default
+    /// a Restart() from it).
+    virtual void Timeout(RoceRequester& req, uint32_t psn)
+    {
+        Restart(req, psn);
+    }
+
     /// A selective NACK (IRN_NACK) arrived.
     virtual void OnSelectiveNack(Time now, RoceRequester& req, const ParsedPacket& pkt) = 0;
     /// \return the most PSNs one RDMA READ may span (its response packets).

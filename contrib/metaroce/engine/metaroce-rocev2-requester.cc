@@ -356,6 +356,7 @@ void
 RoceRequester::ArmRto(Time now)
 {
     Time rto = m_recovery->Rto(*this);
+    m_rtoArmedAt = now;
     m_rtoDeadline = rto == TIME_INFINITE ? TIME_INFINITE : now + rto + m_conn.HostDelay();
 }
 
@@ -426,10 +427,17 @@ RoceRequester::Progress(Time now, uint32_t newUnacked)
 }
 
 void
-RoceRequester::GoBack(Time now, uint32_t psn)
+RoceRequester::GoBack(Time now, uint32_t psn, bool timeout)
 {
     m_gapEpisode = false; // every restart may detect missing responses once more
-    m_recovery->Restart(*this, psn);
+    if (timeout)
+    {
+        m_recovery->Timeout(*this, psn);
+    }
+    else
+    {
+        m_recovery->Restart(*this, psn);
+    }
     ArmRto(now);
 }
 
@@ -692,6 +700,16 @@ RoceRequester::HandleTimeout(Time now)
         {
             return; // nothing outstanding (disarmed late)
         }
+        // The timer's length for what is outstanding now: IRN's RTO_low is for at most N
+        // packets in flight, but the timer is armed by the first packet out, and the rest
+        // of a window follows it. A timer armed with RTO_low that expires with more packets
+        // outstanding waits until RTO_high after it was armed (docs/engine-rocev2.md).
+        Time rto = m_recovery->Rto(*this);
+        if (rto != TIME_INFINITE && m_rtoArmedAt + rto + m_conn.HostDelay() > now)
+        {
+            m_rtoDeadline = m_rtoArmedAt + rto + m_conn.HostDelay();
+            return;
+        }
         Count(Counter::RTO);
         if (m_retriesLeft == 0)
         {
@@ -699,7 +717,7 @@ RoceRequester::HandleTimeout(Time now)
             return;
         }
         --m_retriesLeft;
-        GoBack(now, m_unackedPsn);
+        GoBack(now, m_unackedPsn, true);
     }
 }
 

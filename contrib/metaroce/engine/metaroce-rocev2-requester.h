@@ -184,7 +184,7 @@ class RoceRequester : public RoceV2Role
     void ResponseGap(Time now, uint32_t psn);
     bool PlaceResponse(const SendWqe& w, uint32_t packet, const ParsedPacket& pkt);
     uint8_t OpcodeOf(const SendWqe& w, uint32_t packet) const;
-    void GoBack(Time now, uint32_t psn);
+    void GoBack(Time now, uint32_t psn, bool timeout = false);
     void ArmRto(Time now);
     void Complete(const SendWqe& w, WcStatus status);
 
@@ -200,6 +200,7 @@ class RoceRequester : public RoceV2Role
     uint8_t m_retriesLeft;             //!< retry_cnt budget left
     uint8_t m_rnrRetriesLeft;          //!< rnr_retry budget left
     Time m_rtoDeadline{TIME_INFINITE}; //!< retransmission timer
+    Time m_rtoArmedAt{0};              //!< when the retransmission timer was last armed
     Time m_rnrDeadline{TIME_INFINITE}; //!< end of the RNR wait
     uint32_t m_rnrPsn{0};              //!< PSN to resume from after the RNR wait
     Pacer m_pacer;                     //!< spaces data packets at the current rate
