@@ -25,7 +25,9 @@
 # BUILD_DIR defaults to build/, SECONDS (per veth measurement) to 3, ROUNDS (repetitions of
 # part 1, each with its own blast, for the spread) to 1. Environment: PARTS ("veth forwarder"
 # by default; any of veth, forwarder, threads, xdp, xdp-threads), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
-# FWD_ITERS (64 KiB messages per forwarder run, default 300), PERF_EXTRA (options added to both
+# FWD_ITERS (64 KiB messages per forwarder run, default 300), FWD_ACK_LOSS (drop probability
+# in the ACK direction, default the same P as the data direction; 0: drop data frames only),
+# PERF_EXTRA (options added to both
 # metaroce-perf sides in part 1, e.g. "--udp-gso off"), FWD_SERVER_EXTRA (options added to the
 # receiving metaroce-perf of part 2, e.g. "--backlog-ecn 0"), WRITE_DOC (0: print the sections, do
 # not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
@@ -152,7 +154,9 @@ ratio() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(f'{a / 
 
 # metaroce-perf through the forwarder: $1 transport, $2 recovery, $3 loss. Sets FWD_* and PERF_*.
 forwarded_run() {
-    ip netns exec "$NS_M" "$BIN/metaroce-hil-forwarder" --a fa --b fb --loss "$3" \
+    local ackLoss=()
+    [[ -n ${FWD_ACK_LOSS:-} ]] && ackLoss=(--loss-ab "$FWD_ACK_LOSS") # a -> b: the ACK direction
+    ip netns exec "$NS_M" "$BIN/metaroce-hil-forwarder" --a fa --b fb --loss "$3" "${ackLoss[@]}" \
         --delay-us "$FWD_DELAY_US" --seed 19 >/tmp/bench-fwd.$$ 2>&1 &
     local fwd=$!
     sleep 0.3
@@ -393,14 +397,20 @@ for loss in 0 0.01 0.05; do
         ROWS+="| $loss | $label | $PERF_GBPS | $FWD_WALL | ${PERF_PACKETS:--} | ${PERF_RETX:--} | ${PERF_RTO:--} | $FWD_DATA_DROPS | $FWD_ACK_DROPS | $(ratio "${PERF_RETX:-0}" "$FWD_DATA_DROPS") | $check | ${PERF_STATUS:-none} |"$'\n'
     done
 done
+HEADING="## HIL through the loss-injecting forwarder"
+DIR_TEXT="in both directions"
+if [[ -n ${FWD_ACK_LOSS:-} ]]; then
+    HEADING+=", ACK-direction loss $FWD_ACK_LOSS"
+    DIR_TEXT="in the data direction and $FWD_ACK_LOSS in the ACK direction (\`--loss-ab $FWD_ACK_LOSS\`)"
+fi
 SECTION=$(cat <<MD
-## HIL through the loss-injecting forwarder
+$HEADING
 
 Measured by \`hil/bench/metaroce-hil-bench.sh\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, ${CPU:-unknown CPU},
 kernel $(uname -r)): client and server in two namespaces, each joined by a veth pair to a third
 where \`metaroce-hil-forwarder --delay-us $FWD_DELAY_US --loss P --seed 19\` forwards every
 frame (a round trip of about $(( 2 * FWD_DELAY_US )) us plus the hosts' own), dropping data-plane
-frames (UDP 4791, both directions) with probability P. UDP ports, engine MTU $MTU,
+frames (UDP 4791) with probability P $DIR_TEXT. UDP ports, engine MTU $MTU,
 $FWD_ITERS messages of $SIZE bytes, RDMA WRITE with immediate, 1 connection, default HIL timer
 settings. "Data drops" are the frames the forwarder dropped in the data direction, "ACK drops"
 in the other; "Frames seen" is the forwarder's count of data-direction frames, which must equal
