@@ -1127,6 +1127,90 @@ TEST_F(RoceV2Pair, IrnTimeoutOnALostTailBurstResendsItInDoublingSteps)
     }
 }
 
+// Review of 4152083 (IRN timeout presumption). A SACK leaves m_lossBound on the highest
+// SACKed PSN itself, so after a timeout the cumulative ACK that stops exactly at the first
+// PSN neither resent nor SACKed (lossBound + 1) is taken as "beyond the resent range" and
+// ends the presumption: a lost tail above the highest SACKed PSN waits for a second timeout.
+TEST_F(RoceV2Pair, IrnReviewTimeoutAfterSackedPsnsStillPresumesTheLostTail)
+{
+    Build(IrnConfig(), 256 * 1024);
+    m_net->EnableTxLog(true);
+    const uint32_t packets = uint32_t(m_src.size() / m_cfg.mtu);
+    ASSERT_EQ(packets, 64u);
+    constexpr uint32_t HOLE = 10;
+    constexpr uint32_t TAIL = 40; // PSNs 40..63 lost once each
+    std::map<uint32_t, int> seen;
+    m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+        if (LookupOpcode(w.opcode).kind != PacketKind::DATA)
+        {
+            return false;
+        }
+        int limit = w.psn == HOLE ? 2 : (w.psn >= TAIL ? 1 : 0); // the hole and its SACK resend
+        return seen[w.psn]++ < limit;
+    };
+    ASSERT_TRUE(WriteAllAndComplete());
+    EXPECT_EQ(CounterA(Counter::RTO), 1u) << "one timeout, then the tail in doubling steps";
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), 2u + (packets - TAIL));
+}
+
+// The F-RTO end of the presumption needs a cumulative ACK that overshoots the presumed range.
+// With an ACK per packet (ackEveryPackets 1), the originals of a spurious timeout each stop
+// exactly at the next boundary (u+1, u+3, u+7, ...), so the doubling resends the whole window
+// anyway (the 1 MiB case IrnSpuriousTimeoutResendsOnlyTheOldestPacket covers with 4).
+TEST_F(RoceV2Pair, IrnReviewSpuriousTimeoutWithAckPerPacketResendsOnlyTheOldestPacket)
+{
+    ConnectionConfig cfg = IrnConfig();
+    cfg.rocev2.irnRtoBackoff = true;
+    cfg.rocev2.ackEveryPackets = 1;
+    Build(cfg, 1 << 20);
+    m_net->EnableTxLog(true);
+    m_net->Link(m_a, m_b).delay = MicroSeconds(250);
+    m_net->Link(m_b, m_a).delay = MicroSeconds(250);
+    ASSERT_TRUE(WriteAllAndComplete());
+    const uint64_t timeouts = CounterA(Counter::RTO);
+    EXPECT_GE(timeouts, 1u);
+    EXPECT_EQ(CounterA(Counter::TX_RETRANSMIT), timeouts) << "one PSN per timeout";
+}
+
+// The same with READ responses, which acknowledge one PSN each: a spurious timeout during a
+// READ doubles the presumed range with every response, past the READ's end, into the WRITE
+// PSNs sent before the timeout (delivered, their ACK behind the responses).
+TEST_F(RoceV2Pair, IrnReviewSpuriousTimeoutDuringAReadDoesNotResendTheWriteAfterIt)
+{
+    ConnectionConfig cfg = IrnConfig();
+    cfg.rocev2.irnRtoBackoff = true;
+    Build(cfg, 1 << 20);
+    std::vector<uint8_t> remote(512 * 1024, 7);
+    MemoryRegion remoteMr =
+        B().RegisterMemory(remote.data(), remote.size(), ACCESS_REMOTE_READ | ACCESS_LOCAL_WRITE);
+    std::vector<uint8_t> local(512 * 1024, 0);
+    MemoryRegion localMr = A().RegisterMemory(local.data(), local.size(), ACCESS_LOCAL_WRITE);
+    m_net->EnableTxLog(true);
+    m_net->Link(m_a, m_b).delay = MicroSeconds(250);
+    m_net->Link(m_b, m_a).delay = MicroSeconds(250);
+    const uint32_t readBytes = 64 * m_cfg.mtu;
+    SendWr rd;
+    rd.wrId = 1;
+    rd.opcode = WrOpcode::RDMA_READ;
+    rd.sge = {localMr.addr, readBytes, localMr.lkey};
+    rd.remoteAddr = remoteMr.addr;
+    rd.rkey = remoteMr.rkey;
+    ASSERT_EQ(A().PostSend(m_net->Now(), m_qa, rd), PostStatus::OK);
+    ASSERT_EQ(Write(2, 0, 64 * m_cfg.mtu), PostStatus::OK);
+    m_net->RunUntilIdle(MilliSeconds(50));
+    ASSERT_EQ(m_net->Completions(m_a).size(), 2u);
+    EXPECT_EQ(m_net->Completions(m_a)[0].status, WcStatus::SUCCESS);
+    EXPECT_EQ(m_net->Completions(m_a)[1].status, WcStatus::SUCCESS);
+    EXPECT_GE(CounterA(Counter::RTO), 1u);
+    uint32_t writeResends = 0;
+    for (uint32_t psn = 64; psn < 128; ++psn)
+    {
+        writeResends += SendsOf(*m_net, m_a, psn) - 1;
+    }
+    EXPECT_EQ(writeResends, 0u) << "RTO " << CounterA(Counter::RTO) << ", resent "
+                                << CounterA(Counter::TX_RETRANSMIT);
+}
+
 TEST_F(RoceV2Pair, IrnCompletesReceivesInOrderAfterTheHoleFills)
 {
     ConnectionConfig cfg = IrnConfig();
