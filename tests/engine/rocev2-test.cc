@@ -1211,6 +1211,33 @@ TEST_F(RoceV2Pair, IrnReviewSpuriousTimeoutDuringAReadDoesNotResendTheWriteAfter
                                 << CounterA(Counter::TX_RETRANSMIT);
 }
 
+// Endpoint::SetHostDelay: "timers already armed keep their deadlines". The expiry
+// re-evaluation of 4152083 recomputes the deadline with the host delay of the moment (for
+// every recovery mode, go-back-N included): a host delay raised while the timer runs
+// postpones an armed timer, and each raise before each expiry postpones it again.
+TEST_F(RoceV2Pair, IrnReviewARaisedHostDelayDoesNotPostponeAnArmedTimer)
+{
+    for (bool irn : {false, true})
+    {
+        SCOPED_TRACE(irn ? "irn" : "gbn");
+        Build(irn ? IrnConfig() : RoceConfig(), 4096);
+        int drops = 1;
+        m_net->Link(m_a, m_b).dropIf = [&](const WireInfo& w) {
+            return LookupOpcode(w.opcode).kind == PacketKind::DATA && drops-- > 0;
+        };
+        Write(1, 0, 4096);
+        // One packet outstanding: RTO_low (100 us) in IRN, the local ACK timeout (524 us) in
+        // go-back-N, armed at about 0 with no host delay.
+        const Time rto = irn ? m_cfg.rocev2.irnRtoLow : RoceLocalAckTimeout(m_cfg.rocev2.localAckTimeout);
+        m_net->RunUntil(rto / 2);
+        A().SetHostDelay(MilliSeconds(20));
+        m_net->RunUntil(rto + MicroSeconds(50));
+        EXPECT_EQ(CounterA(Counter::RTO), 1u) << "the timer armed before the raise fires on time";
+        m_net->RunUntilIdle(MilliSeconds(100));
+        EXPECT_EQ(m_net->Completions(m_a).size(), 1u);
+    }
+}
+
 TEST_F(RoceV2Pair, IrnCompletesReceivesInOrderAfterTheHoleFills)
 {
     ConnectionConfig cfg = IrnConfig();
