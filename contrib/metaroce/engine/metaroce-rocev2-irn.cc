@@ -161,6 +161,12 @@ IrnRecovery::OnSent(RoceRequester& req, bool retransmission)
     if (retransmission)
     {
         m_retxPsn = req.SendPsn(); // each hole once on SACK evidence
+        if (m_presumedStep != 0 && PsnDiff(m_retxPsn, m_lossBound) > 0)
+        {
+            // A READ resent from inside the presumed range asks for its whole span: its
+            // responses are the resent range, not evidence of the next PSNs missing.
+            m_lossBound = m_retxPsn;
+        }
         SkipSacked(req);
     }
     UpdateState(req);
@@ -192,22 +198,29 @@ IrnRecovery::OnCursorOvertaken(RoceRequester& /*req*/)
 void
 IrnRecovery::OnProgress(RoceRequester& req, uint32_t from)
 {
-    // Forget the SACK bits of the PSNs now acknowledged cumulatively.
     const uint32_t unacked = req.UnackedPsn();
+    // The first PSN neither resent nor SACKed: a SACK leaves m_lossBound on the highest
+    // SACKed PSN itself, which the responder holds.
+    uint32_t frontier = m_lossBound;
+    while (m_presumedStep != 0 && PsnDiff(frontier, unacked) < 0 && Sacked(frontier))
+    {
+        frontier = PsnAdd(frontier, 1);
+    }
+    // Forget the SACK bits of the PSNs now acknowledged cumulatively.
     for (uint32_t p = from; p != unacked; p = PsnAdd(p, 1))
     {
         AssignBit(m_sacked, p & m_mask, false);
     }
     if (m_presumedStep != 0)
     {
-        if (PsnDiff(unacked, m_presumedEnd) >= 0 || PsnDiff(unacked, m_lossBound) > 0)
+        if (PsnDiff(unacked, m_presumedEnd) >= 0 || PsnDiff(unacked, frontier) > 0)
         {
             // Everything sent before the timeout is acknowledged, or the responder holds a
             // PSN that was not resent: the originals are arriving (the timeout was spurious,
             // or only the resent PSNs were lost). SACKs and the timer take it from here.
             m_presumedStep = 0;
         }
-        else if (unacked == m_lossBound)
+        else if (unacked == frontier)
         {
             // The responder has everything resent and misses the next PSN, sent before the
             // timeout: presume it and the next ones lost, twice as many as the last time.

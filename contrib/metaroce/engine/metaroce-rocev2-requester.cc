@@ -357,7 +357,9 @@ RoceRequester::ArmRto(Time now)
 {
     Time rto = m_recovery->Rto(*this);
     m_rtoArmedAt = now;
-    m_rtoDeadline = rto == TIME_INFINITE ? TIME_INFINITE : now + rto + m_conn.HostDelay();
+    m_rtoArmedRto = rto;
+    m_rtoArmedHostDelay = m_conn.HostDelay();
+    m_rtoDeadline = rto == TIME_INFINITE ? TIME_INFINITE : now + rto + m_rtoArmedHostDelay;
 }
 
 void
@@ -704,10 +706,13 @@ RoceRequester::HandleTimeout(Time now)
         // packets in flight, but the timer is armed by the first packet out, and the rest
         // of a window follows it. A timer armed with RTO_low that expires with more packets
         // outstanding waits until RTO_high after it was armed (docs/engine-rocev2.md).
+        // Only a longer timer postpones it, and with the host delay it was armed with
+        // (Endpoint::SetHostDelay: timers already armed keep their deadlines).
         Time rto = m_recovery->Rto(*this);
-        if (rto != TIME_INFINITE && m_rtoArmedAt + rto + m_conn.HostDelay() > now)
+        if (rto != TIME_INFINITE && rto > m_rtoArmedRto &&
+            m_rtoArmedAt + rto + m_rtoArmedHostDelay > now)
         {
-            m_rtoDeadline = m_rtoArmedAt + rto + m_conn.HostDelay();
+            m_rtoDeadline = m_rtoArmedAt + rto + m_rtoArmedHostDelay;
             return;
         }
         Count(Counter::RTO);

@@ -201,6 +201,8 @@ class RoceRequester : public RoceV2Role
     uint8_t m_rnrRetriesLeft;          //!< rnr_retry budget left
     Time m_rtoDeadline{TIME_INFINITE}; //!< retransmission timer
     Time m_rtoArmedAt{0};              //!< when the retransmission timer was last armed
+    Time m_rtoArmedRto{0};             //!< the RTO it was armed with
+    Time m_rtoArmedHostDelay{0};       //!< the host delay it was armed with
     Time m_rnrDeadline{TIME_INFINITE}; //!< end of the RNR wait
     uint32_t m_rnrPsn{0};              //!< PSN to resume from after the RNR wait
     Pacer m_pacer;                     //!< spaces data packets at the current rate
