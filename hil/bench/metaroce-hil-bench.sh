@@ -27,8 +27,8 @@
 # by default; any of veth, forwarder, threads, xdp, xdp-threads), FWD_DELAY_US (one-way delay added by the forwarder, default 1000),
 # FWD_ITERS (64 KiB messages per forwarder run, default 300), FWD_ACK_LOSS (drop probability
 # in the ACK direction, default the same P as the data direction; 0: drop data frames only),
-# PERF_EXTRA (options added to both
-# metaroce-perf sides in part 1, e.g. "--udp-gso off"), FWD_SERVER_EXTRA (options added to the
+# PERF_EXTRA (options added to both metaroce-perf sides in part 1, e.g. "--udp-gso off"),
+# FWD_SERVER_EXTRA (options added to the
 # receiving metaroce-perf of part 2, e.g. "--backlog-ecn 0"), WRITE_DOC (0: print the sections, do
 # not write them to docs/benchmarks.md). Needs root (namespaces, raw mode). The
 # namespaces are removed on exit, also on failure or Ctrl-C.

@@ -265,8 +265,8 @@ IrnRecovery::Timeout(RoceRequester& req, uint32_t psn)
 void
 IrnRecovery::Restart(RoceRequester& req, uint32_t psn)
 {
-    // The end of an RNR wait: every unSACKed PSN from psn up to the highest sent is resent
-    // once more; SACKed ones are not.
+    // Anything but a timeout (the end of an RNR wait, a gap in READ responses): every
+    // unSACKed PSN from psn up to the highest sent is resent once more; SACKed ones are not.
     m_presumedStep = 0;
     m_retxPsn = psn;
     m_lossBound = req.MaxSentPsn();

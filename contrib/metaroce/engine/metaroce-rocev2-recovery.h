@@ -60,7 +60,8 @@ class RoceRecovery
     virtual void OnCursorOvertaken(RoceRequester& req) = 0;
     /// PSNs from \p from up to the requester's UnackedPsn were acknowledged cumulatively.
     virtual void OnProgress(RoceRequester& req, uint32_t from) = 0;
-    /// Resend from \p psn: a sequence NAK, a retransmission timeout or the end of an RNR wait.
+    /// Resend from \p psn: a sequence NAK, a gap in READ responses, the end of an RNR wait, or
+    /// a retransmission timeout unless Timeout() says otherwise.
     virtual void Restart(RoceRequester& req, uint32_t psn) = 0;
 
     /// The retransmission timer expired with \p psn the oldest unacknowledged PSN (by default
