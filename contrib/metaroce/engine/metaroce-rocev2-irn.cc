@@ -245,21 +245,8 @@ IrnRecovery::Timeout(RoceRequester& req, uint32_t psn)
     // (as F-RTO, RFC 5682, detects a spurious timeout). docs/engine-rocev2.md, "Timeout".
     m_presumedEnd = req.MaxSentPsn();
     m_presumedStep = 1;
-    m_retxPsn = psn;
-    if (PsnDiff(m_lossBound, PsnAdd(psn, 1)) < 0)
-    {
-        m_lossBound = PsnAdd(psn, 1);
-    }
-    SkipSacked(req);
-    if (!HolePending() && req.InflightPackets() > 0)
-    {
-        // The oldest PSN was SACKed (its cumulative ACK was lost, or discarded at a READ or
-        // atomic whose response was missing): resend it once, so that the responder
-        // acknowledges it again.
-        m_retxPsn = req.UnackedPsn();
-        m_lossBound = PsnAdd(m_retxPsn, 1);
-    }
-    UpdateState(req);
+    const uint32_t pastOldest = PsnAdd(psn, 1); // the oldest unacknowledged PSN at least
+    ResendFrom(req, psn, PsnDiff(m_lossBound, pastOldest) < 0 ? pastOldest : m_lossBound);
 }
 
 void
@@ -268,12 +255,18 @@ IrnRecovery::Restart(RoceRequester& req, uint32_t psn)
     // Anything but a timeout (the end of an RNR wait, a gap in READ responses): every
     // unSACKed PSN from psn up to the highest sent is resent once more; SACKed ones are not.
     m_presumedStep = 0;
+    ResendFrom(req, psn, req.MaxSentPsn());
+}
+
+void
+IrnRecovery::ResendFrom(RoceRequester& req, uint32_t psn, uint32_t bound)
+{
     m_retxPsn = psn;
-    m_lossBound = req.MaxSentPsn();
+    m_lossBound = bound;
     SkipSacked(req);
     if (!HolePending() && req.InflightPackets() > 0)
     {
-        // Everything outstanding was SACKed, but the cumulative ACK never came (lost, or
+        // Everything in the range was SACKed, but the cumulative ACK never came (lost, or
         // discarded at a READ or atomic whose response was missing): resend the oldest PSN
         // once, so that the responder acknowledges it again.
         m_retxPsn = req.UnackedPsn();

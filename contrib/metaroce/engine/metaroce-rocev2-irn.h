@@ -52,6 +52,8 @@ class IrnRecovery : public RoceRecovery
     bool Sacked(uint32_t psn) const;
     bool HolePending() const;
     void SkipSacked(const RoceRequester& req);
+    /// Resend the unSACKed PSNs from \p psn up to \p bound (the oldest PSN if all are SACKed).
+    void ResendFrom(RoceRequester& req, uint32_t psn, uint32_t bound);
     void UpdateState(RoceRequester& req) const;
     uint32_t Cap() const;
 
